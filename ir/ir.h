@@ -1,0 +1,230 @@
+/* ir.h - the typed dataflow graph every stage after the frontend works on.
+ *
+ * A graph is an array of nodes; each node is one op application producing one
+ * tensor (its dtype and shape are the node's). Inputs refer to earlier nodes by
+ * index, so node order is a topological order. A module is the graph plus what
+ * the model declared (inputs, loss, metrics, training setup) and what the
+ * passes decided (devices, buckets, memory plan, schedule); a module is exactly
+ * what a .mgx plan file stores.
+ */
+#ifndef MGC_IR_H
+#define MGC_IR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum { IR_MAX_RANK = 6, IR_MAX_IATTR = 8, IR_MAX_FATTR = 6 };
+
+typedef enum { IR_F32, IR_I32, IR_F64, IR_U8, IR_DTYPE_COUNT } ir_dtype;
+
+typedef struct {
+    int rank;
+    int64_t dim[IR_MAX_RANK];
+} ir_shape;
+
+/* Source position; file is interned in the module's string table. */
+typedef struct {
+    const char *file;
+    int line, col;
+} ir_loc;
+
+typedef enum {
+    OPF_SOURCE = 1 << 0,      /* no inputs, no kernel */
+    OPF_VARIABLE = 1 << 1,    /* persistent storage, survives steps */
+    OPF_ELEMENTWISE = 1 << 2, /* per-element math in runtime/ops_math.h */
+    OPF_DIFF = 1 << 3,        /* autodiff has a gradient rule */
+    OPF_ALIAS = 1 << 4,       /* output shares input 0's memory */
+    OPF_INPLACE = 1 << 5,     /* writes input 0 (and slots) in place */
+    OPF_COLLECTIVE = 1 << 6,  /* matching nodes on every replica form one collective */
+    OPF_TRAIN_ONLY = 1 << 7,  /* identity outside training */
+} ir_opflag;
+
+typedef enum {
+#define X(e, name, arity, iattrs, fattrs, flags) OP_##e,
+#include "ops.def"
+#undef X
+    OP_COUNT
+} ir_op;
+
+typedef struct {
+    const char *name;
+    int arity;                 /* -1: variadic */
+    const char *iattrs;        /* comma-separated names of iattr[] */
+    const char *fattrs;        /* comma-separated names of fattr[] */
+    unsigned flags;
+} ir_opinfo;
+
+extern const ir_opinfo ir_ops[OP_COUNT];
+
+/* Initializers of PARAM and VAR (iattr[0]); fan_in/fan_out in iattr[1..2]. */
+typedef enum { INIT_ZEROS, INIT_ONES, INIT_GLOROT_UNIFORM, INIT_HE_NORMAL, INIT_COUNT } ir_init;
+extern const char *const ir_init_names[INIT_COUNT];
+
+/* Which programs a node belongs to (node->programs is a mask of these). */
+typedef enum {
+    PROG_TRAIN = 1 << 0,   /* one optimizer step */
+    PROG_EVAL = 1 << 1,    /* forward, per-example loss and metrics */
+    PROG_PREDICT = 1 << 2, /* forward to the model output */
+    PROG_INIT = 1 << 3,    /* broadcast of variables from replica 0 */
+} ir_program;
+enum { IR_PROGRAM_COUNT = 4 };
+
+enum { STREAM_COMPUTE = 0, STREAM_COMM = 1, STREAM_COUNT = 2 };
+
+typedef struct {
+    ir_op op;
+    ir_dtype dtype;
+    ir_shape shape;
+    int n_in;
+    int *in;                  /* node indices, each < this node's index */
+    int64_t iattr[IR_MAX_IATTR];
+    double fattr[IR_MAX_FATTR];
+    const char *name;         /* interned; params "dense_1/kernel", inputs, slots; may be NULL */
+    ir_loc loc;
+    unsigned programs;        /* mask of ir_program */
+    int device;               /* replica index, -1 = host (inputs) */
+    int stream;               /* STREAM_COMPUTE or STREAM_COMM */
+    int64_t offset;           /* byte offset in its device's arena (memory plan), -1 unplanned */
+} ir_node;
+
+typedef struct {
+    ir_node *nodes;
+    int n, cap;
+} ir_graph;
+
+typedef enum { OPT_SGD, OPT_ADAM, OPT_ADAMW, OPT_RMSPROP, OPT_COUNT } ir_optimizer_kind;
+extern const char *const ir_optimizer_names[OPT_COUNT];
+
+typedef struct {
+    ir_optimizer_kind kind;
+    double lr, beta1, beta2, epsilon, weight_decay, momentum, rho;
+    bool nesterov;
+} ir_optimizer;
+
+typedef enum { XDEV_RING, XDEV_ONE_DEVICE, XDEV_HIERARCHICAL, XDEV_COUNT } ir_cross_device;
+extern const char *const ir_cross_device_names[XDEV_COUNT];
+
+typedef struct {
+    const char *name;  /* "cpu" or "gpu" */
+    int index;
+} ir_device;
+
+typedef struct {
+    const char *name;  /* "accuracy" */
+    int node;          /* per-example f32[batch] before the batch mean */
+} ir_metric;
+
+/* One step of a compiled schedule, in a (program, device, stream) list. */
+typedef enum {
+    SCHED_KERNEL, /* arg = node index */
+    SCHED_RECORD, /* arg = event index: signal after everything before it on this stream */
+    SCHED_WAIT,   /* arg = event index: later items wait for that event */
+} ir_sched_kind;
+
+typedef struct {
+    ir_sched_kind kind;
+    int arg;
+} ir_sched_item;
+
+typedef struct {
+    int program, device, stream;
+    int n, cap;
+    ir_sched_item *items;
+} ir_sched_list;
+
+typedef struct {
+    int64_t bytes;   /* total size of the gradients packed into it */
+    int n_grads;
+    int *grads;      /* param node indices (replica 0) whose gradients it carries */
+} ir_bucket;
+
+typedef struct ir_module {
+    const char *model_name;
+    const char *source_file;
+    ir_graph g;
+
+    /* model interface (node indices into g; replica 0 after replication) */
+    int n_inputs;
+    int *inputs;              /* INPUT nodes, global batch on axis 0 */
+    int loss;                 /* per-example loss f32[batch], -1 if none */
+    int n_metrics;
+    ir_metric *metrics;
+    int output;               /* PREDICT output, -1 if none */
+    int n_params;
+    int *params;              /* PARAM nodes of replica 0 */
+    int *grads;               /* gradient node of each param (after autodiff), -1 before */
+
+    /* training setup */
+    bool has_train;
+    ir_optimizer opt;
+    int64_t batch_per_replica;
+    int64_t global_batch;
+
+    /* replication */
+    int n_devices;
+    ir_device *devices;
+    ir_cross_device cross_device;
+    int64_t bucket_bytes;
+    int n_buckets;
+    ir_bucket *buckets;
+
+    /* memory plan: per device */
+    int64_t *arena_bytes;     /* planned bytes per device (variables + peak scratch) */
+    int64_t *unplanned_bytes; /* sum of every tensor's size, for comparison */
+
+    /* schedule */
+    int n_events;
+    int n_sched;
+    ir_sched_list *sched;
+
+    /* interned strings */
+    struct ir_strtab *strings;
+} ir_module;
+
+/* ---- shapes and dtypes ---- */
+int64_t ir_shape_numel(const ir_shape *s);
+bool ir_shape_eq(const ir_shape *a, const ir_shape *b);
+ir_shape ir_shape_make(int rank, const int64_t *dims);
+size_t ir_dtype_size(ir_dtype t);
+const char *ir_dtype_name(ir_dtype t);
+int ir_dtype_from_name(const char *name); /* -1 if unknown */
+int64_t ir_node_bytes(const ir_node *n);
+/* Writes "f32[64,28,28,1]" into buf; returns buf. */
+char *ir_type_str(ir_dtype t, const ir_shape *s, char *buf, size_t cap);
+
+/* ---- ops ---- */
+int ir_op_from_name(const char *name); /* -1 if unknown */
+/* Index of attribute `name` in the op's iattr/fattr list, or -1. */
+int ir_op_iattr_index(ir_op op, const char *name);
+int ir_op_fattr_index(ir_op op, const char *name);
+
+/* ---- modules and graphs ---- */
+ir_module *ir_module_new(void);
+void ir_module_free(ir_module *m);
+const char *ir_intern(ir_module *m, const char *s); /* NULL stays NULL */
+
+/* Appends a node; copies `in`. Fields not given start zero, device 0,
+ * offset -1, programs 0. Returns its index. */
+int ir_add(ir_module *m, ir_op op, const int *in, int n_in, ir_loc loc);
+ir_node *ir_node_at(ir_module *m, int i);
+
+/* Shape and dtype rule of node i from its inputs and attributes. Writes the
+ * result into the node. On a mismatch returns false and writes a one-line
+ * message (no position) into err. */
+bool ir_infer_node(ir_module *m, int i, char *err, size_t cap);
+
+/* Structural checks (input order, arity, attrs, shapes agree with the rules,
+ * schedule and plan ranges). Returns the number of problems, each reported
+ * through msg (may be NULL). */
+typedef void (*ir_report_fn)(void *ctx, const char *msg);
+int ir_verify(const ir_module *m, ir_report_fn report, void *ctx);
+
+/* ---- text and pictures ---- */
+#include <stdio.h>
+/* One op per line: "%12 = conv2d(%0, %3) stride_h=1 ... : f32[64,26,26,32] @cpu:0 # file:line" */
+void ir_print(const ir_module *m, FILE *out);
+/* Graphviz. replicated: one cluster per device, collectives coloured. */
+void ir_print_dot(const ir_module *m, FILE *out, bool replicated);
+
+#endif

@@ -1,0 +1,21 @@
+/* plan.h - the .mgx plan file: write a module, read it back (docs/plan-format.md). */
+#ifndef MGC_PLAN_H
+#define MGC_PLAN_H
+
+#include "ir.h"
+
+#define MGX_MAGIC "MGXPLAN\0"
+enum { MGX_VERSION = 1 };
+
+/* Writes atomically (temp file, fsync, rename). Returns 0, or -1 with a
+ * one-line message in err ("PATH: cannot write: No space left on device"). */
+int mgx_write(const ir_module *m, const char *path, char *err, size_t cap);
+
+/* Reads and verifies a plan. Returns NULL with a one-line message naming the
+ * file and the problem in err ("m.mgx: section 'graph': CRC mismatch"). */
+ir_module *mgx_read(const char *path, char *err, size_t cap);
+
+/* Same from memory (for tests and fuzzing); name is used in messages. */
+ir_module *mgx_read_mem(const void *data, size_t size, const char *name, char *err, size_t cap);
+
+#endif

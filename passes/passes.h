@@ -1,0 +1,66 @@
+/* passes.h - the compiler passes, from a one-replica forward graph to a plan.
+ *
+ * Every pass takes the module and reports user-facing problems through a
+ * diagnostics sink (positions come from node->loc). A pass returns false when
+ * it reported an error; the pass manager stops there.
+ */
+#ifndef MGC_PASSES_H
+#define MGC_PASSES_H
+
+#include <stdio.h>
+
+#include "../ir/ir.h"
+
+#include "../ir/diag.h"
+
+/* Options that passes read (filled from the command line). */
+typedef struct {
+    int64_t global_batch;         /* --global-batch B, 0 = from the model */
+    ir_cross_device cross_device; /* --cross-device-ops */
+    int64_t bucket_bytes;         /* --bucket-bytes, default 4 MiB */
+    int n_devices;                /* resolved device list (the CLI resolves --devices) */
+    const ir_device *devices;
+    bool quiet;                   /* no announcements */
+} pass_options;
+
+void pass_options_default(pass_options *o);
+
+/* elaborate: parse `path` and the stdlib modules it `use`s (from stdlib_dir),
+ * inline functions and build the one-replica forward graph: INPUT nodes at
+ * the per-replica batch (global batch / o->n_devices, an error at the train
+ * block naming both numbers when not divisible), PARAM nodes with
+ * hierarchical names, m->loss / m->metrics as per-example f32[batch] vectors,
+ * m->output, the train block in m->opt and m->batch_per_replica /
+ * m->global_batch. Returns NULL after reporting errors. */
+ir_module *pass_elaborate(const char *path, const char *stdlib_dir, ir_diag *d, const pass_options *o);
+
+/* shapes: infer dtype and shape of every node, errors at the node's position. */
+bool pass_shapes(ir_module *m, ir_diag *d, const pass_options *o);
+/* autodiff: gradient of the mean loss with respect to every param; m->grads. */
+bool pass_autodiff(ir_module *m, ir_diag *d, const pass_options *o);
+/* optimizer: slot variables and one update node per param. */
+bool pass_optimizer(ir_module *m, ir_diag *d, const pass_options *o);
+/* replicate: clone per device, shard / all_reduce (bucketed) / broadcast. */
+bool pass_replicate(ir_module *m, ir_diag *d, const pass_options *o);
+/* memplan: liveness-based offsets in one arena per device. */
+bool pass_memplan(ir_module *m, ir_diag *d, const pass_options *o);
+/* schedule: per (program, device, stream) lists with events across streams. */
+bool pass_schedule(ir_module *m, ir_diag *d, const pass_options *o);
+
+typedef bool (*pass_fn)(ir_module *m, ir_diag *d, const pass_options *o);
+typedef struct {
+    const char *name;
+    pass_fn run;
+} pass_info;
+
+/* The pipeline, in order: "shapes", "autodiff", "optimizer", "replicate",
+ * "memplan", "schedule". */
+extern const pass_info pass_pipeline[];
+extern const int pass_pipeline_count;
+
+/* Runs the pipeline; prints the IR to dump_out after the pass named dump_after
+ * (NULL for none). Returns false at the first pass that reports an error. */
+bool pass_run_all(ir_module *m, ir_diag *d, const pass_options *o,
+                  const char *dump_after, FILE *dump_out);
+
+#endif

@@ -1,0 +1,92 @@
+/* backend.h - the interface every device backend implements (cpu/, cuda/).
+ *
+ * The executor knows no backend: it allocates arenas, copies, launches
+ * kernels, records and waits on events and runs collectives only through this
+ * table. Work on a stream runs in submission order; a wait makes later work
+ * on that stream wait for an event recorded on another stream. The CPU backend
+ * implements a stream as a worker thread with a queue and an event as a
+ * counter with a condition variable; the CUDA backend uses cudaStream_t and
+ * cudaEvent_t. Calls return 0 or -1; after -1 the message is in b->err.
+ */
+#ifndef MGC_BACKEND_H
+#define MGC_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../ir/ir.h"
+
+/* Everything a kernel needs; built once per node when a session starts
+ * (arena addresses never move) and valid until the session ends. */
+typedef struct {
+    const ir_module *m;
+    const ir_node *node;        /* op, attrs, output dtype/shape */
+    const ir_node *const *in_nodes; /* input nodes (dtype/shape of each input) */
+    const void *const *in;      /* input data, device memory */
+    void *out;                  /* output data, device memory */
+    void **slots;               /* in-place ops: writable pointers of inputs (== in) */
+    const int64_t *step;        /* optimizer step counter, 1-based at the update */
+} rt_kernel_args;
+
+typedef enum { COLL_ALL_REDUCE, COLL_BROADCAST } rt_coll_kind;
+
+typedef struct {
+    rt_coll_kind kind;
+    int group;                  /* bucket index (all_reduce) or broadcast group */
+    const char *label;          /* for errors: "all_reduce bucket 3" */
+    void *buf;                  /* this device's buffer, reduced / broadcast in place */
+    int64_t count;              /* elements */
+    ir_dtype dtype;
+    int mean;                   /* all_reduce: divide by the global replica count */
+    int root;                   /* broadcast: root replica */
+    ir_cross_device algo;
+} rt_coll_args;
+
+typedef struct rt_backend rt_backend;
+
+typedef struct {
+    const char *name;
+    int (*init)(rt_backend *b);
+    void (*shutdown)(rt_backend *b);
+    void *(*alloc)(rt_backend *b, int device, size_t bytes);
+    void (*dealloc)(rt_backend *b, int device, void *p);
+    /* host <-> device copies, ordered on (device, stream) */
+    int (*upload)(rt_backend *b, int device, int stream, void *dst, const void *src, size_t bytes);
+    int (*download)(rt_backend *b, int device, int stream, void *dst, const void *src, size_t bytes);
+    int (*launch)(rt_backend *b, int device, int stream, const rt_kernel_args *k);
+    /* events: indices < n_events; generation distinguishes runs of a program */
+    int (*record)(rt_backend *b, int device, int stream, int event, uint64_t generation);
+    int (*wait)(rt_backend *b, int device, int stream, int event, uint64_t generation);
+    int (*collective)(rt_backend *b, int device, int stream, const rt_coll_args *c);
+    /* waits for every stream; returns -1 if any queued work failed */
+    int (*sync)(rt_backend *b);
+} rt_backend_i;
+
+/* Optional hook for the process-level step of a hierarchical all-reduce
+ * (runtime/mpi): sums buf across processes, in place, with a timeout. */
+typedef struct {
+    int rank, size;
+    int (*all_reduce_sum)(void *ctx, void *buf, int64_t count, ir_dtype dtype,
+                          double timeout_s, const char *label, char *err, size_t cap);
+    int (*broadcast)(void *ctx, void *buf, int64_t bytes, int root,
+                     double timeout_s, const char *label, char *err, size_t cap);
+    void *ctx;
+} rt_interprocess;
+
+struct rt_backend {
+    const rt_backend_i *i;
+    int n_devices;              /* local devices (replicas in this process) */
+    int n_events;
+    int threads_per_device;
+    int replica_base;           /* global index of local replica 0 */
+    int replica_total;          /* replicas across all processes */
+    double collective_timeout;  /* seconds */
+    const rt_interprocess *ip;  /* NULL in one process */
+    char err[512];
+    void *impl;                 /* backend state */
+};
+
+rt_backend *rt_backend_cpu(void);
+rt_backend *rt_backend_cuda(void); /* NULL when built without CUDA */
+
+#endif

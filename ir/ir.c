@@ -124,6 +124,7 @@ void ir_module_free(ir_module *m) {
     free(m->unplanned_bytes);
     for (int i = 0; i < m->n_sched; i++) free(m->sched[i].items);
     free(m->sched);
+    free(m->sources);
     for (int i = 0; i < m->strings->n; i++) free(m->strings->s[i]);
     free(m->strings->s);
     free(m->strings);

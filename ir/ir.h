@@ -139,6 +139,11 @@ typedef struct {
     int *grads;      /* param node indices (replica 0) whose gradients it carries */
 } ir_bucket;
 
+typedef struct {
+    const char *path; /* interned */
+    const char *text; /* interned */
+} ir_source;
+
 typedef struct ir_module {
     const char *model_name;
     const char *source_file;
@@ -177,6 +182,10 @@ typedef struct ir_module {
     int n_events;
     int n_sched;
     ir_sched_list *sched;
+
+    /* the sources it was compiled from (for re-planning at load time) */
+    int n_sources;
+    ir_source *sources;
 
     /* interned strings */
     struct ir_strtab *strings;

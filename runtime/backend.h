@@ -23,9 +23,9 @@ typedef struct {
     const ir_node *node;        /* op, attrs, output dtype/shape */
     const ir_node *const *in_nodes; /* input nodes (dtype/shape of each input) */
     const void *const *in;      /* input data, device memory */
-    void *out;                  /* output data, device memory */
-    void **slots;               /* in-place ops: writable pointers of inputs (== in) */
-    const int64_t *step;        /* optimizer step counter, 1-based at the update */
+    void *out;                  /* output data, device memory; in-place ops: == in[0] */
+    const int64_t *step;        /* optimizer step counter, 1-based at the update; dropout seed */
+    int replica, replicas;      /* global replica index and count (dropout masks by global row) */
 } rt_kernel_args;
 
 typedef enum { COLL_ALL_REDUCE, COLL_BROADCAST } rt_coll_kind;

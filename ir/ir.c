@@ -159,6 +159,7 @@ int ir_add(ir_module *m, ir_op op, const int *in, int n_in, ir_loc loc) {
     if (n_in) memcpy(n->in, in, (size_t)n_in * sizeof *in);
     n->loc = loc;
     n->offset = -1;
+    n->origin = g->n;
     return g->n++;
 }
 

@@ -85,6 +85,7 @@ typedef struct {
     unsigned programs;        /* mask of ir_program */
     int device;               /* replica index, -1 = host (inputs) */
     int stream;               /* STREAM_COMPUTE or STREAM_COMM */
+    int origin;               /* one-replica node this was cloned from (replicate), else its own index */
     int64_t offset;           /* byte offset in its device's arena (memory plan), -1 unplanned */
 } ir_node;
 

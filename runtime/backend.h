@@ -26,6 +26,7 @@ typedef struct {
     void *out;                  /* output data, device memory; in-place ops: == in[0] */
     const int64_t *step;        /* optimizer step counter, 1-based at the update; dropout seed */
     int replica, replicas;      /* global replica index and count (dropout masks by global row) */
+    const int *training;        /* nonzero in the train program; OPF_TRAIN_ONLY ops are identity otherwise */
 } rt_kernel_args;
 
 typedef enum { COLL_ALL_REDUCE, COLL_BROADCAST } rt_coll_kind;

@@ -1,0 +1,22 @@
+/* parse_ctx.h - state shared by the lexer and the parser of one file (internal). */
+#ifndef MGC_PARSE_CTX_H
+#define MGC_PARSE_CTX_H
+
+#include "../ir/diag.h"
+#include "ast.h"
+
+typedef struct {
+    ast_arena *arena;
+    ir_diag *diag;
+    const char *file;
+    bool in_module;
+    int line, col;     /* position of the next character */
+    int depth;         /* open ( and [: newlines inside them are spaces */
+    bool at_line_start;/* last token was an end of line (or none yet) */
+    bool eof_nl_sent;
+    ast_decl *decls, *tail;
+} fe_ctx;
+
+static inline ir_loc fe_loc(const fe_ctx *c, int line, int col) { return (ir_loc){c->file, line, col}; }
+
+#endif

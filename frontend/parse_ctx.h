@@ -11,7 +11,7 @@ typedef struct {
     const char *file;
     bool in_module;
     int line, col;     /* position of the next character */
-    int depth;         /* open ( and [: newlines inside them are spaces */
+    int last_col;      /* column of the last newline */
     bool at_line_start;/* last token was an end of line (or none yet) */
     bool eof_nl_sent;
     ast_decl *decls, *tail;

@@ -1,6 +1,7 @@
 /* parser.y - grammar of the model language (docs/language.md). Statements end
- * at a newline; after a syntax error the parser skips to the end of the line
- * and goes on, so one run reports several errors. */
+ * at a newline (lines may also break after '(' '[' ',' and before ')' ']');
+ * after a syntax error the parser skips to the end of the line and goes on, so
+ * one run reports several errors. */
 %define api.pure full
 %locations
 %define parse.error detailed
@@ -63,9 +64,9 @@ static ast_type *make_type(fe_ctx *ctx, const char *name, ir_loc loc, bool has_d
 %type <stmt> stmt
 %type <stmts> stmts block
 %type <param> param
-%type <params> params params_opt
+%type <params> params
 %type <arg> arg
-%type <args> args args_opt
+%type <args> args
 %type <exprs> dims
 %type <i> suffix
 
@@ -76,26 +77,33 @@ program
     : %empty
     | program NL
     | program decl NL
-    | program error NL   { yyerrok; }
+    | program error NL
     ;
 
 /* decl -> USE IDENT | FN IDENT '(' params ')' block | MODEL IDENT block | TRAIN IDENT block */
 decl
     : USE IDENT                           { add_decl(ctx, DECL_USE, L(@1), $2, L(@2), NULL, NULL); }
-    | FN IDENT '(' params_opt ')' block   { add_decl(ctx, DECL_FN, L(@1), $2, L(@2), $4.head, $6.head); }
+    | FN IDENT '(' nl_opt ')' block       { add_decl(ctx, DECL_FN, L(@1), $2, L(@2), NULL, $6.head); }
+    | FN IDENT '(' nl_opt params trail ')' block
+                                          { add_decl(ctx, DECL_FN, L(@1), $2, L(@2), $5.head, $8.head); }
     | MODEL IDENT block                   { add_decl(ctx, DECL_MODEL, L(@1), $2, L(@2), NULL, $3.head); }
     | TRAIN IDENT block                   { add_decl(ctx, DECL_TRAIN, L(@1), $2, L(@2), NULL, $3.head); }
     ;
 
-params_opt
-    : %empty          { $$ = (param_list){0}; }
-    | params
-    | params ','
+nl_opt
+    : %empty
+    | NL
+    ;
+
+/* the end of a list: an optional ',' and line break */
+trail
+    : nl_opt
+    | ',' nl_opt
     ;
 
 params
-    : param             { $$ = (param_list){$1, $1}; }
-    | params ',' param  { $$ = $1; $$.tail->next = $3; $$.tail = $3; }
+    : param                    { $$ = (param_list){$1, $1}; }
+    | params ',' nl_opt param  { $$ = $1; $$.tail->next = $4; $$.tail = $4; }
     ;
 
 /* param -> IDENT [':' type] ['=' expr] */
@@ -110,13 +118,13 @@ param
 type
     : FN                   { $$ = make_type(ctx, "fn", L(@1), false, NULL); }
     | IDENT                { $$ = make_type(ctx, $1, L(@1), false, NULL); }
-    | IDENT '[' dims ']'   { $$ = make_type(ctx, $1, L(@1), true, $3.head); }
-    | IDENT '[' ']'        { $$ = make_type(ctx, $1, L(@1), true, NULL); }
+    | IDENT '[' nl_opt dims trail ']'  { $$ = make_type(ctx, $1, L(@1), true, $4.head); }
+    | IDENT '[' nl_opt ']'             { $$ = make_type(ctx, $1, L(@1), true, NULL); }
     ;
 
 dims
     : expr            { $$ = (expr_list){$1, $1}; }
-    | dims ',' expr   { $$ = $1; $$.tail->next = $3; $$.tail = $3; }
+    | dims ',' nl_opt expr   { $$ = $1; $$.tail->next = $4; $$.tail = $4; }
     ;
 
 /* block -> '{' (stmt? NL)* stmt? '}' */
@@ -169,8 +177,10 @@ primary
     | FLOAT                   { $$ = ast_expr_new(ctx->arena, EX_FLOAT, L(@1)); $$->fval = $1; }
     | STRING                  { $$ = ast_expr_new(ctx->arena, EX_STR, L(@1)); $$->name = $1; }
     | name
-    | primary '(' args_opt ')'{ $$ = ast_expr_new(ctx->arena, EX_CALL, $1->loc); $$->lhs = $1; $$->args = $3.head; }
-    | '(' expr ')'            { $$ = $2; }
+    | primary '(' nl_opt ')'  { $$ = ast_expr_new(ctx->arena, EX_CALL, $1->loc); $$->lhs = $1; }
+    | primary '(' nl_opt args trail ')'
+                              { $$ = ast_expr_new(ctx->arena, EX_CALL, $1->loc); $$->lhs = $1; $$->args = $4.head; }
+    | '(' nl_opt expr nl_opt ')'  { $$ = $3; }
     ;
 
 /* name -> IDENT ['.' IDENT] */
@@ -185,15 +195,9 @@ name
                         }
     ;
 
-args_opt
-    : %empty        { $$ = (arg_list){0}; }
-    | args
-    | args ','
-    ;
-
 args
-    : arg           { $$ = (arg_list){$1, $1}; }
-    | args ',' arg  { $$ = $1; $$.tail->next = $3; $$.tail = $3; }
+    : arg                  { $$ = (arg_list){$1, $1}; }
+    | args ',' nl_opt arg  { $$ = $1; $$.tail->next = $4; $$.tail = $4; }
     ;
 
 /* arg -> [IDENT ':'] expr */

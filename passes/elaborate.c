@@ -123,6 +123,17 @@ static void err(elab *c, ir_loc loc, const char *fmt, ...) {
     ir_diag_error(c->d, at(c, loc), "%s", msg);
 }
 
+/* An error at a position already mapped by at(). */
+static void err_raw(elab *c, ir_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void err_raw(elab *c, ir_loc loc, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    ir_diag_error(c->d, loc, "%s", msg);
+}
+
 static const char *fmt(elab *c, const char *f, ...) __attribute__((format(printf, 2, 3)));
 static const char *fmt(elab *c, const char *f, ...) {
     char buf[512];
@@ -342,7 +353,7 @@ static value eval_call(elab *c, const ast_expr *e) {
     value f = eval(c, e->lhs);
     int n = 0;
     for (const ast_arg *a = e->args; a; a = a->next) n++;
-    call k = {xrealloc(NULL, (size_t)n * sizeof(arg)), 0, e->lhs->kind == EX_NAME ? e->lhs->name : "function", e->loc};
+    call k = {xrealloc(NULL, (size_t)n * sizeof(arg)), 0, e->lhs->kind == EX_NAME ? e->lhs->name : NULL, e->loc};
     bool seen_kw = false, bad = f.k == V_ERR;
     for (const ast_arg *a = e->args; a; a = a->next) {
         arg *x = &k.a[k.n++];
@@ -434,7 +445,7 @@ static bool check_arg(elab *c, const ast_decl *fn, const ast_param *p, value *v,
         break;
     }
     if (!ok)
-        err(c, loc, "argument '%s' of '%s' must be %s, got %s", p->name, fn->name, type_text(c, t), describe(c, *v));
+        err_raw(c, loc, "argument '%s' of '%s' must be %s, got %s", p->name, fn->name, type_text(c, t), describe(c, *v));
     return ok;
 }
 
@@ -461,7 +472,7 @@ static bool bind_params(elab *c, const ast_decl *fn, call *k) {
         if (a) v = a->v;
         else if (p->dflt) v = eval(c, p->dflt);
         else {
-            err(c, k->loc, "missing argument '%s' of '%s'", p->name, fn->name);
+            err_raw(c, k->loc, "missing argument '%s' of '%s'", p->name, fn->name);
             ok = false;
             continue;
         }
@@ -474,13 +485,13 @@ static bool bind_params(elab *c, const ast_decl *fn, call *k) {
         if (used[i]) continue;
         ok = false;
         if (!k->a[i].name) {
-            err(c, k->a[i].loc, "'%s' takes at most %d argument%s, got %d", fn->name, idx, idx == 1 ? "" : "s", n_pos);
+            err_raw(c, k->a[i].loc, "'%s' takes at most %d argument%s, got %d", fn->name, idx, idx == 1 ? "" : "s", n_pos);
             break;
         }
         bool known = false;
         for (const ast_param *p = fn->params; p; p = p->next) known |= !strcmp(p->name, k->a[i].name);
-        if (known) err(c, k->a[i].loc, "argument '%s' of '%s' is given twice", k->a[i].name, fn->name);
-        else err(c, k->a[i].loc, "'%s' has no parameter named '%s'", fn->name, k->a[i].name);
+        if (known) err_raw(c, k->a[i].loc, "argument '%s' of '%s' is given twice", k->a[i].name, fn->name);
+        else err_raw(c, k->a[i].loc, "'%s' has no parameter named '%s'", fn->name, k->a[i].name);
     }
     free(used);
     return ok;
@@ -490,9 +501,12 @@ static value run_body(elab *c, const ast_stmt *s);
 
 static value call_fn(elab *c, const ast_decl *fn, call *k) {
     if (c->depth >= MAX_CALL_DEPTH) {
-        err(c, k->loc, "calls nested more than %d deep (is '%s' recursive?)", MAX_CALL_DEPTH, fn->name);
+        err(c, k->loc, "calls nested more than %d deep (a recursive function?)", MAX_CALL_DEPTH);
         return ERR;
     }
+    /* argument errors point into the caller */
+    k->loc = at(c, k->loc);
+    for (int i = 0; i < k->n; i++) k->a[i].loc = at(c, k->a[i].loc);
     scope sc = {c->fr->scope, fn->name, NULL};
     frame f = {.caller = c->fr, .fn = fn, .in_module = fn->in_module, .user_loc = at(c, k->loc), .scope = &sc};
     c->fr = &f, c->depth++;
@@ -658,7 +672,8 @@ static value call_value(elab *c, value f, call *k) {
     case V_ERR: return ERR;
     default: break;
     }
-    err(c, k->loc, "'%s' is %s, not a function", k->callee, describe(c, f));
+    if (k->callee) err(c, k->loc, "'%s' is %s, not a function", k->callee, describe(c, f));
+    else err(c, k->loc, "cannot call %s", describe(c, f));
     return ERR;
 }
 

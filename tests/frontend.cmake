@@ -1,3 +1,70 @@
-# frontend: lexer, parser and elaboration (examples, stdlib, bad programs)
-add_executable(test_elab ${CMAKE_CURRENT_SOURCE_DIR}/frontend/elab_main.c)
+# frontend: lexer, parser and elaboration. A driver elaborates a file and
+# prints a summary (good programs) or the diagnostics (bad programs, compared
+# exactly with tests/frontend/bad/NAME.err).
+set(FE_DIR ${CMAKE_CURRENT_SOURCE_DIR}/frontend)
+add_executable(test_elab ${FE_DIR}/elab_main.c)
 target_link_libraries(test_elab PRIVATE mgc_passes)
+
+function(frontend_good name file)
+  cmake_parse_arguments(G "" "" "ARGS;EXPECT" ${ARGN})
+  string(JOIN "|" expect ${G_EXPECT})
+  add_test(NAME frontend_${name}
+           COMMAND ${CMAKE_COMMAND} -DELAB=$<TARGET_FILE:test_elab> -DFILE=${file} -DSTDLIB=${MGC_SRC}/stdlib
+                   "-DARGS=${G_ARGS}" "-DEXPECT=${expect}" -P ${FE_DIR}/run_good.cmake)
+endfunction()
+
+frontend_good(mnist_cnn ${MGC_SRC}/examples/mnist_cnn.mg EXPECT
+  "model mnist_cnn (${MGC_SRC}/examples/mnist_cnn.mg)"
+  "input image f32[64,28,28,1]"
+  "input label i32[64]"
+  "param conv2d/kernel f32[3,3,1,32] 288 init=glorot_uniform fan_in=9 fan_out=288"
+  "param conv2d/bias f32[32] 32 init=zeros fan_in=32 fan_out=32"
+  "param dense/kernel f32[5408,128] 692224 init=glorot_uniform fan_in=5408 fan_out=128"
+  "param dense/bias f32[128] 128 init=zeros fan_in=128 fan_out=128"
+  "param dense_1/kernel f32[128,10] 1280 init=glorot_uniform fan_in=128 fan_out=10"
+  "param dense_1/bias f32[10] 10 init=zeros fan_in=10 fan_out=10"
+  "trainable parameters 693962"
+  "loss sparse_xent f32[64]"
+  "metric accuracy argmax_match f32[64]"
+  "output add f32[64,10]"
+  "train yes optimizer adam lr=0.001 beta1=0.9 beta2=0.999 epsilon=1e-07 weight_decay=0 momentum=0 rho=0 nesterov=0"
+  "batch 64 per replica, 64 global")
+frontend_good(mnist_cnn_4_replicas ${MGC_SRC}/examples/mnist_cnn.mg ARGS 4 EXPECT
+  "input image f32[64,28,28,1]" "batch 64 per replica, 256 global" "trainable parameters 693962")
+frontend_good(mnist_cnn_global_batch ${MGC_SRC}/examples/mnist_cnn.mg ARGS 2 100 EXPECT
+  "input image f32[50,28,28,1]" "batch 50 per replica, 100 global" "loss sparse_xent f32[50]")
+frontend_good(mlp ${MGC_SRC}/examples/mlp.mg EXPECT
+  "param dense/kernel f32[784,256] 200704 init=glorot_uniform fan_in=784 fan_out=256"
+  "param dense/bias f32[256] 256 init=zeros fan_in=256 fan_out=256"
+  "param dense_1/kernel f32[256,10] 2560 init=glorot_uniform fan_in=256 fan_out=10"
+  "param dense_1/bias f32[10] 10 init=zeros fan_in=10 fan_out=10"
+  "trainable parameters 203530" "batch 64 per replica, 64 global")
+frontend_good(features ${FE_DIR}/good/features.mg ARGS 3 EXPECT
+  "input image f32[32,32,32,3]"
+  "param conv2d/kernel f32[5,5,3,8] 600 init=he_normal fan_in=75 fan_out=200"
+  "param conv2d_1/kernel f32[3,3,8,16] 1152 init=glorot_uniform fan_in=72 fan_out=144"
+  "param block/dense/kernel f32[256,256] 65536 init=glorot_uniform fan_in=256 fan_out=256"
+  "param block/dense_1/kernel f32[256,128] 32768 init=glorot_uniform fan_in=256 fan_out=128"
+  "param block_1/dense/kernel f32[128,40] 5120 init=glorot_uniform fan_in=128 fan_out=40"
+  "param block_1/dense_1/bias f32[20] 20 init=zeros fan_in=20 fan_out=20"
+  "param dense/kernel f32[20,10] 200 init=glorot_uniform fan_in=20 fan_out=10"
+  "param scale f32[10] 10 init=ones fan_in=10 fan_out=10"
+  "trainable parameters 106664"
+  "loss reduce_mean f32[32]"
+  "output sub f32[32,10]"
+  "train yes optimizer sgd lr=0.05 beta1=0.9 beta2=0.999 epsilon=1e-07 weight_decay=0 momentum=0.9 rho=0 nesterov=1"
+  "batch 32 per replica, 96 global")
+frontend_good(optimizer_defaults ${FE_DIR}/good/optimizers.mg EXPECT
+  "train yes optimizer adamw lr=0.001 beta1=0.9 beta2=0.999 epsilon=1e-07 weight_decay=0.004 momentum=0 rho=0 nesterov=0"
+  "batch 8 per replica, 8 global")
+frontend_good(no_train ${FE_DIR}/good/no_train.mg EXPECT
+  "train no optimizer adam lr=0.001 beta1=0.9 beta2=0.999 epsilon=1e-07 weight_decay=0 momentum=0 rho=0 nesterov=0"
+  "batch 1 per replica, 1 global" "output add f32[1,3]" "param w f32[4,3] 12 init=glorot_uniform fan_in=4 fan_out=3")
+
+file(GLOB FE_BAD CONFIGURE_DEPENDS ${FE_DIR}/bad/*.mg)
+foreach(src ${FE_BAD})
+  get_filename_component(name ${src} NAME_WE)
+  add_test(NAME frontend_bad_${name}
+           COMMAND ${CMAKE_COMMAND} -DELAB=$<TARGET_FILE:test_elab> -DDIR=${FE_DIR} -DNAME=${name}
+                   -P ${FE_DIR}/run_bad.cmake)
+endforeach()

@@ -180,7 +180,8 @@ void rt_session_free(rt_session *s) {
 
 void rt_session_set_input(rt_session *s, int k, const void *host) {
     int i = s->m->inputs[k];
-    memcpy(s->host[i], host, (size_t)ir_node_bytes(&s->m->g.nodes[i]));
+    size_t part = (size_t)ir_node_bytes(&s->m->g.nodes[i]) / (size_t)s->m->n_devices;
+    memcpy((char *)s->host[i] + part * (size_t)s->first, host, part * (size_t)s->local);
 }
 
 /* One node's work on its stream. */
@@ -311,5 +312,16 @@ int rt_session_check_replicas(rt_session *s, char *err, size_t cap) {
             return -1;
         }
     }
+    return 0;
+}
+
+int rt_session_rank(const rt_session *s) { return s->b->ip ? s->b->ip->rank : 0; }
+
+int rt_session_sum_processes(rt_session *s, double *v, int n) {
+    const rt_interprocess *ip = s->b->ip;
+    if (!ip || ip->size < 2) return 0;
+    if (ip->all_reduce_sum(ip->ctx, v, n, IR_F64, s->b->collective_timeout, "sum of evaluation results", s->err,
+                           sizeof s->err))
+        return -1;
     return 0;
 }

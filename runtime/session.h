@@ -33,7 +33,8 @@ int rt_session_init_variables(rt_session *s, uint64_t seed);
 /* Broadcasts replica 0's variables to every replica (after writing them). */
 int rt_session_broadcast_variables(rt_session *s);
 
-/* Copies one global batch of model input k (m->inputs[k]) into staging. */
+/* Copies this process's rows of one global batch of model input k
+ * (m->inputs[k]) into staging: the rows of its local replicas, in order. */
 void rt_session_set_input(rt_session *s, int k, const void *host);
 /* Runs one program to completion. PROG_TRAIN advances the step counter. */
 int rt_session_run(rt_session *s, ir_program program);
@@ -55,6 +56,11 @@ int rt_session_write(rt_session *s, int node, const void *src);
 /* Compares every variable of every local replica with replica 0's, byte for
  * byte. Returns 0, or -1 naming the first differing variable in err. */
 int rt_session_check_replicas(rt_session *s, char *err, size_t cap);
+
+/* Sums v[0..n) over every process (no-op in one process). */
+int rt_session_sum_processes(rt_session *s, double *v, int n);
+/* Process rank and count (0 and 1 in one process). */
+int rt_session_rank(const rt_session *s);
 
 /* Initial value of a variable (ir_init with fan_in/fan_out), deterministic in
  * (seed, name). */

@@ -284,8 +284,7 @@ int rt_load_idx_mem(const void *buf, size_t len, const char *name, rt_tensor *ou
 
 /* ---- whole files ---- */
 
-/* Reads all of path into a malloc'd buffer (plus a NUL). */
-static unsigned char *read_all(const char *path, size_t *len, char *err, size_t cap) {
+unsigned char *rt_read_file(const char *path, size_t *len, char *err, size_t cap) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (fd < 0) return fail(err, cap, "%s: cannot open: %s", path, strerror(errno)), NULL;
@@ -513,7 +512,7 @@ int rt_load_npy_mem(const void *buf, size_t len, const char *name, rt_tensor *ou
 int rt_load_npy(const char *path, rt_tensor *out, char *err, size_t cap) {
     size_t len;
     memset(out, 0, sizeof *out);
-    unsigned char *buf = read_all(path, &len, err, cap);
+    unsigned char *buf = rt_read_file(path, &len, err, cap);
     if (!buf) return -1;
     int rc = npy_parse(buf, len, path, out, err, cap);
     free(buf);

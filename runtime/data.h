@@ -42,6 +42,9 @@ int rt_save_npy(const char *path, const rt_tensor *t, char *err, size_t cap);
 /* IDX or NPY, chosen by the file's magic (gzip, IDX 00 00, or \x93NUMPY). */
 int rt_load_tensor_file(const char *path, rt_tensor *out, char *err, size_t cap);
 
+/* All of path in a malloc'd buffer (one NUL byte past len). */
+unsigned char *rt_read_file(const char *path, size_t *len, char *err, size_t cap);
+
 /* Writes the concatenation of n buffers to path atomically: PATH.tmp.XXXXXX,
  * fsync, rename, fsync of the directory. On failure the old file is left as it
  * was, the temporary is removed and err holds "PATH: cannot write: <reason>". */

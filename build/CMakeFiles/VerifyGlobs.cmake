@@ -25,6 +25,7 @@ endif()
 # RUNTIME_SRC at CMakeLists.txt:58 (file)
 file(GLOB NEW_GLOB LIST_DIRECTORIES true "/work/wt/data/runtime/*.c")
 set(OLD_GLOB
+  "/work/wt/data/runtime/checkpoint.c"
   "/work/wt/data/runtime/data.c"
   )
 if(NOT "${NEW_GLOB}" STREQUAL "${OLD_GLOB}")

@@ -8,6 +8,7 @@ set(CMAKE_DEPENDS_LANGUAGES
 
 # The set of dependency files which are needed:
 set(CMAKE_DEPENDS_DEPENDENCY_FILES
+  "/work/wt/data/runtime/checkpoint.c" "CMakeFiles/mgc_runtime.dir/runtime/checkpoint.c.o" "gcc" "CMakeFiles/mgc_runtime.dir/runtime/checkpoint.c.o.d"
   "/work/wt/data/runtime/data.c" "CMakeFiles/mgc_runtime.dir/runtime/data.c.o" "gcc" "CMakeFiles/mgc_runtime.dir/runtime/data.c.o.d"
   )
 

@@ -69,10 +69,24 @@ include CMakeFiles/mgc_runtime.dir/progress.make
 # Include the compile flags for this target's objects.
 include CMakeFiles/mgc_runtime.dir/flags.make
 
+CMakeFiles/mgc_runtime.dir/runtime/checkpoint.c.o: CMakeFiles/mgc_runtime.dir/flags.make
+CMakeFiles/mgc_runtime.dir/runtime/checkpoint.c.o: /work/wt/data/runtime/checkpoint.c
+CMakeFiles/mgc_runtime.dir/runtime/checkpoint.c.o: CMakeFiles/mgc_runtime.dir/compiler_depend.ts
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/wt/data/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_1) "Building C object CMakeFiles/mgc_runtime.dir/runtime/checkpoint.c.o"
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT CMakeFiles/mgc_runtime.dir/runtime/checkpoint.c.o -MF CMakeFiles/mgc_runtime.dir/runtime/checkpoint.c.o.d -o CMakeFiles/mgc_runtime.dir/runtime/checkpoint.c.o -c /work/wt/data/runtime/checkpoint.c
+
+CMakeFiles/mgc_runtime.dir/runtime/checkpoint.c.i: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Preprocessing C source to CMakeFiles/mgc_runtime.dir/runtime/checkpoint.c.i"
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -E /work/wt/data/runtime/checkpoint.c > CMakeFiles/mgc_runtime.dir/runtime/checkpoint.c.i
+
+CMakeFiles/mgc_runtime.dir/runtime/checkpoint.c.s: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/mgc_runtime.dir/runtime/checkpoint.c.s"
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -S /work/wt/data/runtime/checkpoint.c -o CMakeFiles/mgc_runtime.dir/runtime/checkpoint.c.s
+
 CMakeFiles/mgc_runtime.dir/runtime/data.c.o: CMakeFiles/mgc_runtime.dir/flags.make
 CMakeFiles/mgc_runtime.dir/runtime/data.c.o: /work/wt/data/runtime/data.c
 CMakeFiles/mgc_runtime.dir/runtime/data.c.o: CMakeFiles/mgc_runtime.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/wt/data/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_1) "Building C object CMakeFiles/mgc_runtime.dir/runtime/data.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/wt/data/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_2) "Building C object CMakeFiles/mgc_runtime.dir/runtime/data.c.o"
 	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT CMakeFiles/mgc_runtime.dir/runtime/data.c.o -MF CMakeFiles/mgc_runtime.dir/runtime/data.c.o.d -o CMakeFiles/mgc_runtime.dir/runtime/data.c.o -c /work/wt/data/runtime/data.c
 
 CMakeFiles/mgc_runtime.dir/runtime/data.c.i: cmake_force
@@ -85,15 +99,17 @@ CMakeFiles/mgc_runtime.dir/runtime/data.c.s: cmake_force
 
 # Object files for target mgc_runtime
 mgc_runtime_OBJECTS = \
+"CMakeFiles/mgc_runtime.dir/runtime/checkpoint.c.o" \
 "CMakeFiles/mgc_runtime.dir/runtime/data.c.o"
 
 # External object files for target mgc_runtime
 mgc_runtime_EXTERNAL_OBJECTS =
 
+libmgc_runtime.a: CMakeFiles/mgc_runtime.dir/runtime/checkpoint.c.o
 libmgc_runtime.a: CMakeFiles/mgc_runtime.dir/runtime/data.c.o
 libmgc_runtime.a: CMakeFiles/mgc_runtime.dir/build.make
 libmgc_runtime.a: CMakeFiles/mgc_runtime.dir/link.txt
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --bold --progress-dir=/work/wt/data/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_2) "Linking C static library libmgc_runtime.a"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --bold --progress-dir=/work/wt/data/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_3) "Linking C static library libmgc_runtime.a"
 	$(CMAKE_COMMAND) -P CMakeFiles/mgc_runtime.dir/cmake_clean_target.cmake
 	$(CMAKE_COMMAND) -E cmake_link_script CMakeFiles/mgc_runtime.dir/link.txt --verbose=$(VERBOSE)
 

@@ -1,4 +1,6 @@
 file(REMOVE_RECURSE
+  "CMakeFiles/mgc_runtime.dir/runtime/checkpoint.c.o"
+  "CMakeFiles/mgc_runtime.dir/runtime/checkpoint.c.o.d"
   "CMakeFiles/mgc_runtime.dir/runtime/data.c.o"
   "CMakeFiles/mgc_runtime.dir/runtime/data.c.o.d"
   "libmgc_runtime.a"

@@ -42,6 +42,7 @@ set(CMAKE_MAKEFILE_DEPENDS
   "CMakeFiles/VerifyGlobs.cmake"
   "CMakeFiles/cmake.verify_globs"
   "/work/wt/data/tests/CMakeLists.txt"
+  "/work/wt/data/tests/data.cmake"
   )
 
 # The corresponding makefile is:
@@ -61,4 +62,5 @@ set(CMAKE_DEPEND_INFO_FILES
   "CMakeFiles/mgc_ir.dir/DependInfo.cmake"
   "CMakeFiles/mgc_passes.dir/DependInfo.cmake"
   "CMakeFiles/mgc_runtime.dir/DependInfo.cmake"
+  "tests/CMakeFiles/test_data.dir/DependInfo.cmake"
   )

@@ -4,3 +4,19 @@
 # 
 # This file includes the relevant testing commands required for 
 # testing this directory and lists subdirectories to be tested as well.
+add_test([=[data_idx_roundtrip]=] "/work/wt/data/build/tests/test_data" "idx_roundtrip")
+set_tests_properties([=[data_idx_roundtrip]=] PROPERTIES  _BACKTRACE_TRIPLES "/work/wt/data/tests/data.cmake;5;add_test;/work/wt/data/tests/data.cmake;0;;/work/wt/data/tests/CMakeLists.txt;7;include;/work/wt/data/tests/CMakeLists.txt;0;")
+add_test([=[data_idx_errors]=] "/work/wt/data/build/tests/test_data" "idx_errors")
+set_tests_properties([=[data_idx_errors]=] PROPERTIES  _BACKTRACE_TRIPLES "/work/wt/data/tests/data.cmake;5;add_test;/work/wt/data/tests/data.cmake;0;;/work/wt/data/tests/CMakeLists.txt;7;include;/work/wt/data/tests/CMakeLists.txt;0;")
+add_test([=[data_npy_roundtrip]=] "/work/wt/data/build/tests/test_data" "npy_roundtrip")
+set_tests_properties([=[data_npy_roundtrip]=] PROPERTIES  _BACKTRACE_TRIPLES "/work/wt/data/tests/data.cmake;5;add_test;/work/wt/data/tests/data.cmake;0;;/work/wt/data/tests/CMakeLists.txt;7;include;/work/wt/data/tests/CMakeLists.txt;0;")
+add_test([=[data_npy_errors]=] "/work/wt/data/build/tests/test_data" "npy_errors")
+set_tests_properties([=[data_npy_errors]=] PROPERTIES  _BACKTRACE_TRIPLES "/work/wt/data/tests/data.cmake;5;add_test;/work/wt/data/tests/data.cmake;0;;/work/wt/data/tests/CMakeLists.txt;7;include;/work/wt/data/tests/CMakeLists.txt;0;")
+add_test([=[data_dataset]=] "/work/wt/data/build/tests/test_data" "dataset")
+set_tests_properties([=[data_dataset]=] PROPERTIES  _BACKTRACE_TRIPLES "/work/wt/data/tests/data.cmake;5;add_test;/work/wt/data/tests/data.cmake;0;;/work/wt/data/tests/CMakeLists.txt;7;include;/work/wt/data/tests/CMakeLists.txt;0;")
+add_test([=[data_loader]=] "/work/wt/data/build/tests/test_data" "loader")
+set_tests_properties([=[data_loader]=] PROPERTIES  _BACKTRACE_TRIPLES "/work/wt/data/tests/data.cmake;5;add_test;/work/wt/data/tests/data.cmake;0;;/work/wt/data/tests/CMakeLists.txt;7;include;/work/wt/data/tests/CMakeLists.txt;0;")
+add_test([=[data_prefetch]=] "/work/wt/data/build/tests/test_data" "prefetch")
+set_tests_properties([=[data_prefetch]=] PROPERTIES  _BACKTRACE_TRIPLES "/work/wt/data/tests/data.cmake;5;add_test;/work/wt/data/tests/data.cmake;0;;/work/wt/data/tests/CMakeLists.txt;7;include;/work/wt/data/tests/CMakeLists.txt;0;")
+add_test([=[data_atomic]=] "/work/wt/data/build/tests/test_data" "atomic")
+set_tests_properties([=[data_atomic]=] PROPERTIES  _BACKTRACE_TRIPLES "/work/wt/data/tests/data.cmake;5;add_test;/work/wt/data/tests/data.cmake;0;;/work/wt/data/tests/CMakeLists.txt;7;include;/work/wt/data/tests/CMakeLists.txt;0;")

@@ -63,4 +63,6 @@ set(CMAKE_DEPEND_INFO_FILES
   "CMakeFiles/mgc_passes.dir/DependInfo.cmake"
   "CMakeFiles/mgc_runtime.dir/DependInfo.cmake"
   "tests/CMakeFiles/test_data.dir/DependInfo.cmake"
+  "tests/CMakeFiles/test_checkpoint.dir/DependInfo.cmake"
+  "tests/CMakeFiles/test_fashion.dir/DependInfo.cmake"
   )

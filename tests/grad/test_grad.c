@@ -334,8 +334,257 @@ static void test_gradients(void) {
     printf("gradients: %d cases, worst relative error %.2e\n", N_CASES, worst);
 }
 
+/* ---- errors on non-differentiable paths, notes, positions ---- */
+
+/* Runs autodiff with diagnostics captured; returns what it printed (caller frees). */
+static char *autodiff_output(ir_module *m, const char *file, const char *text, bool *ok, int *errors) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ir_diag *d = ir_diag_new(f);
+    if (file) ir_diag_add_source(d, file, text);
+    *ok = pass_autodiff(m, d, NULL);
+    *errors = ir_diag_errors(d);
+    ir_diag_free(d);
+    fclose(f);
+    return buf;
+}
+
+/* x[4,3] -> dense/kernel, dense/bias -> logits z[4,5]; labels y */
+static int dense_logits(tb *t, int *y) {
+    int x = input(t, "x", S(4, 3)), k = param(t, "dense/kernel", S(3, 5)), b = param(t, "dense/bias", S(5));
+    *y = labels(t, 4, 5);
+    return op2(t, OP_ADD, matmul(t, x, k, 0, 0), b); /* the matmul is the node before */
+}
+
+static tb *new_tb(void) {
+    tb *t = calloc(1, sizeof *t);
+    t->m = ir_module_new();
+    t->m->has_train = true;
+    return t;
+}
+
+static void free_tb(tb *t) {
+    ir_module_free(t->m);
+    free(t);
+}
+
+static void test_argmax_on_loss_path(void) {
+    tb *t = new_tb();
+    int y, z = dense_logits(t, &y);
+    int am = op2(t, OP_ARGMAX_MATCH, z, y);
+    ir_node_at(t->m, am)->loc = (ir_loc){"model.mg", 2, 23};
+    t->m->loss = op2(t, OP_ADD, op2(t, OP_SPARSE_XENT, z, y), am);
+    int n = t->m->g.n, errors;
+    bool ok;
+    char *out = autodiff_output(t->m, "model.mg", "model m {\n  loss = xent(z, y) + argmax_match(z, y)\n}\n", &ok,
+                                &errors);
+    const char *want = "model.mg:2:23: error: cannot differentiate 'argmax_match' on the path from the loss to "
+                       "param 'dense/kernel'\n"
+                       "  loss = xent(z, y) + argmax_match(z, y)\n"
+                       "                      ^\n";
+    CHECK(!ok && errors == 1, "argmax_match on the loss path: ok %d, %d errors", ok, errors);
+    CHECK(!strcmp(out, want), "argmax_match on the loss path printed:\n%s", out);
+    CHECK(t->m->g.n == n, "autodiff added nodes after an error");
+    free(out);
+    free_tb(t);
+}
+
+/* Cast to int and back: one error, at the cast to int (the path is reported once). */
+static void test_cast_to_int(void) {
+    tb *t = new_tb();
+    int y, z = dense_logits(t, &y);
+    int to_int = cast(t, z, IR_I32);
+    ir_node_at(t->m, to_int)->loc = (ir_loc){"model.mg", 3, 9};
+    int back = cast(t, to_int, IR_F32);
+    t->m->loss = op2(t, OP_SPARSE_XENT, op2(t, OP_ADD, z, back), y);
+    int errors;
+    bool ok;
+    char *out = autodiff_output(t->m, NULL, NULL, &ok, &errors);
+    const char *want = "model.mg:3:9: error: cannot differentiate 'cast' on the path from the loss to param "
+                       "'dense/kernel'\n";
+    CHECK(!ok && errors == 1 && !strcmp(out, want), "cast to i32 on the loss path printed:\n%s", out);
+    free(out);
+    free_tb(t);
+}
+
+/* argmax_match feeding only a metric needs no gradient: no message at all. */
+static void test_metric_only_path(void) {
+    tb *t = new_tb();
+    int y, z = dense_logits(t, &y);
+    t->m->metrics = calloc(1, sizeof *t->m->metrics);
+    t->m->metrics[t->m->n_metrics++] = (ir_metric){"accuracy", op2(t, OP_ARGMAX_MATCH, z, y)};
+    t->m->loss = op2(t, OP_SPARSE_XENT, z, y);
+    int errors;
+    bool ok;
+    char *out = autodiff_output(t->m, NULL, NULL, &ok, &errors);
+    CHECK(ok && errors == 0 && !strcmp(out, ""), "a metric-only argmax_match printed:\n%s", out);
+    free(out);
+    free_tb(t);
+}
+
+/* A param the loss ignores: zeros of its shape and a note at the param. */
+static void test_unused_param(void) {
+    tb *t = new_tb();
+    int y, z = dense_logits(t, &y);
+    int unused = param(t, "unused/w", S(2, 2));
+    ir_node_at(t->m, unused)->loc = (ir_loc){"model.mg", 4, 3};
+    t->m->loss = op2(t, OP_SPARSE_XENT, z, y);
+    int errors;
+    bool ok;
+    char *out = autodiff_output(t->m, NULL, NULL, &ok, &errors);
+    CHECK(ok && errors == 0, "an unused param is not an error");
+    CHECK(!strcmp(out, "model.mg:4:3: note: param 'unused/w' does not affect the loss; its gradient is zero\n"),
+          "unused param printed:\n%s", out);
+    const ir_node *g = ir_node_at(t->m, t->m->grads[2]);
+    CHECK(g->op == OP_CONST && g->fattr[0] == 0 && ir_shape_eq(&g->shape, &ir_node_at(t->m, unused)->shape),
+          "the gradient of an unused param is not zeros of its shape");
+    free(out);
+    free_tb(t);
+}
+
+/* Without a train block the pass adds nothing. */
+static void test_no_train(void) {
+    tb *t = new_tb();
+    int y, z = dense_logits(t, &y);
+    t->m->loss = op2(t, OP_SPARSE_XENT, z, y);
+    t->m->has_train = false;
+    int n = t->m->g.n, errors;
+    bool ok;
+    char *out = autodiff_output(t->m, NULL, NULL, &ok, &errors);
+    CHECK(ok && t->m->g.n == n && !t->m->grads, "autodiff ran without a train block");
+    free(out);
+    free_tb(t);
+}
+
+/* Gradient nodes carry the position of the forward node they come from, and
+ * belong to the train program. */
+static void test_positions(void) {
+    tb *t = new_tb();
+    int y, z = dense_logits(t, &y);
+    ir_node_at(t->m, z - 1)->loc = (ir_loc){"model.mg", 5, 7}; /* the matmul */
+    t->m->loss = op2(t, OP_SPARSE_XENT, z, y);
+    int n_fwd = t->m->g.n, errors, matmuls = 0;
+    bool ok;
+    free(autodiff_output(t->m, NULL, NULL, &ok, &errors));
+    for (int i = n_fwd; i < t->m->g.n; i++) {
+        const ir_node *n = ir_node_at(t->m, i);
+        CHECK(n->programs == PROG_TRAIN && n->loc.file, "gradient node %d: programs %u", i, n->programs);
+        if (n->op != OP_MATMUL) continue;
+        matmuls++;
+        CHECK(n->loc.line == 5 && n->loc.col == 7 && !strcmp(n->loc.file, "model.mg"),
+              "the matmul gradient is at %d:%d", n->loc.line, n->loc.col);
+    }
+    CHECK(ok && matmuls == 1, "%d matmul gradients (want 1: x is an input)", matmuls);
+    free_tb(t);
+}
+
+/* ---- optimizers: 3 steps vs Keras formulas computed by hand ---- */
+
+typedef struct {
+    const char *name;
+    ir_optimizer opt;
+    const char *slots[2]; /* suffixes of each param's slots */
+    double want[5];       /* dense_1/kernel[3], dense_1/bias[2] after 3 steps */
+} opt_case;
+
+/* Expected values: tests/grad/keras_ref.py (Keras 3 update rules). */
+static const opt_case opt_cases[] = {
+    {"sgd", {OPT_SGD, .lr = 0.1}, {NULL}, {0.256, 0.098, 1.756, -0.0464, 0.188}},
+    {"sgd momentum", {OPT_SGD, .lr = 0.1, .momentum = 0.9}, {"velocity"},
+     {0.031, 1.1105, 1.531, -0.1814, 0.638}},
+    {"sgd nesterov", {OPT_SGD, .lr = 0.1, .momentum = 0.9, .nesterov = true}, {"velocity"},
+     {-0.054176, 1.493792, 1.445824, -0.2325056, 0.808352}},
+    {"adam", {OPT_ADAM, .lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .epsilon = 1e-7}, {"m", "v"},
+     {0.20487199950111401, -0.70053888898498373, 1.7048719995011141, -0.1867098429623858,
+      -0.0015866431267169273}},
+    {"adamw", {OPT_ADAMW, .lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .epsilon = 1e-7, .weight_decay = 0.004},
+     {"m", "v"},
+     {0.20440809546847075, -0.69946184410888668, 1.702661980510312, -0.18670373318567346,
+      -0.0013490509588682253}},
+    {"rmsprop", {OPT_RMSPROP, .lr = 0.01, .rho = 0.9, .epsilon = 1e-7}, {"ms"},
+     {0.42792889763297004, -0.92658782243091453, 1.9279288976329698, 0.029176647648327215,
+      -0.22705310410336429}},
+    {"rmsprop momentum", {OPT_RMSPROP, .lr = 0.01, .rho = 0.9, .momentum = 0.5, .epsilon = 1e-7},
+     {"ms", "momentum"},
+     {0.39354147461534172, -0.89156494666237462, 1.8935414746153416, -0.0045865938651667854,
+      -0.19224649323863818}},
+};
+
+/* l_b = sum_j (kernel_j - x1_bj)^2 + sum_j (bias_j - x2_bj)^2, batch 2 */
+static void quadratic(tb *t, int *x1, int *x2) {
+    int k = param(t, "dense_1/kernel", S(3)), b = param(t, "dense_1/bias", S(2));
+    *x1 = input(t, "x1", S(2, 3)), *x2 = input(t, "x2", S(2, 2));
+    int d1 = op2(t, OP_SUB, k, *x1), d2 = op2(t, OP_SUB, b, *x2);
+    t->m->loss = op2(t, OP_ADD, reduce(t, OP_REDUCE_SUM, op2(t, OP_MUL, d1, d1), 2, 0),
+                     reduce(t, OP_REDUCE_SUM, op2(t, OP_MUL, d2, d2), 2, 0));
+}
+
+/* The update node of param p and its slots are what the optimizer promised. */
+static void check_update(const opt_case *c, ir_module *m, int p, int *n_updates) {
+    static const ir_op ops[OPT_COUNT] = {OP_SGD_UPDATE, OP_ADAM_UPDATE, OP_ADAM_UPDATE, OP_RMSPROP_UPDATE};
+    for (int i = 0; i < m->g.n; i++) {
+        const ir_node *u = ir_node_at(m, i);
+        if (!(ir_ops[u->op].flags & OPF_INPLACE) || u->in[0] != m->params[p]) continue;
+        ++*n_updates;
+        const char *pname = ir_node_at(m, m->params[p])->name;
+        int n_slots = (c->slots[0] != NULL) + (c->slots[1] != NULL);
+        CHECK(u->op == ops[c->opt.kind] && u->n_in == 2 + n_slots && u->in[1] == m->grads[p],
+              "%s: update of '%s' is '%s' with %d inputs", c->name, pname, ir_ops[u->op].name, u->n_in);
+        CHECK(u->fattr[ir_op_fattr_index(u->op, "lr")] == c->opt.lr, "%s: lr", c->name);
+        for (int s = 0; s < n_slots && s + 2 < u->n_in; s++) {
+            char want[128];
+            snprintf(want, sizeof want, "%s/%s", pname, c->slots[s]);
+            const ir_node *v = ir_node_at(m, u->in[2 + s]);
+            CHECK(v->op == OP_VAR && v->iattr[0] == INIT_ZEROS && v->name && !strcmp(v->name, want),
+                  "%s: slot %d is '%s', want '%s'", c->name, s, v->name ? v->name : "(null)", want);
+        }
+    }
+}
+
+static void run_opt_case(const opt_case *c) {
+    tb *t = new_tb();
+    int x1, x2;
+    quadratic(t, &x1, &x2);
+    t->m->opt = c->opt;
+    ir_diag *d = ir_diag_new(stderr);
+    CHECK(pass_autodiff(t->m, d, NULL) && pass_optimizer(t->m, d, NULL), "%s: passes failed", c->name);
+    ir_diag_free(d);
+    int n_updates = 0;
+    for (int p = 0; p < t->m->n_params; p++) check_update(c, t->m, p, &n_updates);
+    CHECK(n_updates == 2, "%s: %d update nodes", c->name, n_updates);
+
+    ref_eval *e = ref_eval_new(t->m);
+    memcpy(ref_eval_data(e, t->m->params[0]), (double[]){0.5, -1.0, 2.0}, 3 * sizeof(double));
+    memcpy(ref_eval_data(e, t->m->params[1]), (double[]){0.1, -0.3}, 2 * sizeof(double));
+    memcpy(ref_eval_data(e, x1), (double[]){1, 2, 3, -1, 0.5, 0}, 6 * sizeof(double));
+    memcpy(ref_eval_data(e, x2), (double[]){0.2, 0.4, -0.6, 1.0}, 4 * sizeof(double));
+    for (int step = 1; step <= 3; step++) ref_eval_run(e, step, true);
+    double worst = 0;
+    for (int k = 0; k < 5; k++) {
+        double got = ref_eval_data(e, t->m->params[k / 3])[k % 3];
+        worst = fmax(worst, fabs(got - c->want[k]));
+    }
+    printf("  %-18s 3 steps, max abs error %.1e\n", c->name, worst);
+    CHECK(worst < 1e-12, "%s: params after 3 steps differ from Keras by %.3g", c->name, worst);
+    ref_eval_free(e);
+    free_tb(t);
+}
+
+static void test_optimizers(void) {
+    for (size_t i = 0; i < sizeof opt_cases / sizeof opt_cases[0]; i++) run_opt_case(&opt_cases[i]);
+}
+
 int main(void) {
     test_gradients();
+    test_argmax_on_loss_path();
+    test_cast_to_int();
+    test_metric_only_path();
+    test_unused_param();
+    test_no_train();
+    test_positions();
+    test_optimizers();
     if (failures) fprintf(stderr, "%d failures\n", failures);
+    else printf("all grad tests passed\n");
     return failures != 0;
 }

@@ -36,55 +36,60 @@ static int finish(ad_ctx *c, int i) {
     return i;
 }
 
-/* op(in...) with the attributes of `attrs` (may be NULL) and a declared shape (may be NULL). */
-static int emit(ad_ctx *c, ir_op op, int n_in, const int *in, const ir_node *attrs, const ir_shape *shape) {
+/* op(in...) with the attributes of `attrs` (may be NULL) and a declared shape
+ * (NULL: inferred). Both are copied before ir_add, which may move the node array. */
+static int build(ad_ctx *c, ir_op op, int n_in, const int *in, const ir_node *attrs, const ir_shape *shape) {
+    ir_node a = attrs ? *attrs : (ir_node){0};
+    ir_shape s = shape ? *shape : (ir_shape){0};
     int i = ir_add(c->m, op, in, n_in, c->loc);
     ir_node *n = ir_node_at(c->m, i);
-    if (attrs) {
-        memcpy(n->iattr, attrs->iattr, sizeof n->iattr);
-        memcpy(n->fattr, attrs->fattr, sizeof n->fattr);
-    }
-    if (shape) n->shape = *shape;
+    memcpy(n->iattr, a.iattr, sizeof n->iattr);
+    memcpy(n->fattr, a.fattr, sizeof n->fattr);
+    n->shape = s;
     return finish(c, i);
 }
 
-static int op1(ad_ctx *c, ir_op op, int a) { return emit(c, op, 1, &a, NULL, NULL); }
-static int op2(ad_ctx *c, ir_op op, int a, int b) { return emit(c, op, 2, (int[]){a, b}, NULL, NULL); }
-static const ir_shape *shape_of(ad_ctx *c, int i) { return &ir_node_at(c->m, i)->shape; }
+/* Shapes travel by value: a pointer into the node array dies at the next ir_add. */
+static ir_shape shape_of(ad_ctx *c, int i) { return ir_node_at(c->m, i)->shape; }
+static int emit(ad_ctx *c, ir_op op, int n_in, const int *in, const ir_node *attrs) {
+    return build(c, op, n_in, in, attrs, NULL);
+}
+static int emit_as(ad_ctx *c, ir_shape s, ir_op op, int n_in, const int *in, const ir_node *attrs) {
+    return build(c, op, n_in, in, attrs, &s);
+}
+static int op1(ad_ctx *c, ir_op op, int a) { return emit(c, op, 1, &a, NULL); }
+static int op2(ad_ctx *c, ir_op op, int a, int b) { return emit(c, op, 2, (int[]){a, b}, NULL); }
 
-static int reshape(ad_ctx *c, int a, const ir_shape *s) {
-    return ir_shape_eq(shape_of(c, a), s) ? a : emit(c, OP_RESHAPE, 1, &a, NULL, s);
+static int reshape(ad_ctx *c, int a, ir_shape s) {
+    ir_shape from = shape_of(c, a);
+    return ir_shape_eq(&from, &s) ? a : emit_as(c, s, OP_RESHAPE, 1, &a, NULL);
 }
 
-/* f32 tensor of shape s (rank 0 when NULL) with every element = v */
-static int constant(ad_ctx *c, double v, const ir_shape *s) {
-    int i = ir_add(c->m, OP_CONST, NULL, 0, c->loc);
-    ir_node *n = ir_node_at(c->m, i);
-    n->dtype = IR_F32;
-    n->fattr[0] = v;
-    if (s) n->shape = *s;
-    return finish(c, i);
+/* f32 tensor of shape s with every element = v */
+static int constant(ad_ctx *c, double v, ir_shape s) {
+    return emit_as(c, s, OP_CONST, 0, NULL, &(ir_node){.fattr = {v}});
 }
+static int scalar(ad_ctx *c, double v) { return constant(c, v, (ir_shape){.rank = 0}); }
 
 static int reduce_sum(ad_ctx *c, int a, int64_t axes, int keepdims) {
-    ir_node attrs = {.iattr = {axes, keepdims}};
-    return emit(c, OP_REDUCE_SUM, 1, &a, &attrs, NULL);
+    return emit(c, OP_REDUCE_SUM, 1, &a, &(ir_node){.iattr = {axes, keepdims}});
 }
 
-/* Sums g over the axes numpy broadcasting added to reach shape s (the inverse of broadcasting). */
-static int unbroadcast(ad_ctx *c, int g, const ir_shape *s) {
-    const ir_shape *gs = shape_of(c, g);
-    int lead = gs->rank - s->rank;
+/* Sums g over the axes numpy broadcasting added to reach shape `to` (the inverse of broadcasting). */
+static int unbroadcast(ad_ctx *c, int g, ir_shape to) {
+    ir_shape gs = shape_of(c, g);
+    int lead = gs.rank - to.rank;
     int64_t axes = 0;
-    for (int i = 0; i < gs->rank; i++)
-        if (i < lead || (s->dim[i - lead] == 1 && gs->dim[i] != 1)) axes |= (int64_t)1 << i;
+    for (int i = 0; i < gs.rank; i++)
+        if (i < lead || (to.dim[i - lead] == 1 && gs.dim[i] != 1)) axes |= (int64_t)1 << i;
     if (axes) g = reduce_sum(c, g, axes, 1);
-    return reshape(c, g, s);
+    return reshape(c, g, to);
 }
 
 /* Adds contribution g to the gradient of forward node x (x has several users: ADD). */
 static void accumulate(ad_ctx *c, int x, int g) {
-    ASSERT(ir_shape_eq(shape_of(c, g), shape_of(c, x)), "gradient shape differs from node %d", x);
+    ir_shape gs = shape_of(c, g), xs = shape_of(c, x);
+    ASSERT(ir_shape_eq(&gs, &xs), "gradient shape differs from node %d", x);
     c->grad[x] = c->grad[x] < 0 ? g : op2(c, OP_ADD, c->grad[x], g);
 }
 
@@ -135,7 +140,7 @@ static void grad_exp(ad_ctx *c, const ir_node *y, int dy) { SEND(0, op2(c, OP_MU
 static void grad_log(ad_ctx *c, const ir_node *y, int dy) { SEND(0, op2(c, OP_DIV, dy, X0)); }
 /* y = sqrt(x)  ->  dx = dy * 0.5 / y */
 static void grad_sqrt(ad_ctx *c, const ir_node *y, int dy) {
-    SEND(0, op2(c, OP_DIV, op2(c, OP_MUL, dy, constant(c, 0.5, NULL)), c->y));
+    SEND(0, op2(c, OP_DIV, op2(c, OP_MUL, dy, scalar(c, 0.5)), c->y));
 }
 /* y = max(x, 0)  ->  dx = relu_grad(x, dy) */
 static void grad_relu(ad_ctx *c, const ir_node *y, int dy) { SEND(0, op2(c, OP_RELU_GRAD, X0, dy)); }
@@ -147,8 +152,7 @@ static void grad_tanh(ad_ctx *c, const ir_node *y, int dy) { SEND(0, op2(c, OP_T
 static void grad_cast(ad_ctx *c, const ir_node *y, int dy) { SEND(0, dy); }
 
 static int matmul(ad_ctx *c, int a, int b, int ta, int tb) {
-    ir_node attrs = {.iattr = {ta, tb}};
-    return emit(c, OP_MATMUL, 2, (int[]){a, b}, &attrs, NULL);
+    return emit(c, OP_MATMUL, 2, (int[]){a, b}, &(ir_node){.iattr = {ta, tb}});
 }
 
 /* y = op(a) op(b)  ->  with op(.) undone per trans flag:
@@ -165,18 +169,18 @@ static void grad_matmul(ad_ctx *c, const ir_node *y, int dy) {
 
 /* y = conv2d(x, w)  ->  dx = conv2d_grad_input(dy, w), dw = conv2d_grad_filter(x, dy), same attrs */
 static void grad_conv2d(ad_ctx *c, const ir_node *y, int dy) {
-    SEND(0, emit(c, OP_CONV2D_GRAD_INPUT, 2, (int[]){dy, X1}, y, shape_of(c, X0)));
-    SEND(1, emit(c, OP_CONV2D_GRAD_FILTER, 2, (int[]){X0, dy}, y, shape_of(c, X1)));
+    SEND(0, emit_as(c, shape_of(c, X0), OP_CONV2D_GRAD_INPUT, 2, (int[]){dy, X1}, y));
+    SEND(1, emit_as(c, shape_of(c, X1), OP_CONV2D_GRAD_FILTER, 2, (int[]){X0, dy}, y));
 }
 
 /* y = max_pool2d(x)  ->  dx = max_pool2d_grad(x, dy), same attrs */
 static void grad_max_pool(ad_ctx *c, const ir_node *y, int dy) {
-    SEND(0, emit(c, OP_MAX_POOL2D_GRAD, 2, (int[]){X0, dy}, y, NULL));
+    SEND(0, emit(c, OP_MAX_POOL2D_GRAD, 2, (int[]){X0, dy}, y));
 }
 
 /* y = avg_pool2d(x)  ->  dx = avg_pool2d_grad(x, dy), same attrs */
 static void grad_avg_pool(ad_ctx *c, const ir_node *y, int dy) {
-    SEND(0, emit(c, OP_AVG_POOL2D_GRAD, 2, (int[]){X0, dy}, y, NULL));
+    SEND(0, emit(c, OP_AVG_POOL2D_GRAD, 2, (int[]){X0, dy}, y));
 }
 
 /* y = reshape(x)  ->  dx = reshape(dy) to x's shape */
@@ -186,10 +190,10 @@ static void grad_reshape(ad_ctx *c, const ir_node *y, int dy) {
 
 /* dy of a reduction, with the reduced axes kept as 1, broadcast back to x's shape */
 static int unreduce(ad_ctx *c, const ir_node *y, int dy) {
-    ir_shape kept = *shape_of(c, X0);
+    ir_shape xs = shape_of(c, X0), kept = xs;
     for (int i = 0; i < kept.rank; i++)
         if (y->iattr[0] >> i & 1) kept.dim[i] = 1;
-    return emit(c, OP_BROADCAST_TO, 1, (int[]){reshape(c, dy, &kept)}, NULL, shape_of(c, X0));
+    return emit_as(c, xs, OP_BROADCAST_TO, 1, (int[]){reshape(c, dy, kept)}, NULL);
 }
 
 /* y = reduce_sum(x, axes)  ->  dx = broadcast_to(dy) */
@@ -199,8 +203,9 @@ static void grad_reduce_sum(ad_ctx *c, const ir_node *y, int dy) {
 
 /* y = reduce_mean(x, axes)  ->  dx = broadcast_to(dy) / (elements per mean) */
 static void grad_reduce_mean(ad_ctx *c, const ir_node *y, int dy) {
-    double count = (double)ir_shape_numel(shape_of(c, X0)) / (double)ir_shape_numel(&y->shape);
-    SEND(0, op2(c, OP_MUL, unreduce(c, y, dy), constant(c, 1.0 / count, NULL)));
+    ir_shape xs = shape_of(c, X0);
+    double count = (double)ir_shape_numel(&xs) / (double)ir_shape_numel(&y->shape);
+    SEND(0, op2(c, OP_MUL, unreduce(c, y, dy), scalar(c, 1.0 / count)));
 }
 
 /* y = broadcast_to(x)  ->  dx = unbroadcast(dy) */
@@ -213,26 +218,27 @@ static void grad_softmax(ad_ctx *c, const ir_node *y, int dy) { SEND(0, op2(c, O
 
 /* y = sparse_xent(logits, labels)  ->  dlogits = sparse_xent_grad(logits, labels, dy); labels: none */
 static void grad_sparse_xent(ad_ctx *c, const ir_node *y, int dy) {
-    SEND(0, emit(c, OP_SPARSE_XENT_GRAD, 3, (int[]){X0, X1, dy}, NULL, NULL));
+    SEND(0, emit(c, OP_SPARSE_XENT_GRAD, 3, (int[]){X0, X1, dy}, NULL));
 }
 
 /* y = dropout(x)  ->  dx = dropout_grad(dy), same seed and rate (same mask) */
 static void grad_dropout(ad_ctx *c, const ir_node *y, int dy) {
-    SEND(0, emit(c, OP_DROPOUT_GRAD, 1, &dy, y, NULL));
+    SEND(0, emit(c, OP_DROPOUT_GRAD, 1, &dy, y));
 }
 
+/* Ops without an entry have no gradient (CAST: f32 -> f32 only). */
 static const grad_rule rules[OP_COUNT] = {
-    [OP_ADD] = grad_add,           [OP_SUB] = grad_sub,
-    [OP_MUL] = grad_mul,           [OP_DIV] = grad_div,
-    [OP_NEG] = grad_neg,           [OP_EXP] = grad_exp,
-    [OP_LOG] = grad_log,           [OP_SQRT] = grad_sqrt,
-    [OP_RELU] = grad_relu,         [OP_SIGMOID] = grad_sigmoid,
-    [OP_TANH] = grad_tanh,         [OP_CAST] = grad_cast,
-    [OP_MATMUL] = grad_matmul,     [OP_CONV2D] = grad_conv2d,
-    [OP_MAX_POOL2D] = grad_max_pool, [OP_AVG_POOL2D] = grad_avg_pool,
-    [OP_RESHAPE] = grad_reshape,   [OP_REDUCE_SUM] = grad_reduce_sum,
-    [OP_REDUCE_MEAN] = grad_reduce_mean, [OP_BROADCAST_TO] = grad_broadcast_to,
-    [OP_SOFTMAX] = grad_softmax,   [OP_SPARSE_XENT] = grad_sparse_xent,
+    [OP_ADD] = grad_add,                  [OP_SUB] = grad_sub,
+    [OP_MUL] = grad_mul,                  [OP_DIV] = grad_div,
+    [OP_NEG] = grad_neg,                  [OP_EXP] = grad_exp,
+    [OP_LOG] = grad_log,                  [OP_SQRT] = grad_sqrt,
+    [OP_RELU] = grad_relu,                [OP_SIGMOID] = grad_sigmoid,
+    [OP_TANH] = grad_tanh,                [OP_CAST] = grad_cast,
+    [OP_MATMUL] = grad_matmul,            [OP_CONV2D] = grad_conv2d,
+    [OP_MAX_POOL2D] = grad_max_pool,      [OP_AVG_POOL2D] = grad_avg_pool,
+    [OP_RESHAPE] = grad_reshape,          [OP_REDUCE_SUM] = grad_reduce_sum,
+    [OP_REDUCE_MEAN] = grad_reduce_mean,  [OP_BROADCAST_TO] = grad_broadcast_to,
+    [OP_SOFTMAX] = grad_softmax,          [OP_SPARSE_XENT] = grad_sparse_xent,
     [OP_DROPOUT] = grad_dropout,
 };
 
@@ -288,9 +294,9 @@ static bool check_paths(ad_ctx *c, ir_diag *d) {
 
 static void backward(ad_ctx *c) {
     int loss = c->m->loss;
-    const ir_shape *ls = shape_of(c, loss);
+    ir_shape ls = shape_of(c, loss);
     c->loc = ir_node_at(c->m, loss)->loc;
-    c->grad[loss] = constant(c, 1.0 / (double)ir_shape_numel(ls), ls); /* L = mean(loss) */
+    c->grad[loss] = constant(c, 1.0 / (double)ir_shape_numel(&ls), ls); /* L = mean(loss) */
     for (int i = loss; i >= 0; i--) {
         ir_node y = *ir_node_at(c->m, i); /* a copy: emitting nodes moves the array */
         if (c->grad[i] < 0 || y.op == OP_PARAM || c->param_of[i] < 0) continue;
@@ -311,7 +317,7 @@ static void collect(ad_ctx *c, ir_diag *d) {
             ir_diag_note(d, pn->loc, "param '%s' does not affect the loss; its gradient is zero",
                          pn->name ? pn->name : "?");
             c->loc = pn->loc;
-            c->grad[pi] = constant(c, 0.0, &pn->shape);
+            c->grad[pi] = constant(c, 0.0, pn->shape);
         }
         m->grads[p] = c->grad[pi];
     }

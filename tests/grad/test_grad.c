@@ -176,6 +176,12 @@ static int b_mlp(tb *t) {
     int logits = op2(t, OP_ADD, matmul(t, h, param(t, "d2/kernel", S(5, 3)), 0, 0), param(t, "d2/bias", S(3)));
     return op2(t, OP_SPARSE_XENT, logits, labels(t, 4, 3));
 }
+/* 60 broadcasting layers: the gradient graph outgrows the node array several times */
+static int b_deep(tb *t) {
+    int x = param(t, "x", S(2, 3)), a = param(t, "a", S(3)), b = param(t, "b", S(2, 1));
+    for (int i = 0; i < 60; i++) x = op1(t, OP_TANH, op2(t, OP_ADD, op2(t, OP_MUL, x, a), b));
+    return x;
+}
 /* conv(relu) -> max_pool -> flatten -> dense -> softmax cross-entropy */
 static int b_cnn(tb *t) {
     int x = input(t, "image", S(2, 6, 6, 1));
@@ -228,6 +234,7 @@ static const grad_case cases[] = {
     {"value with several users", OP_ADD, b_two_users},
     {"mlp", OP_MATMUL, b_mlp},
     {"cnn", OP_CONV2D, b_cnn},
+    {"deep chain", OP_TANH, b_deep},
 };
 enum { N_CASES = sizeof cases / sizeof cases[0] };
 

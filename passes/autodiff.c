@@ -30,7 +30,6 @@ typedef struct {
 
 static int finish(ad_ctx *c, int i) {
     char err[256];
-    ir_node_at(c->m, i)->programs = PROG_TRAIN;
     ASSERT(ir_infer_node(c->m, i, err, sizeof err), "autodiff built a bad '%s': %s",
            ir_ops[ir_node_at(c->m, i)->op].name, err);
     return i;

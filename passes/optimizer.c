@@ -34,7 +34,6 @@ static int slot(ir_module *m, int param, const char *suffix) {
     v->shape = p.shape;
     v->iattr[0] = INIT_ZEROS;
     v->name = ir_intern(m, name);
-    v->programs = PROG_TRAIN;
     return i;
 }
 
@@ -56,7 +55,6 @@ static void update(ir_module *m, int i) {
 
     int u = ir_add(m, op, in, n_in, ir_node_at(m, p)->loc);
     ir_node *n = ir_node_at(m, u);
-    n->programs = PROG_TRAIN;
     set_fattr(n, "lr", o->lr);
     if (op == OP_SGD_UPDATE) {
         set_fattr(n, "momentum", o->momentum);

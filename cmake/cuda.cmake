@@ -23,6 +23,10 @@ endif()
 enable_language(CUDA)
 set(CMAKE_CUDA_STANDARD 17)
 set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+# Consumers of mgc_runtime keep linking with the C compiler: without separable
+# compilation no device link step is needed, and gcc-only link flags
+# (-fsanitize with MGC_SANITIZE) keep working.
+set(CMAKE_CUDA_LINKER_PREFERENCE_PROPAGATES OFF)
 
 file(GLOB CUDA_SRC CONFIGURE_DEPENDS runtime/cuda/*.cu runtime/cuda/*.c)
 add_library(mgc_cuda STATIC ${CUDA_SRC})

@@ -73,10 +73,12 @@ static int device_init(rt_backend *b, cuda_device *d, int n_events) {
 }
 
 static void device_free(cuda_device *d, int n_events) {
-    if (cudaSetDevice(d->ordinal) != cudaSuccess) return;
-    for (int e = 0; d->events && e < n_events; e++)
+    int usable = cudaSetDevice(d->ordinal) == cudaSuccess;
+    for (int e = 0; usable && d->events && e < n_events; e++)
         if (d->events[e]) cudaEventDestroy(d->events[e]);
     free(d->events);
+    d->events = NULL;
+    if (!usable) return;
     for (int s = 0; s < STREAM_COUNT; s++) {
         if (d->blas[s]) cublasDestroy(d->blas[s]);
         if (d->dnn[s]) cudnnDestroy(d->dnn[s]);

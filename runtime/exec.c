@@ -52,9 +52,12 @@ int rt_session_peer(const rt_session *s, int node, int replica) {
 
 static rt_backend *pick_backend(const ir_module *m, char *err, size_t cap) {
     if (m->n_devices > 0 && !strcmp(m->devices[0].name, "gpu")) {
-        rt_backend *b = rt_backend_cuda();
-        if (!b) snprintf(err, cap, "this mgc was built without the CUDA backend; the plan wants gpu devices");
-        return b;
+#ifdef MGC_HAVE_CUDA
+        return rt_backend_cuda();
+#else
+        snprintf(err, cap, "this mgc was built without the CUDA backend; the plan wants gpu devices");
+        return NULL;
+#endif
     }
     return rt_backend_cpu();
 }
@@ -140,7 +143,7 @@ rt_session *rt_session_new(const ir_module *m, const rt_session_options *o, char
     b->ip = o->ip;
     if (b->i->init(b)) {
         snprintf(err, cap, "%s", b->err);
-        free(s);
+        free(b), free(s);
         return NULL;
     }
     int n = m->g.n;
@@ -172,6 +175,7 @@ void rt_session_free(rt_session *s) {
     for (int d = 0; d < s->local; d++)
         if (s->arena[d]) s->b->i->dealloc(s->b, d, s->arena[d]);
     s->b->i->shutdown(s->b);
+    free(s->b);
     for (int i = 0; i < s->m->g.n; i++) free(s->host[i]), free(s->labels[i]);
     free(s->arena), free(s->host), free(s->ptr), free(s->args), free(s->coll), free(s->labels);
     free(s->in_nodes), free(s->in_ptrs);

@@ -87,7 +87,8 @@ struct rt_backend {
     void *impl;                 /* backend state */
 };
 
+/* New backends (calloc'd; shutdown releases their state, the caller frees the struct). */
 rt_backend *rt_backend_cpu(void);
-rt_backend *rt_backend_cuda(void); /* NULL when built without CUDA */
+rt_backend *rt_backend_cuda(void); /* only in builds with MGC_HAVE_CUDA */
 
 #endif

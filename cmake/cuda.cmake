@@ -1,0 +1,51 @@
+# cuda.cmake - the CUDA backend (runtime/cuda), built whenever the CUDA toolkit,
+# cuDNN and NCCL are found; linked into mgc_runtime so every consumer gets it.
+find_package(CUDAToolkit QUIET)
+if(CUDAToolkit_FOUND)
+  find_library(MGC_CUDNN_LIB cudnn HINTS ${CUDAToolkit_LIBRARY_DIR})
+  find_library(MGC_NCCL_LIB nccl HINTS ${CUDAToolkit_LIBRARY_DIR})
+  find_path(MGC_CUDNN_INCLUDE cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+  find_path(MGC_NCCL_INCLUDE nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+endif()
+
+if(NOT CUDAToolkit_FOUND OR NOT MGC_CUDNN_LIB OR NOT MGC_NCCL_LIB
+   OR NOT MGC_CUDNN_INCLUDE OR NOT MGC_NCCL_INCLUDE)
+  message(STATUS "CUDA backend: not built (toolkit: ${CUDAToolkit_FOUND}, cudnn: ${MGC_CUDNN_LIB}, nccl: ${MGC_NCCL_LIB})")
+  return()
+endif()
+
+# the kernels' per-element math is shared with the CPU kernels (branch kern)
+if(NOT EXISTS ${CMAKE_SOURCE_DIR}/runtime/ops_math.h)
+  message(STATUS "CUDA backend: not built (runtime/ops_math.h is not in the tree yet)")
+  return()
+endif()
+
+if(NOT CMAKE_CUDA_COMPILER)
+  set(CMAKE_CUDA_COMPILER ${CUDAToolkit_NVCC_EXECUTABLE})
+endif()
+if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+  set(CMAKE_CUDA_ARCHITECTURES 80 90)
+endif()
+enable_language(CUDA)
+set(CMAKE_CUDA_STANDARD 17)
+set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+# Consumers of mgc_runtime keep linking with the C compiler: without separable
+# compilation no device link step is needed, and gcc-only link flags
+# (-fsanitize with MGC_SANITIZE) keep working.
+set(CMAKE_CUDA_LINKER_PREFERENCE_PROPAGATES OFF)
+
+file(GLOB CUDA_SRC CONFIGURE_DEPENDS runtime/cuda/*.cu runtime/cuda/*.c)
+add_library(mgc_cuda STATIC ${CUDA_SRC})
+set_target_properties(mgc_cuda PROPERTIES CUDA_ARCHITECTURES "80;90" POSITION_INDEPENDENT_CODE ON)
+# The directory's -Wall -Wextra -Werror are gcc flags nvcc does not take:
+# keep them for the C files, hand them to the host compiler for .cu files.
+set_property(TARGET mgc_cuda PROPERTY COMPILE_OPTIONS
+  $<$<COMPILE_LANGUAGE:C>:-Wall -Wextra -Werror>
+  $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra --Werror=all-warnings -lineinfo>)
+target_include_directories(mgc_cuda PUBLIC ${CUDAToolkit_INCLUDE_DIRS} ${MGC_CUDNN_INCLUDE} ${MGC_NCCL_INCLUDE})
+target_link_libraries(mgc_cuda PUBLIC mgc_ir CUDA::cudart CUDA::cublas ${MGC_CUDNN_LIB} ${MGC_NCCL_LIB} Threads::Threads m)
+
+# mgc_cuda depends only on mgc_ir, so linking it below mgc_runtime makes no cycle.
+target_link_libraries(mgc_runtime PUBLIC mgc_cuda)
+target_compile_definitions(mgc_runtime PUBLIC MGC_HAVE_CUDA=1)
+message(STATUS "CUDA backend: built (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, sm ${CMAKE_CUDA_ARCHITECTURES}, ${MGC_CUDNN_LIB}, ${MGC_NCCL_LIB})")

@@ -1,0 +1,352 @@
+/* autodiff.c - reverse-mode gradients of the mean loss with respect to every param. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes.h"
+
+#define ASSERT(c, ...)                                                                        \
+    do {                                                                                      \
+        if (!(c)) {                                                                           \
+            fprintf(stderr, "mgc: internal error at %s:%d: ", __FILE__, __LINE__);            \
+            fprintf(stderr, __VA_ARGS__);                                                     \
+            fputc('\n', stderr);                                                              \
+            abort();                                                                          \
+        }                                                                                     \
+    } while (0)
+
+/* State of one backward sweep. Arrays are indexed by forward node (< n_fwd). */
+typedef struct {
+    ir_module *m;
+    int n_fwd;     /* nodes of the forward graph; gradient nodes come after */
+    int *grad;     /* node holding dL/d(node), -1 while none */
+    int *param_of; /* lowest m->params ordinal the node depends on, -1 if none */
+    char *to_loss; /* the loss depends on the node */
+    int y;         /* the forward node being differentiated */
+    ir_loc loc;    /* its position, copied to every node built for it */
+} ad_ctx;
+
+/* ---- building gradient nodes (each one inferred; a failure is a bug here) ---- */
+
+static int finish(ad_ctx *c, int i) {
+    char err[256];
+    ASSERT(ir_infer_node(c->m, i, err, sizeof err), "autodiff built a bad '%s': %s",
+           ir_ops[ir_node_at(c->m, i)->op].name, err);
+    return i;
+}
+
+/* op(in...) with the attributes of `attrs` (may be NULL) and a declared shape
+ * (NULL: inferred). Both are copied before ir_add, which may move the node array. */
+static int build(ad_ctx *c, ir_op op, int n_in, const int *in, const ir_node *attrs, const ir_shape *shape) {
+    ir_node a = attrs ? *attrs : (ir_node){0};
+    ir_shape s = shape ? *shape : (ir_shape){0};
+    int i = ir_add(c->m, op, in, n_in, c->loc);
+    ir_node *n = ir_node_at(c->m, i);
+    memcpy(n->iattr, a.iattr, sizeof n->iattr);
+    memcpy(n->fattr, a.fattr, sizeof n->fattr);
+    n->shape = s;
+    return finish(c, i);
+}
+
+/* Shapes travel by value: a pointer into the node array dies at the next ir_add. */
+static ir_shape shape_of(ad_ctx *c, int i) { return ir_node_at(c->m, i)->shape; }
+static int emit(ad_ctx *c, ir_op op, int n_in, const int *in, const ir_node *attrs) {
+    return build(c, op, n_in, in, attrs, NULL);
+}
+static int emit_as(ad_ctx *c, ir_shape s, ir_op op, int n_in, const int *in, const ir_node *attrs) {
+    return build(c, op, n_in, in, attrs, &s);
+}
+static int op1(ad_ctx *c, ir_op op, int a) { return emit(c, op, 1, &a, NULL); }
+static int op2(ad_ctx *c, ir_op op, int a, int b) { return emit(c, op, 2, (int[]){a, b}, NULL); }
+
+static int reshape(ad_ctx *c, int a, ir_shape s) {
+    ir_shape from = shape_of(c, a);
+    return ir_shape_eq(&from, &s) ? a : emit_as(c, s, OP_RESHAPE, 1, &a, NULL);
+}
+
+/* f32 tensor of shape s with every element = v */
+static int constant(ad_ctx *c, double v, ir_shape s) {
+    return emit_as(c, s, OP_CONST, 0, NULL, &(ir_node){.fattr = {v}});
+}
+static int scalar(ad_ctx *c, double v) { return constant(c, v, (ir_shape){.rank = 0}); }
+
+static int reduce_sum(ad_ctx *c, int a, int64_t axes, int keepdims) {
+    return emit(c, OP_REDUCE_SUM, 1, &a, &(ir_node){.iattr = {axes, keepdims}});
+}
+
+/* Sums g over the axes numpy broadcasting added to reach shape `to` (the inverse of broadcasting). */
+static int unbroadcast(ad_ctx *c, int g, ir_shape to) {
+    ir_shape gs = shape_of(c, g);
+    int lead = gs.rank - to.rank;
+    int64_t axes = 0;
+    for (int i = 0; i < gs.rank; i++)
+        if (i < lead || (to.dim[i - lead] == 1 && gs.dim[i] != 1)) axes |= (int64_t)1 << i;
+    if (axes) g = reduce_sum(c, g, axes, 1);
+    return reshape(c, g, to);
+}
+
+/* Adds contribution g to the gradient of forward node x (x has several users: ADD). */
+static void accumulate(ad_ctx *c, int x, int g) {
+    ir_shape gs = shape_of(c, g), xs = shape_of(c, x);
+    ASSERT(ir_shape_eq(&gs, &xs), "gradient shape differs from node %d", x);
+    c->grad[x] = c->grad[x] < 0 ? g : op2(c, OP_ADD, c->grad[x], g);
+}
+
+/* Does input k of y need a gradient (it depends on a param)? */
+static bool wants(const ad_ctx *c, const ir_node *y, int k) { return c->param_of[y->in[k]] >= 0; }
+
+/* ---- gradient rules: forward (comment) and backward side by side ---- */
+/* Each rule gets a copy of the forward node y (index c->y) and dy = dL/dy, and
+ * accumulates dL/dx into every input x that wants one. */
+typedef void (*grad_rule)(ad_ctx *c, const ir_node *y, int dy);
+
+#define X0 (y->in[0])
+#define X1 (y->in[1])
+#define SEND(k, expr)                                        \
+    do {                                                     \
+        if (wants(c, y, k)) accumulate(c, y->in[k], (expr)); \
+    } while (0)
+
+/* y = a + b  ->  da = unbroadcast(dy), db = unbroadcast(dy) */
+static void grad_add(ad_ctx *c, const ir_node *y, int dy) {
+    SEND(0, unbroadcast(c, dy, shape_of(c, X0)));
+    SEND(1, unbroadcast(c, dy, shape_of(c, X1)));
+}
+
+/* y = a - b  ->  da = unbroadcast(dy), db = unbroadcast(-dy) */
+static void grad_sub(ad_ctx *c, const ir_node *y, int dy) {
+    SEND(0, unbroadcast(c, dy, shape_of(c, X0)));
+    SEND(1, unbroadcast(c, op1(c, OP_NEG, dy), shape_of(c, X1)));
+}
+
+/* y = a * b  ->  da = unbroadcast(dy * b), db = unbroadcast(dy * a) */
+static void grad_mul(ad_ctx *c, const ir_node *y, int dy) {
+    SEND(0, unbroadcast(c, op2(c, OP_MUL, dy, X1), shape_of(c, X0)));
+    SEND(1, unbroadcast(c, op2(c, OP_MUL, dy, X0), shape_of(c, X1)));
+}
+
+/* y = a / b  ->  da = unbroadcast(dy / b), db = unbroadcast(-(dy * y) / b) */
+static void grad_div(ad_ctx *c, const ir_node *y, int dy) {
+    SEND(0, unbroadcast(c, op2(c, OP_DIV, dy, X1), shape_of(c, X0)));
+    SEND(1, unbroadcast(c, op1(c, OP_NEG, op2(c, OP_DIV, op2(c, OP_MUL, dy, c->y), X1)), shape_of(c, X1)));
+}
+
+/* y = -x  ->  dx = -dy */
+static void grad_neg(ad_ctx *c, const ir_node *y, int dy) { SEND(0, op1(c, OP_NEG, dy)); }
+/* y = exp(x)  ->  dx = dy * y */
+static void grad_exp(ad_ctx *c, const ir_node *y, int dy) { SEND(0, op2(c, OP_MUL, dy, c->y)); }
+/* y = log(x)  ->  dx = dy / x */
+static void grad_log(ad_ctx *c, const ir_node *y, int dy) { SEND(0, op2(c, OP_DIV, dy, X0)); }
+/* y = sqrt(x)  ->  dx = dy * 0.5 / y */
+static void grad_sqrt(ad_ctx *c, const ir_node *y, int dy) {
+    SEND(0, op2(c, OP_DIV, op2(c, OP_MUL, dy, scalar(c, 0.5)), c->y));
+}
+/* y = max(x, 0)  ->  dx = relu_grad(x, dy) */
+static void grad_relu(ad_ctx *c, const ir_node *y, int dy) { SEND(0, op2(c, OP_RELU_GRAD, X0, dy)); }
+/* y = 1 / (1 + exp(-x))  ->  dx = sigmoid_grad(y, dy) */
+static void grad_sigmoid(ad_ctx *c, const ir_node *y, int dy) { SEND(0, op2(c, OP_SIGMOID_GRAD, c->y, dy)); }
+/* y = tanh(x)  ->  dx = tanh_grad(y, dy) */
+static void grad_tanh(ad_ctx *c, const ir_node *y, int dy) { SEND(0, op2(c, OP_TANH_GRAD, c->y, dy)); }
+/* y = cast(x), f32 -> f32 only (checked before)  ->  dx = dy */
+static void grad_cast(ad_ctx *c, const ir_node *y, int dy) { SEND(0, dy); }
+
+static int matmul(ad_ctx *c, int a, int b, int ta, int tb) {
+    return emit(c, OP_MATMUL, 2, (int[]){a, b}, &(ir_node){.iattr = {ta, tb}});
+}
+
+/* y = op(a) op(b)  ->  with op(.) undone per trans flag:
+ *   ta tb | da            | db
+ *   0  0  | dy b^T        | a^T dy
+ *   1  0  | b dy^T        | a dy
+ *   0  1  | dy b          | dy^T a
+ *   1  1  | b^T dy^T      | dy^T a^T */
+static void grad_matmul(ad_ctx *c, const ir_node *y, int dy) {
+    int ta = y->iattr[0] != 0, tb = y->iattr[1] != 0;
+    SEND(0, ta ? matmul(c, X1, dy, tb, 1) : matmul(c, dy, X1, 0, !tb));
+    SEND(1, tb ? matmul(c, dy, X0, 1, ta) : matmul(c, X0, dy, !ta, 0));
+}
+
+/* y = conv2d(x, w)  ->  dx = conv2d_grad_input(dy, w), dw = conv2d_grad_filter(x, dy), same attrs */
+static void grad_conv2d(ad_ctx *c, const ir_node *y, int dy) {
+    SEND(0, emit_as(c, shape_of(c, X0), OP_CONV2D_GRAD_INPUT, 2, (int[]){dy, X1}, y));
+    SEND(1, emit_as(c, shape_of(c, X1), OP_CONV2D_GRAD_FILTER, 2, (int[]){X0, dy}, y));
+}
+
+/* y = max_pool2d(x)  ->  dx = max_pool2d_grad(x, dy), same attrs */
+static void grad_max_pool(ad_ctx *c, const ir_node *y, int dy) {
+    SEND(0, emit(c, OP_MAX_POOL2D_GRAD, 2, (int[]){X0, dy}, y));
+}
+
+/* y = avg_pool2d(x)  ->  dx = avg_pool2d_grad(x, dy), same attrs */
+static void grad_avg_pool(ad_ctx *c, const ir_node *y, int dy) {
+    SEND(0, emit(c, OP_AVG_POOL2D_GRAD, 2, (int[]){X0, dy}, y));
+}
+
+/* y = reshape(x)  ->  dx = reshape(dy) to x's shape */
+static void grad_reshape(ad_ctx *c, const ir_node *y, int dy) {
+    SEND(0, reshape(c, dy, shape_of(c, X0)));
+}
+
+/* dy of a reduction, with the reduced axes kept as 1, broadcast back to x's shape */
+static int unreduce(ad_ctx *c, const ir_node *y, int dy) {
+    ir_shape xs = shape_of(c, X0), kept = xs;
+    for (int i = 0; i < kept.rank; i++)
+        if (y->iattr[0] >> i & 1) kept.dim[i] = 1;
+    return emit_as(c, xs, OP_BROADCAST_TO, 1, (int[]){reshape(c, dy, kept)}, NULL);
+}
+
+/* y = reduce_sum(x, axes)  ->  dx = broadcast_to(dy) */
+static void grad_reduce_sum(ad_ctx *c, const ir_node *y, int dy) {
+    SEND(0, unreduce(c, y, dy));
+}
+
+/* y = reduce_mean(x, axes)  ->  dx = broadcast_to(dy) / (elements per mean) */
+static void grad_reduce_mean(ad_ctx *c, const ir_node *y, int dy) {
+    ir_shape xs = shape_of(c, X0);
+    double count = (double)ir_shape_numel(&xs) / (double)ir_shape_numel(&y->shape);
+    SEND(0, op2(c, OP_MUL, unreduce(c, y, dy), scalar(c, 1.0 / count)));
+}
+
+/* y = broadcast_to(x)  ->  dx = unbroadcast(dy) */
+static void grad_broadcast_to(ad_ctx *c, const ir_node *y, int dy) {
+    SEND(0, unbroadcast(c, dy, shape_of(c, X0)));
+}
+
+/* y = softmax(x)  ->  dx = softmax_grad(y, dy) */
+static void grad_softmax(ad_ctx *c, const ir_node *y, int dy) { SEND(0, op2(c, OP_SOFTMAX_GRAD, c->y, dy)); }
+
+/* y = sparse_xent(logits, labels)  ->  dlogits = sparse_xent_grad(logits, labels, dy); labels: none */
+static void grad_sparse_xent(ad_ctx *c, const ir_node *y, int dy) {
+    SEND(0, emit(c, OP_SPARSE_XENT_GRAD, 3, (int[]){X0, X1, dy}, NULL));
+}
+
+/* y = dropout(x)  ->  dx = dropout_grad(dy), same seed and rate (same mask) */
+static void grad_dropout(ad_ctx *c, const ir_node *y, int dy) {
+    SEND(0, emit(c, OP_DROPOUT_GRAD, 1, &dy, y));
+}
+
+/* Ops without an entry have no gradient (CAST: f32 -> f32 only). */
+static const grad_rule rules[OP_COUNT] = {
+    [OP_ADD] = grad_add,                  [OP_SUB] = grad_sub,
+    [OP_MUL] = grad_mul,                  [OP_DIV] = grad_div,
+    [OP_NEG] = grad_neg,                  [OP_EXP] = grad_exp,
+    [OP_LOG] = grad_log,                  [OP_SQRT] = grad_sqrt,
+    [OP_RELU] = grad_relu,                [OP_SIGMOID] = grad_sigmoid,
+    [OP_TANH] = grad_tanh,                [OP_CAST] = grad_cast,
+    [OP_MATMUL] = grad_matmul,            [OP_CONV2D] = grad_conv2d,
+    [OP_MAX_POOL2D] = grad_max_pool,      [OP_AVG_POOL2D] = grad_avg_pool,
+    [OP_RESHAPE] = grad_reshape,          [OP_REDUCE_SUM] = grad_reduce_sum,
+    [OP_REDUCE_MEAN] = grad_reduce_mean,  [OP_BROADCAST_TO] = grad_broadcast_to,
+    [OP_SOFTMAX] = grad_softmax,          [OP_SPARSE_XENT] = grad_sparse_xent,
+    [OP_DROPOUT] = grad_dropout,
+};
+
+/* ---- which nodes lie between a param and the loss ---- */
+
+static void mark_params(ad_ctx *c) {
+    for (int i = 0; i < c->n_fwd; i++) c->param_of[i] = -1;
+    for (int p = c->m->n_params - 1; p >= 0; p--) c->param_of[c->m->params[p]] = p;
+    for (int i = 0; i < c->n_fwd; i++) {
+        const ir_node *n = ir_node_at(c->m, i);
+        for (int k = 0; k < n->n_in; k++) {
+            int p = c->param_of[n->in[k]];
+            if (p >= 0 && (c->param_of[i] < 0 || p < c->param_of[i])) c->param_of[i] = p;
+        }
+    }
+}
+
+static void mark_loss(ad_ctx *c) {
+    c->to_loss[c->m->loss] = 1;
+    for (int i = c->m->loss; i >= 0; i--) {
+        const ir_node *n = ir_node_at(c->m, i);
+        if (!c->to_loss[i]) continue;
+        for (int k = 0; k < n->n_in; k++) c->to_loss[n->in[k]] = 1;
+    }
+}
+
+/* A node on a param-to-loss path must have a rule and f32 values in and out. */
+static bool differentiable(const ir_module *m, const ir_node *n) {
+    if (!rules[n->op] || n->dtype != IR_F32) return false;
+    return n->op != OP_CAST || m->g.nodes[n->in[0]].dtype == IR_F32;
+}
+
+/* One error per broken path: at the first non-differentiable op on it. */
+static bool check_paths(ad_ctx *c, ir_diag *d) {
+    char *broken = calloc((size_t)c->n_fwd, 1);
+    ASSERT(broken, "out of memory");
+    bool ok = true;
+    for (int i = 0; i < c->n_fwd; i++) {
+        const ir_node *n = ir_node_at(c->m, i);
+        if (n->op == OP_PARAM || c->param_of[i] < 0 || !c->to_loss[i]) continue;
+        for (int k = 0; k < n->n_in; k++) broken[i] |= broken[n->in[k]];
+        if (broken[i] || differentiable(c->m, n)) continue;
+        const ir_node *p = ir_node_at(c->m, c->m->params[c->param_of[i]]);
+        ir_diag_error(d, n->loc, "cannot differentiate '%s' on the path from the loss to param '%s'",
+                      ir_ops[n->op].name, p->name ? p->name : "?");
+        broken[i] = 1, ok = false;
+    }
+    free(broken);
+    return ok;
+}
+
+/* ---- the sweep ---- */
+
+static void backward(ad_ctx *c) {
+    int loss = c->m->loss;
+    ir_shape ls = shape_of(c, loss);
+    c->loc = ir_node_at(c->m, loss)->loc;
+    c->grad[loss] = constant(c, 1.0 / (double)ir_shape_numel(&ls), ls); /* L = mean(loss) */
+    for (int i = loss; i >= 0; i--) {
+        ir_node y = *ir_node_at(c->m, i); /* a copy: emitting nodes moves the array */
+        if (c->grad[i] < 0 || y.op == OP_PARAM || c->param_of[i] < 0) continue;
+        c->y = i, c->loc = y.loc;
+        rules[y.op](c, &y, c->grad[i]);
+    }
+}
+
+/* Gradient of each param, zeros (with a note) for params the loss ignores. */
+static void collect(ad_ctx *c, ir_diag *d) {
+    ir_module *m = c->m;
+    if (!m->grads) m->grads = malloc((size_t)(m->n_params ? m->n_params : 1) * sizeof *m->grads);
+    ASSERT(m->grads, "out of memory");
+    for (int p = 0; p < m->n_params; p++) {
+        int pi = m->params[p];
+        const ir_node *pn = ir_node_at(m, pi);
+        if (c->grad[pi] < 0) {
+            ir_diag_note(d, pn->loc, "param '%s' does not affect the loss; its gradient is zero",
+                         pn->name ? pn->name : "?");
+            c->loc = pn->loc;
+            c->grad[pi] = constant(c, 0.0, pn->shape);
+        }
+        m->grads[p] = c->grad[pi];
+    }
+}
+
+/* L = mean(m->loss); m->grads[i] = dL/d(param i), summed over every use.
+ * Error at an op on a param-to-loss path that has no gradient. */
+bool pass_autodiff(ir_module *m, ir_diag *d, const pass_options *o) {
+    (void)o;
+    if (!m->has_train) return true;
+    for (int op = 0; op < OP_COUNT; op++)
+        ASSERT(!(ir_ops[op].flags & OPF_DIFF) == !rules[op] || op == OP_CAST, "op '%s': OPF_DIFF and rules disagree",
+               ir_ops[op].name);
+    if (m->loss < 0) {
+        ir_diag_error(d, (ir_loc){0}, "model '%s' trains but declares no loss", m->model_name ? m->model_name : "?");
+        return false;
+    }
+    ad_ctx c = {.m = m, .n_fwd = m->g.n};
+    c.grad = malloc((size_t)c.n_fwd * sizeof *c.grad);
+    c.param_of = malloc((size_t)c.n_fwd * sizeof *c.param_of);
+    c.to_loss = calloc((size_t)c.n_fwd, 1);
+    ASSERT(c.grad && c.param_of && c.to_loss, "out of memory");
+    for (int i = 0; i < c.n_fwd; i++) c.grad[i] = -1;
+    mark_params(&c);
+    mark_loss(&c);
+    bool ok = check_paths(&c, d);
+    if (ok) {
+        backward(&c);
+        collect(&c, d);
+    }
+    free(c.grad), free(c.param_of), free(c.to_loss);
+    return ok;
+}

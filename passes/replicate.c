@@ -1,0 +1,276 @@
+/* replicate.c - clone the one-replica training graph once per device and
+ * make the data parallelism explicit:
+ *
+ *   host INPUT [global batch] --shard--> every replica's forward/backward
+ *   gradients --(buckets)--> all_reduce(mean) --view--> optimizer updates
+ *   loss, metric means --> all_reduce(mean)  (the "report" bucket)
+ *   every variable --broadcast from replica 0--> all  (the init program)
+ *
+ * Every replica applies the same averaged gradient to the same values, so
+ * variables stay bit-identical across replicas.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes.h"
+
+typedef struct {
+    ir_module *m;
+    ir_graph old;
+    int n_dev;
+    int **map;      /* map[r][i]: replica r's copy of old node i, -1 if none */
+    int **shard;    /* shard[r][i]: replica r's SHARD of old INPUT node i */
+    int *host;      /* host[i]: new host INPUT node of old INPUT node i */
+} replicator;
+
+static bool is_update(const ir_node *n) {
+    return n->op == OP_SGD_UPDATE || n->op == OP_ADAM_UPDATE || n->op == OP_RMSPROP_UPDATE;
+}
+
+/* Adds a node, infers its type, places it on `device`/`stream`. */
+static int add(replicator *R, ir_op op, const int *in, int n_in, ir_loc loc, int device, int stream) {
+    int i = ir_add(R->m, op, in, n_in, loc);
+    ir_node *n = ir_node_at(R->m, i);
+    n->device = device, n->stream = stream, n->origin = -1;
+    return i;
+}
+
+static void infer_or_die(ir_module *m, int i) {
+    char err[256];
+    if (!ir_infer_node(m, i, err, sizeof err)) {
+        fprintf(stderr, "mgc: internal error in replicate: node %d: %s\n", i, err);
+        abort();
+    }
+}
+
+static void add_host_inputs(replicator *R) {
+    for (int i = 0; i < R->old.n; i++) {
+        const ir_node *o = &R->old.nodes[i];
+        if (o->op != OP_INPUT) continue;
+        int h = add(R, OP_INPUT, NULL, 0, o->loc, -1, STREAM_COMPUTE);
+        ir_node *n = ir_node_at(R->m, h);
+        n->dtype = o->dtype, n->shape = o->shape, n->name = o->name, n->origin = i;
+        n->shape.dim[0] *= R->n_dev;
+        R->host[i] = h;
+    }
+}
+
+/* The input of old node i's operand k on replica r. */
+static int operand(replicator *R, int r, int k) {
+    const ir_node *o = &R->old.nodes[k];
+    if (o->op != OP_INPUT) return R->map[r][k];
+    if (R->shard[r][k] < 0) {
+        int s = add(R, OP_SHARD, &R->host[k], 1, o->loc, r, STREAM_COMPUTE);
+        ir_node_at(R->m, s)->iattr[0] = r;
+        ir_node_at(R->m, s)->iattr[1] = R->n_dev;
+        infer_or_die(R->m, s);
+        R->shard[r][k] = s;
+    }
+    return R->shard[r][k];
+}
+
+/* Clones every node but inputs and optimizer updates onto replica r. */
+static void clone_replica(replicator *R, int r) {
+    int in[64];
+    for (int i = 0; i < R->old.n; i++) {
+        const ir_node *o = &R->old.nodes[i];
+        if (o->op == OP_INPUT || is_update(o)) continue;
+        for (int k = 0; k < o->n_in; k++) in[k] = operand(R, r, o->in[k]);
+        int c = add(R, o->op, in, o->n_in, o->loc, r, STREAM_COMPUTE);
+        ir_node *n = ir_node_at(R->m, c);
+        memcpy(n->iattr, o->iattr, sizeof n->iattr);
+        memcpy(n->fattr, o->fattr, sizeof n->fattr);
+        n->dtype = o->dtype, n->shape = o->shape, n->name = o->name, n->origin = i;
+        R->map[r][i] = c;
+    }
+}
+
+/* Packs params into buckets in the order their gradients are produced (the
+ * last layer first), each at most bucket_bytes unless one gradient is larger. */
+static void make_buckets(ir_module *m, const ir_graph *old, int64_t bucket_bytes) {
+    int n = m->n_params, *order = malloc((size_t)n * sizeof *order);
+    for (int i = 0; i < n; i++) { /* insertion sort by gradient node: few params */
+        int j = i;
+        for (; j > 0 && m->grads[order[j - 1]] > m->grads[i]; j--) order[j] = order[j - 1];
+        order[j] = i;
+    }
+    m->buckets = calloc((size_t)n, sizeof *m->buckets);
+    m->n_buckets = 0;
+    for (int k = 0; k < n; k++) {
+        int64_t bytes = ir_node_bytes(&old->nodes[m->grads[order[k]]]);
+        ir_bucket *b = m->n_buckets ? &m->buckets[m->n_buckets - 1] : NULL;
+        if (!b || b->bytes + bytes > bucket_bytes) {
+            b = &m->buckets[m->n_buckets++];
+            b->grads = malloc((size_t)n * sizeof *b->grads);
+        }
+        b->grads[b->n_grads++] = order[k]; /* param index for now */
+        b->bytes += bytes;
+    }
+    free(order);
+}
+
+/* all_reduce per bucket and replica, then one view per gradient. Returns
+ * view[r][param index]. */
+static int **reduce_gradients(replicator *R) {
+    ir_module *m = R->m;
+    int **view = malloc((size_t)R->n_dev * sizeof *view);
+    for (int r = 0; r < R->n_dev; r++) view[r] = malloc((size_t)m->n_params * sizeof **view);
+    for (int b = 0; b < m->n_buckets; b++) {
+        ir_bucket *bk = &m->buckets[b];
+        for (int r = 0; r < R->n_dev; r++) {
+            int in[bk->n_grads];
+            for (int j = 0; j < bk->n_grads; j++) in[j] = R->map[r][m->grads[bk->grads[j]]];
+            int ar = add(R, OP_ALL_REDUCE, in, bk->n_grads, R->old.nodes[m->grads[bk->grads[0]]].loc, r, STREAM_COMM);
+            ir_node_at(m, ar)->iattr[0] = b, ir_node_at(m, ar)->iattr[1] = 1;
+            infer_or_die(m, ar);
+            int64_t offset = 0;
+            for (int j = 0; j < bk->n_grads; j++) {
+                const ir_node *g = &R->old.nodes[m->grads[bk->grads[j]]];
+                int v = add(R, OP_VIEW, &ar, 1, g->loc, r, STREAM_COMPUTE);
+                ir_node_at(m, v)->iattr[0] = offset, ir_node_at(m, v)->shape = g->shape;
+                infer_or_die(m, v);
+                offset += ir_shape_numel(&g->shape);
+                view[r][bk->grads[j]] = v;
+            }
+        }
+    }
+    return view;
+}
+
+/* Batch means of loss and metrics, averaged over replicas for reporting. */
+static void reduce_report(replicator *R, const int *old_metrics, int old_loss) {
+    ir_module *m = R->m;
+    if (old_loss < 0) return;
+    for (int r = 0; r < R->n_dev; r++) {
+        int in[1 + m->n_metrics];
+        for (int k = 0; k <= m->n_metrics; k++) {
+            int src = R->map[r][k == 0 ? old_loss : old_metrics[k - 1]];
+            in[k] = add(R, OP_REDUCE_MEAN, &src, 1, ir_node_at(m, src)->loc, r, STREAM_COMPUTE);
+            ir_node_at(m, in[k])->iattr[0] = 1;
+            infer_or_die(m, in[k]);
+        }
+        int ar = add(R, OP_ALL_REDUCE, in, 1 + m->n_metrics, ir_node_at(m, in[0])->loc, r, STREAM_COMM);
+        ir_node_at(m, ar)->iattr[0] = m->n_buckets, ir_node_at(m, ar)->iattr[1] = 1;
+        infer_or_die(m, ar);
+    }
+}
+
+static int param_index(const ir_module *m, int old_node) {
+    for (int p = 0; p < m->n_params; p++)
+        if (m->params[p] == old_node) return p;
+    return -1;
+}
+
+static void clone_updates(replicator *R, int **view) {
+    ir_module *m = R->m;
+    for (int r = 0; r < R->n_dev; r++)
+        for (int i = 0; i < R->old.n; i++) {
+            const ir_node *o = &R->old.nodes[i];
+            if (!is_update(o)) continue;
+            int in[8], p = param_index(m, o->in[0]);
+            for (int k = 0; k < o->n_in; k++) in[k] = k == 1 ? view[r][p] : R->map[r][o->in[k]];
+            int u = add(R, o->op, in, o->n_in, o->loc, r, STREAM_COMPUTE);
+            ir_node *n = ir_node_at(m, u);
+            memcpy(n->iattr, o->iattr, sizeof n->iattr);
+            memcpy(n->fattr, o->fattr, sizeof n->fattr);
+            n->origin = i;
+            infer_or_die(m, u);
+        }
+}
+
+/* The init program: every variable of replica 0 broadcast to all. */
+static void add_broadcasts(replicator *R) {
+    int group = 0;
+    for (int i = 0; i < R->old.n; i++) {
+        if (!(ir_ops[R->old.nodes[i].op].flags & OPF_VARIABLE)) continue;
+        for (int r = 0; r < R->n_dev; r++) {
+            int b = add(R, OP_BROADCAST, &R->map[r][i], 1, R->old.nodes[i].loc, r, STREAM_COMM);
+            ir_node_at(R->m, b)->iattr[0] = group;
+            infer_or_die(R->m, b);
+        }
+        group++;
+    }
+}
+
+/* Marks node i and everything it depends on as part of `program`. */
+static void mark(ir_module *m, int i, unsigned program) {
+    ir_node *n = ir_node_at(m, i);
+    if (n->programs & program) return;
+    n->programs |= program;
+    for (int k = 0; k < n->n_in; k++) mark(m, n->in[k], program);
+}
+
+static void mark_programs(ir_module *m, int n_dev) {
+    for (int i = 0; i < m->g.n; i++) {
+        const ir_node *n = ir_node_at(m, i);
+        if (is_update(n) || n->op == OP_ALL_REDUCE) mark(m, i, PROG_TRAIN);
+        if (n->op == OP_BROADCAST) mark(m, i, PROG_INIT);
+    }
+    for (int r = 0; r < n_dev; r++) {
+        /* replica r's copies of the model interface nodes */
+        for (int i = 0; i < m->g.n; i++) {
+            const ir_node *n = ir_node_at(m, i);
+            if (n->device != r || n->origin < 0) continue;
+            bool is_metric = false;
+            for (int k = 0; k < m->n_metrics; k++) is_metric |= n->origin == m->metrics[k].node;
+            if (n->origin == m->loss || is_metric) mark(m, i, PROG_EVAL);
+            if (n->origin == m->output) mark(m, i, PROG_PREDICT);
+        }
+    }
+}
+
+bool pass_replicate(ir_module *m, ir_diag *d, const pass_options *o) {
+    (void)d;
+    replicator R = {.m = m, .old = m->g, .n_dev = o->n_devices > 0 ? o->n_devices : 1};
+    m->g = (ir_graph){0};
+    R.host = malloc((size_t)R.old.n * sizeof *R.host);
+    R.map = malloc((size_t)R.n_dev * sizeof *R.map);
+    R.shard = malloc((size_t)R.n_dev * sizeof *R.shard);
+    for (int r = 0; r < R.n_dev; r++) {
+        R.map[r] = malloc((size_t)R.old.n * sizeof **R.map);
+        R.shard[r] = malloc((size_t)R.old.n * sizeof **R.shard);
+        for (int i = 0; i < R.old.n; i++) R.map[r][i] = R.shard[r][i] = -1;
+    }
+    m->n_devices = R.n_dev;
+    m->devices = malloc((size_t)R.n_dev * sizeof *m->devices);
+    for (int r = 0; r < R.n_dev; r++)
+        m->devices[r] = o->devices ? (ir_device){ir_intern(m, o->devices[r].name), o->devices[r].index}
+                                   : (ir_device){ir_intern(m, "cpu"), r};
+    m->cross_device = o->cross_device;
+    m->bucket_bytes = o->bucket_bytes;
+
+    add_host_inputs(&R);
+    for (int r = 0; r < R.n_dev; r++) clone_replica(&R, r);
+    int **view = NULL;
+    int old_metrics[m->n_metrics + 1];
+    for (int k = 0; k < m->n_metrics; k++) old_metrics[k] = m->metrics[k].node;
+    if (m->has_train && m->grads) {
+        make_buckets(m, &R.old, m->bucket_bytes);
+        view = reduce_gradients(&R);
+        reduce_report(&R, old_metrics, m->loss);
+        clone_updates(&R, view);
+    }
+    add_broadcasts(&R);
+
+    /* the model interface now names replica 0's nodes */
+    for (int b = 0; b < m->n_buckets; b++)
+        for (int j = 0; j < m->buckets[b].n_grads; j++) m->buckets[b].grads[j] = R.map[0][m->params[m->buckets[b].grads[j]]];
+    mark_programs(m, R.n_dev);
+    for (int k = 0; k < m->n_inputs; k++) m->inputs[k] = R.host[m->inputs[k]];
+    for (int p = 0; p < m->n_params; p++) {
+        if (view) m->grads[p] = view[0][p];
+        m->params[p] = R.map[0][m->params[p]];
+    }
+    if (m->loss >= 0) m->loss = R.map[0][m->loss];
+    for (int k = 0; k < m->n_metrics; k++) m->metrics[k].node = R.map[0][m->metrics[k].node];
+    if (m->output >= 0) m->output = R.map[0][m->output];
+
+    for (int r = 0; r < R.n_dev; r++) {
+        free(R.map[r]), free(R.shard[r]);
+        if (view) free(view[r]);
+    }
+    free(view), free(R.map), free(R.shard), free(R.host);
+    for (int i = 0; i < R.old.n; i++) free(R.old.nodes[i].in);
+    free(R.old.nodes);
+    return true;
+}

@@ -1,0 +1,222 @@
+/* cuda_dnn.c - convolution and pooling, forward and backward, on cuDNN.
+ *
+ * Images are NHWC, which cuDNN takes as is (CUDNN_TENSOR_NHWC). Filters are
+ * HWIO [kh,kw,cin,cout] (Keras); cuDNN's NHWC filter format is KRSC = OHWI
+ * [cout,kh,kw,cin] and no cuDNN filter format is HWIO, so each launch
+ * transposes the filter into a stream-ordered scratch copy (and the filter
+ * gradient back out of one). Scratch and workspaces come from
+ * cudaMallocAsync/cudaFreeAsync on the launch stream, so the two streams of a
+ * device never share one. Padding must be symmetric (pad_t == pad_b,
+ * pad_l == pad_r): cuDNN's descriptors have one pad per spatial axis.
+ */
+#include "cuda_impl.h"
+
+/* descriptors of one launch, destroyed together */
+typedef struct {
+    cudnnTensorDescriptor_t x, y;
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t conv;
+    cudnnPoolingDescriptor_t pool;
+} descs;
+
+typedef struct {
+    rt_backend *b;
+    cudnnHandle_t h;
+    cudaStream_t s;
+    const rt_kernel_args *k;
+    const ir_node *n;
+    const int64_t *at;           /* the node's stride_h,stride_w,pad_t,pad_l,pad_b,pad_r */
+} dnn;
+
+static void descs_free(descs *d) {
+    if (d->x) cudnnDestroyTensorDescriptor(d->x);
+    if (d->y) cudnnDestroyTensorDescriptor(d->y);
+    if (d->w) cudnnDestroyFilterDescriptor(d->w);
+    if (d->conv) cudnnDestroyConvolutionDescriptor(d->conv);
+    if (d->pool) cudnnDestroyPoolingDescriptor(d->pool);
+}
+
+/* an NHWC tensor descriptor for a rank-4 shape */
+static int nhwc(rt_backend *b, cudnnTensorDescriptor_t *t, const ir_shape *s) {
+    if (s->rank != 4) {
+        snprintf(b->err, sizeof b->err, "cuda: cuDNN image of rank %d, want NHWC rank 4", s->rank);
+        return -1;
+    }
+    CUDNN_CHECK(b, cudnnCreateTensorDescriptor(t));
+    CUDNN_CHECK(b, cudnnSetTensor4dDescriptor(*t, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, (int)s->dim[0], (int)s->dim[3],
+                                              (int)s->dim[1], (int)s->dim[2]));
+    return 0;
+}
+
+static int symmetric(const dnn *d) {
+    const int64_t *p = d->at + 2; /* t, l, b, r */
+    if (p[0] == p[2] && p[1] == p[3]) return 0;
+    snprintf(d->b->err, sizeof d->b->err,
+             "cuda: %s: asymmetric padding (t=%lld l=%lld b=%lld r=%lld) has no cuDNN descriptor",
+             ir_ops[d->n->op].name, (long long)p[0], (long long)p[1], (long long)p[2], (long long)p[3]);
+    return -1;
+}
+
+static int scratch(const dnn *d, void **p, size_t bytes) {
+    *p = NULL;
+    if (bytes) CUDA_CHECK(d->b, cudaMallocAsync(p, bytes, d->s));
+    return 0;
+}
+
+static int release(const dnn *d, void *p) {
+    if (p) CUDA_CHECK(d->b, cudaFreeAsync(p, d->s));
+    return 0;
+}
+
+/* ---- convolution ---- */
+
+/* x: the image side (x of conv2d, dx of grad_input), y: the dy/y side, w: HWIO shape */
+static int conv_descs(const dnn *d, descs *ds, const ir_shape *x, const ir_shape *y, const ir_shape *w) {
+    TRY(symmetric(d));
+    TRY(nhwc(d->b, &ds->x, x));
+    TRY(nhwc(d->b, &ds->y, y));
+    CUDNN_CHECK(d->b, cudnnCreateFilterDescriptor(&ds->w));
+    CUDNN_CHECK(d->b, cudnnSetFilter4dDescriptor(ds->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, (int)w->dim[3],
+                                                 (int)w->dim[2], (int)w->dim[0], (int)w->dim[1]));
+    CUDNN_CHECK(d->b, cudnnCreateConvolutionDescriptor(&ds->conv));
+    CUDNN_CHECK(d->b, cudnnSetConvolution2dDescriptor(ds->conv, (int)d->at[2], (int)d->at[3], (int)d->at[0],
+                                                      (int)d->at[1], 1, 1, CUDNN_CROSS_CORRELATION,
+                                                      CUDNN_DATA_FLOAT));
+    CUDNN_CHECK(d->b, cudnnSetConvolutionMathType(ds->conv, CUDNN_FMA_MATH)); /* no TF32: match the CPU's f32 */
+    return 0;
+}
+
+static int64_t khw(const ir_shape *w) { return w->dim[0] * w->dim[1]; }
+
+static int conv_forward(const dnn *d, descs *ds, const float *ohwi) {
+    cudnnConvolutionFwdAlgoPerf_t perf[8];
+    int got = 0;
+    size_t ws_bytes = 0;
+    void *ws;
+    const float one = 1.0f, zero = 0.0f;
+    CUDNN_CHECK(d->b, cudnnGetConvolutionForwardAlgorithm_v7(d->h, ds->x, ds->w, ds->conv, ds->y, 8, &got, perf));
+    CUDNN_CHECK(d->b, cudnnGetConvolutionForwardWorkspaceSize(d->h, ds->x, ds->w, ds->conv, ds->y, perf[0].algo,
+                                                              &ws_bytes));
+    TRY(scratch(d, &ws, ws_bytes));
+    CUDNN_CHECK(d->b, cudnnConvolutionForward(d->h, &one, ds->x, d->k->in[0], ds->w, ohwi, ds->conv, perf[0].algo, ws,
+                                              ws_bytes, &zero, ds->y, d->k->out));
+    return release(d, ws);
+}
+
+static int conv_grad_input(const dnn *d, descs *ds, const float *ohwi) {
+    cudnnConvolutionBwdDataAlgoPerf_t perf[8];
+    int got = 0;
+    size_t ws_bytes = 0;
+    void *ws;
+    const float one = 1.0f, zero = 0.0f;
+    CUDNN_CHECK(d->b, cudnnGetConvolutionBackwardDataAlgorithm_v7(d->h, ds->w, ds->y, ds->conv, ds->x, 8, &got, perf));
+    CUDNN_CHECK(d->b, cudnnGetConvolutionBackwardDataWorkspaceSize(d->h, ds->w, ds->y, ds->conv, ds->x, perf[0].algo,
+                                                                   &ws_bytes));
+    TRY(scratch(d, &ws, ws_bytes));
+    CUDNN_CHECK(d->b, cudnnConvolutionBackwardData(d->h, &one, ds->w, ohwi, ds->y, d->k->in[0], ds->conv, perf[0].algo,
+                                                   ws, ws_bytes, &zero, ds->x, d->k->out));
+    return release(d, ws);
+}
+
+static int conv_grad_filter(const dnn *d, descs *ds, float *ohwi) {
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[8];
+    int got = 0;
+    size_t ws_bytes = 0;
+    void *ws;
+    const float one = 1.0f, zero = 0.0f;
+    CUDNN_CHECK(d->b, cudnnGetConvolutionBackwardFilterAlgorithm_v7(d->h, ds->x, ds->y, ds->conv, ds->w, 8, &got, perf));
+    CUDNN_CHECK(d->b, cudnnGetConvolutionBackwardFilterWorkspaceSize(d->h, ds->x, ds->y, ds->conv, ds->w, perf[0].algo,
+                                                                     &ws_bytes));
+    TRY(scratch(d, &ws, ws_bytes));
+    CUDNN_CHECK(d->b, cudnnConvolutionBackwardFilter(d->h, &one, ds->x, d->k->in[0], ds->y, d->k->in[1], ds->conv,
+                                                     perf[0].algo, ws, ws_bytes, &zero, ds->w, ohwi));
+    return release(d, ws);
+}
+
+/* the three conv ops around one OHWI copy of the filter */
+static int conv_run(const dnn *d, descs *ds) {
+    const ir_node *const *in = d->k->in_nodes;
+    ir_op op = d->n->op;
+    const ir_shape *w = op == OP_CONV2D_GRAD_FILTER ? &d->n->shape : &in[1]->shape;
+    const ir_shape *x = op == OP_CONV2D ? &in[0]->shape : op == OP_CONV2D_GRAD_INPUT ? &d->n->shape : &in[0]->shape;
+    const ir_shape *y = op == OP_CONV2D ? &d->n->shape : op == OP_CONV2D_GRAD_INPUT ? &in[0]->shape : &in[1]->shape;
+    float *ohwi;
+    int rc;
+    TRY(conv_descs(d, ds, x, y, w));
+    TRY(scratch(d, (void **)&ohwi, (size_t)ir_shape_numel(w) * sizeof(float)));
+    if (op != OP_CONV2D_GRAD_FILTER)
+        CUDA_CHECK(d->b, cuda_k_hwio_to_ohwi(d->k->in[1], ohwi, khw(w), w->dim[2], w->dim[3], d->s));
+    if (op == OP_CONV2D)
+        rc = conv_forward(d, ds, ohwi);
+    else if (op == OP_CONV2D_GRAD_INPUT)
+        rc = conv_grad_input(d, ds, ohwi);
+    else if ((rc = conv_grad_filter(d, ds, ohwi)) == 0)
+        CUDA_CHECK(d->b, cuda_k_ohwi_to_hwio(ohwi, d->k->out, khw(w), w->dim[2], w->dim[3], d->s));
+    if (rc != 0) {
+        cudaFreeAsync(ohwi, d->s);
+        return -1;
+    }
+    return release(d, ohwi);
+}
+
+static dnn dnn_of(rt_backend *b, int device, int stream, const rt_kernel_args *k) {
+    cuda_device *dev = &cuda_st(b)->dev[device];
+    dnn d = {b, dev->dnn[stream], dev->stream[stream], k, k->node, NULL};
+    return d;
+}
+
+int cuda_conv(rt_backend *b, int device, int stream, const rt_kernel_args *k) {
+    dnn d = dnn_of(b, device, stream, k);
+    descs ds = {0};
+    d.at = k->node->iattr;
+    int rc = conv_run(&d, &ds);
+    descs_free(&ds);
+    return rc;
+}
+
+/* ---- pooling: attrs k_h,k_w,stride_h,stride_w,pad_t,pad_l,pad_b,pad_r ---- */
+
+static int pool_descs(const dnn *d, descs *ds, const ir_shape *x, const ir_shape *y, int is_max) {
+    const int64_t *a = d->n->iattr;
+    TRY(symmetric(d));
+    TRY(nhwc(d->b, &ds->x, x));
+    TRY(nhwc(d->b, &ds->y, y));
+    CUDNN_CHECK(d->b, cudnnCreatePoolingDescriptor(&ds->pool));
+    CUDNN_CHECK(d->b, cudnnSetPooling2dDescriptor(
+                          ds->pool, is_max ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING,
+                          CUDNN_PROPAGATE_NAN, (int)a[0], (int)a[1], (int)a[4], (int)a[5], (int)a[2], (int)a[3]));
+    return 0;
+}
+
+/* backward needs the forward output y: recompute it into scratch */
+static int pool_backward(const dnn *d, descs *ds, const ir_shape *y) {
+    const float one = 1.0f, zero = 0.0f;
+    void *ybuf;
+    TRY(scratch(d, &ybuf, (size_t)ir_shape_numel(y) * sizeof(float)));
+    CUDNN_CHECK(d->b, cudnnPoolingForward(d->h, ds->pool, &one, ds->x, d->k->in[0], &zero, ds->y, ybuf));
+    CUDNN_CHECK(d->b, cudnnPoolingBackward(d->h, ds->pool, &one, ds->y, ybuf, ds->y, d->k->in[1], ds->x, d->k->in[0],
+                                           &zero, ds->x, d->k->out));
+    return release(d, ybuf);
+}
+
+static int pool_run(const dnn *d, descs *ds) {
+    ir_op op = d->n->op;
+    int is_max = op == OP_MAX_POOL2D || op == OP_MAX_POOL2D_GRAD;
+    int fwd = op == OP_MAX_POOL2D || op == OP_AVG_POOL2D;
+    const ir_shape *x = &d->k->in_nodes[0]->shape;
+    const ir_shape *y = fwd ? &d->n->shape : &d->k->in_nodes[1]->shape;
+    const float one = 1.0f, zero = 0.0f;
+    TRY(pool_descs(d, ds, x, y, is_max));
+    if (!fwd) return pool_backward(d, ds, y);
+    CUDNN_CHECK(d->b, cudnnPoolingForward(d->h, ds->pool, &one, ds->x, d->k->in[0], &zero, ds->y, d->k->out));
+    return 0;
+}
+
+int cuda_pool(rt_backend *b, int device, int stream, const rt_kernel_args *k) {
+    dnn d = dnn_of(b, device, stream, k);
+    descs ds = {0};
+    d.at = k->node->iattr + 2; /* stride_h,stride_w,pad_t,pad_l,pad_b,pad_r, as for conv */
+    int rc = pool_run(&d, &ds);
+    descs_free(&ds);
+    return rc;
+}

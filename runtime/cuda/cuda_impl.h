@@ -1,0 +1,115 @@
+/* cuda_impl.h - the CUDA backend's state and checks, seen only by runtime/cuda. */
+#ifndef MGC_CUDA_IMPL_H
+#define MGC_CUDA_IMPL_H
+
+#include <pthread.h>
+#include <stdio.h>
+
+#include <cublas_v2.h>
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+#include <nccl.h>
+
+#include "../backend.h"
+#include "cuda_kernels.h"
+
+enum { CUDA_MAX_DEVICES = 64, CUDA_MAX_PENDING = 64 };
+
+/* Runtime-failure checks (STYLE 5): each names the call, file and line,
+ * writes into b->err and makes the enclosing function return -1. */
+int cuda_fail(rt_backend *b, const char *call, const char *what, const char *file, int line);
+#define CUDA_CHECK(b, call)                                                                                            \
+    do {                                                                                                               \
+        cudaError_t e_ = (call);                                                                                       \
+        if (e_ != cudaSuccess) return cuda_fail((b), #call, cudaGetErrorString(e_), __FILE__, __LINE__);               \
+    } while (0)
+#define CUBLAS_CHECK(b, call)                                                                                          \
+    do {                                                                                                               \
+        cublasStatus_t e_ = (call);                                                                                    \
+        if (e_ != CUBLAS_STATUS_SUCCESS) return cuda_fail((b), #call, cublasGetStatusString(e_), __FILE__, __LINE__);  \
+    } while (0)
+#define CUDNN_CHECK(b, call)                                                                                           \
+    do {                                                                                                               \
+        cudnnStatus_t e_ = (call);                                                                                     \
+        if (e_ != CUDNN_STATUS_SUCCESS) return cuda_fail((b), #call, cudnnGetErrorString(e_), __FILE__, __LINE__);     \
+    } while (0)
+#define NCCL_CHECK(b, call)                                                                                            \
+    do {                                                                                                               \
+        ncclResult_t e_ = (call);                                                                                      \
+        if (e_ != ncclSuccess) return cuda_fail((b), #call, ncclGetErrorString(e_), __FILE__, __LINE__);               \
+    } while (0)
+/* driver entry points return CUresult; we only have the number (no libcuda link) */
+#define CU_CHECK(b, call)                                                                                              \
+    do {                                                                                                               \
+        CUresult e_ = (call);                                                                                          \
+        if (e_ != CUDA_SUCCESS) return cuda_fail((b), #call, "CUDA driver error", __FILE__, __LINE__);                 \
+    } while (0)
+/* a failed step of a helper that already wrote b->err */
+#define TRY(x)                                                                                                         \
+    do {                                                                                                               \
+        if ((x) != 0) return -1;                                                                                       \
+    } while (0)
+
+/* Driver calls reached through cudaGetDriverEntryPointByVersion, so the
+ * binary does not link libcuda (absent on machines without a driver). */
+typedef CUresult (*cuda_wait_value_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+typedef CUresult (*cuda_write_value_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+
+/* One local device (one replica). */
+typedef struct {
+    int ordinal;                        /* CUDA device number */
+    cudaStream_t stream[STREAM_COUNT];  /* STREAM_COMPUTE, STREAM_COMM */
+    cudaStream_t nccl_stream;           /* where grouped NCCL calls run (cuda_nccl.c) */
+    cublasHandle_t blas[STREAM_COUNT];  /* one per stream: handles keep a workspace */
+    cudnnHandle_t dnn[STREAM_COUNT];
+    cudaEvent_t *events;                /* [n_events] */
+    uint32_t *flags;                    /* [CUDA_MAX_PENDING] device words: sequence of the slot's last collective done */
+    ncclComm_t comm;
+} cuda_device;
+
+/* A collective call waiting for the other local devices of its group. */
+typedef struct {
+    int used;
+    rt_coll_args args;
+    int arrived;                        /* local devices that called */
+    void *buf[64];                      /* per local device */
+    cudaEvent_t ready[64];              /* recorded on each device's comm stream at the call */
+    uint32_t seq;                       /* uses of this slot so far; the flag word reaches it when done */
+} cuda_pending;
+
+typedef struct {
+    int n;
+    cuda_device *dev;                   /* [n] */
+    int *recorder;                      /* [n_events]: device that last recorded it, -1 none */
+    uint64_t *recorded_gen;             /* [n_events]: generation of that record */
+    pthread_mutex_t lock;               /* pending collectives, event bookkeeping */
+    cuda_pending pending[CUDA_MAX_PENDING];
+    cuda_wait_value_fn wait_value;
+    cuda_write_value_fn write_value;
+} cuda_state;
+
+static inline cuda_state *cuda_st(rt_backend *b) { return (cuda_state *)b->impl; }
+
+/* cuda_backend.c */
+int cuda_use(rt_backend *b, int device); /* cudaSetDevice(ordinal) */
+
+/* cuda_launch.c: runs one node on (device, stream) */
+int cuda_launch(rt_backend *b, int device, int stream, const rt_kernel_args *k);
+
+/* cuda_dnn.c: cuDNN convolution and pooling */
+int cuda_conv(rt_backend *b, int device, int stream, const rt_kernel_args *k);
+int cuda_pool(rt_backend *b, int device, int stream, const rt_kernel_args *k);
+
+/* cuda_nccl.c: communicators and grouped collectives */
+int cuda_nccl_init(rt_backend *b);
+void cuda_nccl_free(rt_backend *b);
+/* after a timeout: abort the communicators so nothing waits on them */
+void cuda_nccl_abort(rt_backend *b);
+/* -1 naming the collective if NCCL reported an asynchronous error (a peer died) */
+int cuda_nccl_poll(rt_backend *b);
+int cuda_collective(rt_backend *b, int device, int stream, const rt_coll_args *c);
+/* error naming each collective some local device never joined; 0 if none */
+int cuda_nccl_check_pending(rt_backend *b);
+
+#endif

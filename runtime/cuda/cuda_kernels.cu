@@ -1,0 +1,320 @@
+/* cuda_kernels.cu - the hand-written CUDA kernels: elementwise, broadcasting,
+ * reductions, softmax family, dropout, optimizer updates, casts, filter
+ * transposes. Per-element math comes from runtime/ops_math.h only. */
+#include <float.h>
+
+#include "../ops_math.h"
+#include "cuda_kernels.h"
+
+static const int64_t THREADS = 256, MAX_BLOCKS = 65535;
+
+/* grid for a grid-stride loop over n items */
+static unsigned blocks_for(int64_t n) {
+    int64_t b = (n + THREADS - 1) / THREADS;
+    return (unsigned)(b < 1 ? 1 : b > MAX_BLOCKS ? MAX_BLOCKS : b);
+}
+
+#define FOR_EACH(i, n) for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+
+static cudaError_t launched(void) { return cudaGetLastError(); }
+
+/* offset into input `which` of output element i */
+__device__ static int64_t bcast_offset(const cuda_bcast &bc, int which, int64_t i) {
+    int64_t off = 0;
+    for (int a = bc.rank - 1; a >= 0; a--) {
+        int64_t c = i % bc.dim[a];
+        i /= bc.dim[a];
+        off += c * bc.stride[which][a];
+    }
+    return off;
+}
+
+__device__ static float binary_op(int op, float a, float b) {
+    switch (op) {
+    case OP_ADD: return mg_add(a, b);
+    case OP_SUB: return mg_sub(a, b);
+    case OP_MUL: return mg_mul(a, b);
+    case OP_DIV: return mg_div(a, b);
+    case OP_RELU_GRAD: return mg_relu_grad(a, b);
+    case OP_SIGMOID_GRAD: return mg_sigmoid_grad(a, b);
+    default: return mg_tanh_grad(a, b); /* OP_TANH_GRAD */
+    }
+}
+
+__device__ static float unary_op(int op, float x) {
+    switch (op) {
+    case OP_NEG: return mg_neg(x);
+    case OP_EXP: return mg_exp(x);
+    case OP_LOG: return mg_log(x);
+    case OP_SQRT: return mg_sqrt(x);
+    case OP_RELU: return mg_relu(x);
+    case OP_SIGMOID: return mg_sigmoid(x);
+    default: return mg_tanh(x); /* OP_TANH */
+    }
+}
+
+__global__ static void binary_kernel(int op, cuda_bcast bc, const float *a, const float *b, float *out, int64_t n) {
+    FOR_EACH(i, n) out[i] = binary_op(op, a[bcast_offset(bc, 0, i)], b[bcast_offset(bc, 1, i)]);
+}
+
+__global__ static void unary_kernel(int op, const float *x, float *out, int64_t n) {
+    FOR_EACH(i, n) out[i] = unary_op(op, x[i]);
+}
+
+template <typename T> __global__ static void broadcast_kernel(cuda_bcast bc, const T *x, T *out, int64_t n) {
+    FOR_EACH(i, n) out[i] = x[bcast_offset(bc, 0, i)];
+}
+
+extern "C" cudaError_t cuda_k_binary(int op, const cuda_bcast *bc, const float *a, const float *b, float *out,
+                                     int64_t n, cudaStream_t s) {
+    binary_kernel<<<blocks_for(n), THREADS, 0, s>>>(op, *bc, a, b, out, n);
+    return launched();
+}
+
+extern "C" cudaError_t cuda_k_unary(int op, const float *x, float *out, int64_t n, cudaStream_t s) {
+    unary_kernel<<<blocks_for(n), THREADS, 0, s>>>(op, x, out, n);
+    return launched();
+}
+
+extern "C" cudaError_t cuda_k_broadcast(const cuda_bcast *bc, const void *x, void *out, int64_t n, int elem,
+                                        cudaStream_t s) {
+    if (elem == 1)
+        broadcast_kernel<uint8_t><<<blocks_for(n), THREADS, 0, s>>>(*bc, (const uint8_t *)x, (uint8_t *)out, n);
+    else if (elem == 4)
+        broadcast_kernel<uint32_t><<<blocks_for(n), THREADS, 0, s>>>(*bc, (const uint32_t *)x, (uint32_t *)out, n);
+    else
+        broadcast_kernel<uint64_t><<<blocks_for(n), THREADS, 0, s>>>(*bc, (const uint64_t *)x, (uint64_t *)out, n);
+    return launched();
+}
+
+/* ---- casts and fills ---- */
+template <typename S, typename D> __global__ static void cast_kernel(const S *x, D *out, int64_t n) {
+    FOR_EACH(i, n) out[i] = (D)x[i];
+}
+
+template <typename S> static void cast_from(ir_dtype to, const S *x, void *out, int64_t n, cudaStream_t s) {
+    switch (to) {
+    case IR_F32: cast_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, (float *)out, n); break;
+    case IR_I32: cast_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, (int32_t *)out, n); break;
+    case IR_F64: cast_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, (double *)out, n); break;
+    default: cast_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, (uint8_t *)out, n); break;
+    }
+}
+
+extern "C" cudaError_t cuda_k_cast(ir_dtype from, ir_dtype to, const void *x, void *out, int64_t n, cudaStream_t s) {
+    switch (from) {
+    case IR_F32: cast_from(to, (const float *)x, out, n, s); break;
+    case IR_I32: cast_from(to, (const int32_t *)x, out, n, s); break;
+    case IR_F64: cast_from(to, (const double *)x, out, n, s); break;
+    default: cast_from(to, (const uint8_t *)x, out, n, s); break;
+    }
+    return launched();
+}
+
+template <typename T> __global__ static void fill_kernel(T *out, T v, int64_t n) {
+    FOR_EACH(i, n) out[i] = v;
+}
+
+extern "C" cudaError_t cuda_k_fill(ir_dtype t, void *out, double v, int64_t n, cudaStream_t s) {
+    switch (t) {
+    case IR_F32: fill_kernel<<<blocks_for(n), THREADS, 0, s>>>((float *)out, (float)v, n); break;
+    case IR_I32: fill_kernel<<<blocks_for(n), THREADS, 0, s>>>((int32_t *)out, (int32_t)v, n); break;
+    case IR_F64: fill_kernel<<<blocks_for(n), THREADS, 0, s>>>((double *)out, v, n); break;
+    default: fill_kernel<<<blocks_for(n), THREADS, 0, s>>>((uint8_t *)out, (uint8_t)v, n); break;
+    }
+    return launched();
+}
+
+/* ---- reductions: one thread per output element, summing in order ---- */
+/* input offset of the j-th reduced element of output o (both in row-major order) */
+__device__ static int64_t reduce_offset(const cuda_reduce_desc &r, int64_t o, int64_t j) {
+    int64_t off = 0, stride = 1;
+    for (int a = r.rank - 1; a >= 0; a--) {
+        int64_t *idx = (r.mask >> a & 1u) ? &j : &o;
+        off += (*idx % r.dim[a]) * stride;
+        *idx /= r.dim[a];
+        stride *= r.dim[a];
+    }
+    return off;
+}
+
+__global__ static void reduce_kernel(cuda_reduce_desc r, const float *x, float *out, float scale) {
+    FOR_EACH(o, r.out_n) {
+        float acc = 0.0f;
+        for (int64_t j = 0; j < r.red_n; j++) acc = mg_add(acc, x[reduce_offset(r, o, j)]);
+        out[o] = mg_mul(acc, scale);
+    }
+}
+
+extern "C" cudaError_t cuda_k_reduce(const cuda_reduce_desc *r, const float *x, float *out, float scale,
+                                     cudaStream_t s) {
+    reduce_kernel<<<blocks_for(r->out_n), THREADS, 0, s>>>(*r, x, out, scale);
+    return launched();
+}
+
+/* ---- softmax family: one thread per row (class counts are small) ---- */
+__device__ static float row_max(const float *x, int64_t c) {
+    float mx = -FLT_MAX;
+    for (int64_t j = 0; j < c; j++) mx = x[j] > mx ? x[j] : mx;
+    return mx;
+}
+
+/* log(sum(exp(x))) of a row, stable */
+__device__ static float row_lse(const float *x, int64_t c) {
+    float mx = row_max(x, c), sum = 0.0f;
+    for (int64_t j = 0; j < c; j++) sum += mg_exp_shifted(x[j], mx);
+    return mg_logsumexp(mx, sum);
+}
+
+__global__ static void softmax_kernel(const float *x, float *y, int64_t rows, int64_t c) {
+    FOR_EACH(r, rows) {
+        const float *xr = x + r * c;
+        float lse = row_lse(xr, c);
+        for (int64_t j = 0; j < c; j++) y[r * c + j] = mg_exp_shifted(xr[j], lse);
+    }
+}
+
+__global__ static void softmax_grad_kernel(const float *y, const float *dy, float *dx, int64_t rows, int64_t c) {
+    FOR_EACH(r, rows) {
+        float dot = 0.0f;
+        for (int64_t j = 0; j < c; j++) dot += dy[r * c + j] * y[r * c + j];
+        for (int64_t j = 0; j < c; j++) dx[r * c + j] = mg_softmax_grad(y[r * c + j], dy[r * c + j], dot);
+    }
+}
+
+__device__ static bool label_ok(int32_t l, int64_t c) { return l >= 0 && l < c; }
+
+__global__ static void xent_kernel(const float *x, const int32_t *lab, float *out, int64_t rows, int64_t c) {
+    FOR_EACH(r, rows) {
+        int32_t l = lab[r];
+        out[r] = label_ok(l, c) ? mg_xent(row_lse(x + r * c, c), x[r * c + l]) : NAN;
+    }
+}
+
+__global__ static void xent_grad_kernel(const float *x, const int32_t *lab, const float *dy, float *dx, int64_t rows,
+                                        int64_t c) {
+    FOR_EACH(r, rows) {
+        float lse = row_lse(x + r * c, c);
+        for (int64_t j = 0; j < c; j++)
+            dx[r * c + j] = mg_xent_grad(mg_exp_shifted(x[r * c + j], lse), j == lab[r], dy[r]);
+    }
+}
+
+/* 1 where the first maximum of the row is at the label */
+__global__ static void argmax_match_kernel(const float *x, const int32_t *lab, float *out, int64_t rows, int64_t c) {
+    FOR_EACH(r, rows) {
+        int64_t best = 0;
+        for (int64_t j = 1; j < c; j++)
+            if (x[r * c + j] > x[r * c + best]) best = j;
+        out[r] = best == lab[r] ? 1.0f : 0.0f;
+    }
+}
+
+extern "C" cudaError_t cuda_k_softmax(const float *x, float *y, int64_t rows, int64_t c, cudaStream_t s) {
+    softmax_kernel<<<blocks_for(rows), THREADS, 0, s>>>(x, y, rows, c);
+    return launched();
+}
+
+extern "C" cudaError_t cuda_k_softmax_grad(const float *y, const float *dy, float *dx, int64_t rows, int64_t c,
+                                           cudaStream_t s) {
+    softmax_grad_kernel<<<blocks_for(rows), THREADS, 0, s>>>(y, dy, dx, rows, c);
+    return launched();
+}
+
+extern "C" cudaError_t cuda_k_xent(const float *x, const int32_t *lab, float *out, int64_t rows, int64_t c,
+                                   cudaStream_t s) {
+    xent_kernel<<<blocks_for(rows), THREADS, 0, s>>>(x, lab, out, rows, c);
+    return launched();
+}
+
+extern "C" cudaError_t cuda_k_xent_grad(const float *x, const int32_t *lab, const float *dy, float *dx, int64_t rows,
+                                        int64_t c, cudaStream_t s) {
+    xent_grad_kernel<<<blocks_for(rows), THREADS, 0, s>>>(x, lab, dy, dx, rows, c);
+    return launched();
+}
+
+extern "C" cudaError_t cuda_k_argmax_match(const float *x, const int32_t *lab, float *out, int64_t rows, int64_t c,
+                                           cudaStream_t s) {
+    argmax_match_kernel<<<blocks_for(rows), THREADS, 0, s>>>(x, lab, out, rows, c);
+    return launched();
+}
+
+/* ---- dropout ---- */
+__global__ static void dropout_kernel(const float *x, float *out, int64_t n, uint64_t seed, int64_t step,
+                                      uint64_t base, float rate) {
+    FOR_EACH(i, n) out[i] = mg_mul(x[i], mg_dropout_scale(seed, step, base + (uint64_t)i, rate));
+}
+
+extern "C" cudaError_t cuda_k_dropout(const float *x, float *out, int64_t n, uint64_t seed, int64_t step,
+                                      uint64_t base, float rate, cudaStream_t s) {
+    dropout_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, out, n, seed, step, base, rate);
+    return launched();
+}
+
+/* ---- optimizer updates ---- */
+__global__ static void sgd_kernel(float *p, const float *g, float *v, int64_t n, float lr, float mu, int nesterov) {
+    FOR_EACH(i, n) {
+        if (v)
+            mg_sgd_momentum(&p[i], g[i], &v[i], lr, mu, nesterov);
+        else
+            mg_sgd(&p[i], g[i], lr);
+    }
+}
+
+__global__ static void adam_kernel(float *p, const float *g, float *m, float *v, int64_t n, float lr_t, float b1,
+                                   float b2, float eps, float lr_wd) {
+    FOR_EACH(i, n) mg_adam(&p[i], g[i], &m[i], &v[i], lr_t, b1, b2, eps, lr_wd);
+}
+
+__global__ static void rmsprop_kernel(float *p, const float *g, float *ms, float *mom, int64_t n, float lr, float rho,
+                                      float mu, float eps) {
+    FOR_EACH(i, n) {
+        if (mom)
+            mg_rmsprop_momentum(&p[i], g[i], &ms[i], &mom[i], lr, rho, mu, eps);
+        else
+            mg_rmsprop(&p[i], g[i], &ms[i], lr, rho, eps);
+    }
+}
+
+extern "C" cudaError_t cuda_k_sgd(float *p, const float *g, float *v, int64_t n, float lr, float mu, int nesterov,
+                                  cudaStream_t s) {
+    sgd_kernel<<<blocks_for(n), THREADS, 0, s>>>(p, g, v, n, lr, mu, nesterov);
+    return launched();
+}
+
+extern "C" cudaError_t cuda_k_adam(float *p, const float *g, float *m, float *v, int64_t n, float lr_t, float b1,
+                                   float b2, float eps, float lr_wd, cudaStream_t s) {
+    adam_kernel<<<blocks_for(n), THREADS, 0, s>>>(p, g, m, v, n, lr_t, b1, b2, eps, lr_wd);
+    return launched();
+}
+
+extern "C" cudaError_t cuda_k_rmsprop(float *p, const float *g, float *ms, float *mom, int64_t n, float lr, float rho,
+                                      float mu, float eps, cudaStream_t s) {
+    rmsprop_kernel<<<blocks_for(n), THREADS, 0, s>>>(p, g, ms, mom, n, lr, rho, mu, eps);
+    return launched();
+}
+
+/* ---- filter layouts: HWIO [khw, ci, co] <-> OHWI [co, khw, ci] ---- */
+__global__ static void hwio_ohwi_kernel(const float *src, float *dst, int64_t khw, int64_t ci, int64_t co,
+                                        int to_ohwi) {
+    FOR_EACH(i, khw * ci * co) {
+        int64_t o = i % co, c = i / co % ci, p = i / (co * ci); /* i indexes HWIO */
+        int64_t j = (o * khw + p) * ci + c;                    /* the same element in OHWI */
+        if (to_ohwi)
+            dst[j] = src[i];
+        else
+            dst[i] = src[j];
+    }
+}
+
+extern "C" cudaError_t cuda_k_hwio_to_ohwi(const float *w, float *o, int64_t khw, int64_t ci, int64_t co,
+                                           cudaStream_t s) {
+    hwio_ohwi_kernel<<<blocks_for(khw * ci * co), THREADS, 0, s>>>(w, o, khw, ci, co, 1);
+    return launched();
+}
+
+extern "C" cudaError_t cuda_k_ohwi_to_hwio(const float *o, float *w, int64_t khw, int64_t ci, int64_t co,
+                                           cudaStream_t s) {
+    hwio_ohwi_kernel<<<blocks_for(khw * ci * co), THREADS, 0, s>>>(o, w, khw, ci, co, 0);
+    return launched();
+}

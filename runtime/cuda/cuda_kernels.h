@@ -1,0 +1,75 @@
+/* cuda_kernels.h - launchers of the hand-written CUDA kernels (cuda_kernels.cu),
+ * callable from C. Each enqueues on stream s and returns the launch status;
+ * the per-element math is runtime/ops_math.h, shared with the CPU kernels. */
+#ifndef MGC_CUDA_KERNELS_H
+#define MGC_CUDA_KERNELS_H
+
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "../../ir/ir.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* numpy broadcasting: out dims and, per input, its element stride along each
+ * out axis (0 where the input has extent 1 or lacks the axis). */
+typedef struct {
+    int rank;
+    int64_t dim[IR_MAX_RANK];
+    int64_t stride[2][IR_MAX_RANK];
+} cuda_bcast;
+
+/* a reduction over the axes in mask of an input of rank dims */
+typedef struct {
+    int rank;
+    int64_t dim[IR_MAX_RANK];
+    unsigned mask;
+    int64_t out_n, red_n;       /* output elements, elements summed into each */
+} cuda_reduce_desc;
+
+/* op is OP_ADD..OP_DIV or OP_RELU_GRAD..OP_TANH_GRAD; out[i] = f(a, b) */
+cudaError_t cuda_k_binary(int op, const cuda_bcast *bc, const float *a, const float *b, float *out, int64_t n,
+                          cudaStream_t s);
+/* op is OP_NEG..OP_TANH */
+cudaError_t cuda_k_unary(int op, const float *x, float *out, int64_t n, cudaStream_t s);
+/* out[i] = x[broadcast index of i]; elem is 1, 4 or 8 bytes */
+cudaError_t cuda_k_broadcast(const cuda_bcast *bc, const void *x, void *out, int64_t n, int elem, cudaStream_t s);
+cudaError_t cuda_k_cast(ir_dtype from, ir_dtype to, const void *x, void *out, int64_t n, cudaStream_t s);
+cudaError_t cuda_k_fill(ir_dtype t, void *out, double value, int64_t n, cudaStream_t s);
+/* out = scale * sum over the reduced axes */
+cudaError_t cuda_k_reduce(const cuda_reduce_desc *r, const float *x, float *out, float scale, cudaStream_t s);
+
+/* rows of C classes, class axis last */
+cudaError_t cuda_k_softmax(const float *x, float *y, int64_t rows, int64_t c, cudaStream_t s);
+cudaError_t cuda_k_softmax_grad(const float *y, const float *dy, float *dx, int64_t rows, int64_t c, cudaStream_t s);
+cudaError_t cuda_k_xent(const float *logits, const int32_t *labels, float *out, int64_t rows, int64_t c,
+                        cudaStream_t s);
+cudaError_t cuda_k_xent_grad(const float *logits, const int32_t *labels, const float *dy, float *dx, int64_t rows,
+                             int64_t c, cudaStream_t s);
+cudaError_t cuda_k_argmax_match(const float *logits, const int32_t *labels, float *out, int64_t rows, int64_t c,
+                                cudaStream_t s);
+
+/* out[i] = x[i] * mask factor of global element base + i */
+cudaError_t cuda_k_dropout(const float *x, float *out, int64_t n, uint64_t seed, int64_t step, uint64_t base,
+                           float rate, cudaStream_t s);
+
+/* optimizer updates, in place; v / mom NULL when the op has no such slot */
+cudaError_t cuda_k_sgd(float *p, const float *g, float *v, int64_t n, float lr, float mu, int nesterov,
+                       cudaStream_t s);
+cudaError_t cuda_k_adam(float *p, const float *g, float *m, float *v, int64_t n, float lr_t, float b1, float b2,
+                        float eps, float lr_wd, cudaStream_t s);
+cudaError_t cuda_k_rmsprop(float *p, const float *g, float *ms, float *mom, int64_t n, float lr, float rho, float mu,
+                           float eps, cudaStream_t s);
+
+/* filters: HWIO [kh,kw,ci,co] <-> cuDNN's NHWC filter format OHWI [co,kh,kw,ci] */
+cudaError_t cuda_k_hwio_to_ohwi(const float *w, float *o, int64_t khw, int64_t ci, int64_t co, cudaStream_t s);
+cudaError_t cuda_k_ohwi_to_hwio(const float *o, float *w, int64_t khw, int64_t ci, int64_t co, cudaStream_t s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

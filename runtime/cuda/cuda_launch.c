@@ -1,0 +1,243 @@
+/* cuda_launch.c - runs one node on a device stream: dispatch over the op enum
+ * to cuBLAS (matmul), cuDNN (cuda_dnn.c) or a kernel of cuda_kernels.cu. */
+#include <string.h>
+
+#include "../ops_math.h"
+#include "cuda_impl.h"
+
+/* what every op handler gets */
+typedef struct {
+    rt_backend *b;
+    cuda_device *dev;
+    int device, stream;
+    cudaStream_t s;
+    const rt_kernel_args *k;
+    const ir_node *n;
+} ctx;
+
+static const ir_shape *in_shape(const ctx *c, int i) { return &c->k->in_nodes[i]->shape; }
+static int64_t out_numel(const ctx *c) { return ir_shape_numel(&c->n->shape); }
+static const float *inf(const ctx *c, int i) { return (const float *)c->k->in[i]; }
+static float *outf(const ctx *c) { return (float *)c->k->out; }
+
+static int bad(const ctx *c, const char *what) {
+    snprintf(c->b->err, sizeof c->b->err, "cuda: %s: %s", ir_ops[c->n->op].name, what);
+    return -1;
+}
+
+/* out = in[i] (same bytes) unless they already alias */
+static int copy_in(const ctx *c, int i, size_t byte_offset, size_t bytes) {
+    const char *src = (const char *)c->k->in[i] + byte_offset;
+    if ((const void *)src == c->k->out || bytes == 0) return 0;
+    CUDA_CHECK(c->b, cudaMemcpyAsync(c->k->out, src, bytes, cudaMemcpyDefault, c->s));
+    return 0;
+}
+
+/* strides of input shape `in` broadcast against out (numpy: right-aligned) */
+static void bcast_strides(const ir_shape *out, const ir_shape *in, int64_t *stride) {
+    int64_t st = 1;
+    for (int a = out->rank - 1, j = in->rank - 1; a >= 0; a--, j--) {
+        int64_t d = j >= 0 ? in->dim[j] : 1;
+        stride[a] = d == 1 ? 0 : st;
+        st *= d;
+    }
+}
+
+static cuda_bcast bcast_of(const ctx *c, int n_in) {
+    cuda_bcast bc;
+    memset(&bc, 0, sizeof bc);
+    bc.rank = c->n->shape.rank;
+    for (int a = 0; a < bc.rank; a++) bc.dim[a] = c->n->shape.dim[a];
+    for (int i = 0; i < n_in; i++) bcast_strides(&c->n->shape, in_shape(c, i), bc.stride[i]);
+    return bc;
+}
+
+static int need_f32(const ctx *c) {
+    if (c->n->dtype != IR_F32) return bad(c, "only f32 is supported on CUDA");
+    return 0;
+}
+
+static int op_binary(const ctx *c) {
+    TRY(need_f32(c));
+    cuda_bcast bc = bcast_of(c, 2);
+    CUDA_CHECK(c->b, cuda_k_binary(c->n->op, &bc, inf(c, 0), inf(c, 1), outf(c), out_numel(c), c->s));
+    return 0;
+}
+
+static int op_unary(const ctx *c) {
+    TRY(need_f32(c));
+    CUDA_CHECK(c->b, cuda_k_unary(c->n->op, inf(c, 0), outf(c), out_numel(c), c->s));
+    return 0;
+}
+
+static int op_broadcast_to(const ctx *c) {
+    cuda_bcast bc = bcast_of(c, 1);
+    CUDA_CHECK(c->b, cuda_k_broadcast(&bc, c->k->in[0], c->k->out, out_numel(c), (int)ir_dtype_size(c->n->dtype),
+                                      c->s));
+    return 0;
+}
+
+static int op_cast(const ctx *c) {
+    ir_dtype from = c->k->in_nodes[0]->dtype;
+    if (from == c->n->dtype) return copy_in(c, 0, 0, (size_t)ir_node_bytes(c->n));
+    CUDA_CHECK(c->b, cuda_k_cast(from, c->n->dtype, c->k->in[0], c->k->out, out_numel(c), c->s));
+    return 0;
+}
+
+/* Row-major C[m,n] = op(A)[m,k] op(B)[k,n] is column-major C^T = op(B)^T op(A)^T:
+ * hand cuBLAS B first, with the same transpose flags and the row-major leading dims. */
+static int op_matmul(const ctx *c) {
+    TRY(need_f32(c));
+    int ta = (int)c->n->iattr[0], tb = (int)c->n->iattr[1];
+    const ir_shape *a = in_shape(c, 0), *bsh = in_shape(c, 1);
+    int m = (int)c->n->shape.dim[0], n = (int)c->n->shape.dim[1];
+    int k = (int)(ta ? a->dim[0] : a->dim[1]);
+    int lda = (int)a->dim[1], ldb = (int)bsh->dim[1];
+    const float one = 1.0f, zero = 0.0f;
+    CUBLAS_CHECK(c->b, cublasSgemm(c->dev->blas[c->stream], tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                   n, m, k, &one, inf(c, 1), ldb, inf(c, 0), lda, &zero, outf(c), n));
+    return 0;
+}
+
+/* reduce_sum / reduce_mean over the axes bitmask iattr[0] */
+static int op_reduce(const ctx *c) {
+    TRY(need_f32(c));
+    const ir_shape *x = in_shape(c, 0);
+    cuda_reduce_desc r;
+    memset(&r, 0, sizeof r);
+    r.rank = x->rank;
+    r.mask = (unsigned)c->n->iattr[0];
+    r.red_n = 1;
+    for (int a = 0; a < x->rank; a++) {
+        r.dim[a] = x->dim[a];
+        if (r.mask >> a & 1u) r.red_n *= x->dim[a];
+    }
+    r.out_n = ir_shape_numel(x) / (r.red_n ? r.red_n : 1);
+    float scale = c->n->op == OP_REDUCE_MEAN && r.red_n ? 1.0f / (float)r.red_n : 1.0f;
+    CUDA_CHECK(c->b, cuda_k_reduce(&r, inf(c, 0), outf(c), scale, c->s));
+    return 0;
+}
+
+/* rows and classes of input i (class axis last) */
+static void rows_classes(const ctx *c, int i, int64_t *rows, int64_t *cls) {
+    const ir_shape *s = in_shape(c, i);
+    *cls = s->rank ? s->dim[s->rank - 1] : 1;
+    *rows = *cls ? ir_shape_numel(s) / *cls : 0;
+}
+
+static int op_softmax(const ctx *c) {
+    int64_t rows, cls;
+    TRY(need_f32(c));
+    rows_classes(c, 0, &rows, &cls);
+    const int32_t *lab = c->k->in[1];
+    switch (c->n->op) {
+    case OP_SOFTMAX: CUDA_CHECK(c->b, cuda_k_softmax(inf(c, 0), outf(c), rows, cls, c->s)); break;
+    case OP_SOFTMAX_GRAD: CUDA_CHECK(c->b, cuda_k_softmax_grad(inf(c, 0), inf(c, 1), outf(c), rows, cls, c->s)); break;
+    case OP_SPARSE_XENT: CUDA_CHECK(c->b, cuda_k_xent(inf(c, 0), lab, outf(c), rows, cls, c->s)); break;
+    case OP_SPARSE_XENT_GRAD:
+        CUDA_CHECK(c->b, cuda_k_xent_grad(inf(c, 0), lab, inf(c, 2), outf(c), rows, cls, c->s));
+        break;
+    default: CUDA_CHECK(c->b, cuda_k_argmax_match(inf(c, 0), lab, outf(c), rows, cls, c->s)); break;
+    }
+    return 0;
+}
+
+/* Mask of element i of replica r: global index r * numel + i, so the mask of
+ * a row does not depend on how the batch was split. Identity outside training. */
+static int op_dropout(const ctx *c) {
+    TRY(need_f32(c));
+    int64_t n = out_numel(c);
+    if (!c->k->training || !*c->k->training) return copy_in(c, 0, 0, (size_t)ir_node_bytes(c->n));
+    uint64_t base = (uint64_t)c->k->replica * (uint64_t)n;
+    CUDA_CHECK(c->b, cuda_k_dropout(inf(c, 0), outf(c), n, (uint64_t)c->n->iattr[0], *c->k->step, base,
+                                    (float)c->n->fattr[0], c->s));
+    return 0;
+}
+
+/* in-place updates: out aliases the param (input 0); slots are written in place */
+static float *slot(const ctx *c, int i) { return i < c->n->n_in ? (float *)c->k->in[i] : NULL; }
+
+static int op_update(const ctx *c) {
+    TRY(need_f32(c));
+    TRY(copy_in(c, 0, 0, (size_t)ir_node_bytes(c->n)));
+    const double *f = c->n->fattr;
+    float *p = outf(c);
+    const float *g = inf(c, 1);
+    int64_t n = out_numel(c);
+    if (c->n->op == OP_SGD_UPDATE) {
+        CUDA_CHECK(c->b, cuda_k_sgd(p, g, slot(c, 2), n, (float)f[0], (float)f[1], (int)c->n->iattr[0], c->s));
+    } else if (c->n->op == OP_ADAM_UPDATE) {
+        float lr_t = mg_adam_lr_t((float)f[0], (float)f[1], (float)f[2], *c->k->step);
+        CUDA_CHECK(c->b, cuda_k_adam(p, g, slot(c, 2), slot(c, 3), n, lr_t, (float)f[1], (float)f[2], (float)f[3],
+                                     (float)(f[0] * f[4]), c->s));
+    } else {
+        CUDA_CHECK(c->b, cuda_k_rmsprop(p, g, slot(c, 2), slot(c, 3), n, (float)f[0], (float)f[1], (float)f[2],
+                                        (float)f[3], c->s));
+    }
+    return 0;
+}
+
+/* shard: rows [index*n/count, (index+1)*n/count) of input 0 (host or device memory) */
+static int op_shard(const ctx *c) {
+    const ir_shape *x = in_shape(c, 0);
+    int64_t rows = x->rank ? x->dim[0] : 1, idx = c->n->iattr[0], cnt = c->n->iattr[1];
+    if (cnt <= 0 || rows <= 0) return bad(c, "empty shard");
+    size_t row_bytes = (size_t)(ir_shape_numel(x) / rows) * ir_dtype_size(c->n->dtype);
+    return copy_in(c, 0, (size_t)(idx * rows / cnt) * row_bytes, (size_t)ir_node_bytes(c->n));
+}
+
+/* all_reduce's launch packs its inputs into the bucket buffer; collective() reduces it */
+static int op_pack(const ctx *c) {
+    size_t at = 0;
+    for (int i = 0; i < c->n->n_in; i++) {
+        size_t bytes = (size_t)ir_node_bytes(c->k->in_nodes[i]);
+        char *dst = (char *)c->k->out + at;
+        if (dst != c->k->in[i] && bytes)
+            CUDA_CHECK(c->b, cudaMemcpyAsync(dst, c->k->in[i], bytes, cudaMemcpyDefault, c->s));
+        at += bytes;
+    }
+    return 0;
+}
+
+static int op_alias(const ctx *c) {
+    size_t off = c->n->op == OP_VIEW ? (size_t)c->n->iattr[0] * ir_dtype_size(c->n->dtype) : 0;
+    return copy_in(c, 0, off, (size_t)ir_node_bytes(c->n));
+}
+
+static int op_const(const ctx *c) {
+    CUDA_CHECK(c->b, cuda_k_fill(c->n->dtype, c->k->out, c->n->fattr[0], out_numel(c), c->s));
+    return 0;
+}
+
+static int dispatch(const ctx *c) {
+    switch (c->n->op) {
+    case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV:
+    case OP_RELU_GRAD: case OP_SIGMOID_GRAD: case OP_TANH_GRAD: return op_binary(c);
+    case OP_NEG: case OP_EXP: case OP_LOG: case OP_SQRT:
+    case OP_RELU: case OP_SIGMOID: case OP_TANH: return op_unary(c);
+    case OP_CAST: return op_cast(c);
+    case OP_MATMUL: return op_matmul(c);
+    case OP_CONV2D: case OP_CONV2D_GRAD_INPUT: case OP_CONV2D_GRAD_FILTER: return cuda_conv(c->b, c->device, c->stream, c->k);
+    case OP_MAX_POOL2D: case OP_MAX_POOL2D_GRAD:
+    case OP_AVG_POOL2D: case OP_AVG_POOL2D_GRAD: return cuda_pool(c->b, c->device, c->stream, c->k);
+    case OP_RESHAPE: case OP_VIEW: case OP_BROADCAST: return op_alias(c);
+    case OP_REDUCE_SUM: case OP_REDUCE_MEAN: return op_reduce(c);
+    case OP_BROADCAST_TO: return op_broadcast_to(c);
+    case OP_SOFTMAX: case OP_SOFTMAX_GRAD: case OP_SPARSE_XENT:
+    case OP_SPARSE_XENT_GRAD: case OP_ARGMAX_MATCH: return op_softmax(c);
+    case OP_DROPOUT: case OP_DROPOUT_GRAD: return op_dropout(c);
+    case OP_SGD_UPDATE: case OP_ADAM_UPDATE: case OP_RMSPROP_UPDATE: return op_update(c);
+    case OP_SHARD: return op_shard(c);
+    case OP_ALL_REDUCE: return op_pack(c);
+    case OP_CONST: return op_const(c);
+    case OP_INPUT: case OP_PARAM: case OP_VAR: case OP_COUNT: break;
+    }
+    return bad(c, "source op has no kernel");
+}
+
+int cuda_launch(rt_backend *b, int device, int stream, const rt_kernel_args *k) {
+    cuda_device *dev = &cuda_st(b)->dev[device];
+    ctx c = {b, dev, device, stream, dev->stream[stream], k, k->node};
+    TRY(cuda_use(b, device));
+    return dispatch(&c);
+}

@@ -1,0 +1,188 @@
+/* cuda_nccl.c - NCCL communicators and the grouped collectives.
+ *
+ * One process: ncclCommInitAll over the local GPUs. Several processes
+ * (b->ip set): rank 0 makes an ncclUniqueId, b->ip->broadcast hands it to the
+ * others, and every local device joins with ncclCommInitRank as global rank
+ * replica_base + d, so one communicator spans every replica and NCCL does the
+ * whole hierarchy (NVLink within a machine, network across).
+ *
+ * A single host thread may drive every local device, and NCCL needs the calls
+ * of one collective on all local devices inside one ncclGroupStart/End. So a
+ * device's collective() only marks its place in its comm stream: it records a
+ * `ready` event there, then makes the stream wait (cuStreamWaitValue32) until
+ * the slot's flag word reaches the slot's sequence number. When the last local
+ * device of the group has called, the group is issued on each device's NCCL
+ * stream (after its ready event) and each stream then writes the flag word,
+ * releasing the comm streams. Host submission order thus never matters.
+ */
+#include <string.h>
+
+#include "cuda_impl.h"
+
+static ncclDataType_t nccl_type(ir_dtype t) {
+    switch (t) {
+    case IR_F32: return ncclFloat32;
+    case IR_I32: return ncclInt32;
+    case IR_F64: return ncclFloat64;
+    default: return ncclUint8;
+    }
+}
+
+static int init_multi_process(rt_backend *b, cuda_state *st) {
+    const rt_interprocess *ip = b->ip;
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    if (ip->rank == 0) NCCL_CHECK(b, ncclGetUniqueId(&id));
+    if (ip->broadcast(ip->ctx, &id, (int64_t)sizeof id, 0, b->collective_timeout, "nccl unique id", b->err,
+                      sizeof b->err) != 0)
+        return -1;
+    NCCL_CHECK(b, ncclGroupStart());
+    for (int d = 0; d < st->n; d++) {
+        CUDA_CHECK(b, cudaSetDevice(st->dev[d].ordinal));
+        NCCL_CHECK(b, ncclCommInitRank(&st->dev[d].comm, b->replica_total, id, b->replica_base + d));
+    }
+    NCCL_CHECK(b, ncclGroupEnd());
+    return 0;
+}
+
+int cuda_nccl_init(rt_backend *b) {
+    cuda_state *st = cuda_st(b);
+    if (b->ip) return init_multi_process(b, st);
+    ncclComm_t comms[CUDA_MAX_DEVICES];
+    int ordinals[CUDA_MAX_DEVICES];
+    for (int d = 0; d < st->n; d++) ordinals[d] = st->dev[d].ordinal;
+    NCCL_CHECK(b, ncclCommInitAll(comms, st->n, ordinals));
+    for (int d = 0; d < st->n; d++) st->dev[d].comm = comms[d];
+    return 0;
+}
+
+void cuda_nccl_free(rt_backend *b) {
+    cuda_state *st = cuda_st(b);
+    for (int d = 0; d < st->n; d++)
+        if (st->dev[d].comm) ncclCommDestroy(st->dev[d].comm), st->dev[d].comm = NULL;
+}
+
+void cuda_nccl_abort(rt_backend *b) {
+    cuda_state *st = cuda_st(b);
+    for (int d = 0; d < st->n; d++)
+        if (st->dev[d].comm) ncclCommAbort(st->dev[d].comm), st->dev[d].comm = NULL;
+}
+
+int cuda_nccl_poll(rt_backend *b) {
+    cuda_state *st = cuda_st(b);
+    for (int d = 0; d < st->n; d++) {
+        ncclResult_t async = ncclSuccess;
+        if (!st->dev[d].comm) continue;
+        NCCL_CHECK(b, ncclCommGetAsyncError(st->dev[d].comm, &async));
+        if (async != ncclSuccess) {
+            snprintf(b->err, sizeof b->err, "NCCL on gpu replica %d: %s (%s)", b->replica_base + d,
+                     ncclGetErrorString(async), ncclGetLastError(st->dev[d].comm));
+            cuda_nccl_abort(b);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int same_call(const rt_coll_args *a, const rt_coll_args *c) {
+    return a->kind == c->kind && a->group == c->group && a->count == c->count && a->dtype == c->dtype;
+}
+
+/* the slot this device's call joins: the oldest matching one it has not joined, else a free one */
+static int find_slot(cuda_state *st, int device, const rt_coll_args *c) {
+    int free_slot = -1;
+    for (int p = 0; p < CUDA_MAX_PENDING; p++) {
+        cuda_pending *q = &st->pending[p];
+        if (q->used && same_call(&q->args, c) && !q->buf[device]) return p;
+        if (!q->used && free_slot < 0) free_slot = p;
+    }
+    return free_slot;
+}
+
+static int issue_one(rt_backend *b, cuda_pending *q, int d) {
+    cuda_device *dev = &cuda_st(b)->dev[d];
+    const rt_coll_args *c = &q->args;
+    void *buf = q->buf[d];
+    if (c->kind == COLL_BROADCAST) {
+        NCCL_CHECK(b, ncclBroadcast(buf, buf, (size_t)c->count, nccl_type(c->dtype), c->root, dev->comm,
+                                    dev->nccl_stream));
+    } else {
+        NCCL_CHECK(b, ncclAllReduce(buf, buf, (size_t)c->count, nccl_type(c->dtype), c->mean ? ncclAvg : ncclSum,
+                                    dev->comm, dev->nccl_stream));
+    }
+    return 0;
+}
+
+/* every local device has called: run the group and release the comm streams */
+static int flush(rt_backend *b, int p) {
+    cuda_state *st = cuda_st(b);
+    cuda_pending *q = &st->pending[p];
+    for (int d = 0; d < st->n; d++) {
+        TRY(cuda_use(b, d));
+        CUDA_CHECK(b, cudaStreamWaitEvent(st->dev[d].nccl_stream, q->ready[d], 0));
+    }
+    NCCL_CHECK(b, ncclGroupStart());
+    int rc = 0;
+    for (int d = 0; d < st->n && rc == 0; d++) rc = issue_one(b, q, d);
+    ncclResult_t end = ncclGroupEnd();
+    TRY(rc);
+    NCCL_CHECK(b, end);
+    for (int d = 0; d < st->n; d++) {
+        cuda_device *dev = &st->dev[d];
+        TRY(cuda_use(b, d));
+        CU_CHECK(b, st->write_value((CUstream)dev->nccl_stream, (CUdeviceptr)(uintptr_t)(dev->flags + p), q->seq,
+                                    CU_STREAM_WRITE_VALUE_DEFAULT));
+    }
+    q->used = 0;
+    memset(q->buf, 0, sizeof q->buf);
+    return 0;
+}
+
+/* joins slot p from device on its stream: ready event, then wait for the flag */
+static int join(rt_backend *b, int p, int device, int stream, const rt_coll_args *c) {
+    cuda_state *st = cuda_st(b);
+    cuda_pending *q = &st->pending[p];
+    cuda_device *dev = &st->dev[device];
+    if (!q->used) {
+        q->used = 1, q->args = *c, q->arrived = 0, q->seq++;
+    }
+    TRY(cuda_use(b, device));
+    if (!q->ready[device]) CUDA_CHECK(b, cudaEventCreateWithFlags(&q->ready[device], cudaEventDisableTiming));
+    CUDA_CHECK(b, cudaEventRecord(q->ready[device], dev->stream[stream]));
+    CU_CHECK(b, st->wait_value((CUstream)dev->stream[stream], (CUdeviceptr)(uintptr_t)(dev->flags + p), q->seq,
+                               CU_STREAM_WAIT_VALUE_GEQ));
+    q->buf[device] = c->buf;
+    q->arrived++;
+    return q->arrived == st->n ? flush(b, p) : 0;
+}
+
+int cuda_collective(rt_backend *b, int device, int stream, const rt_coll_args *c) {
+    cuda_state *st = cuda_st(b);
+    pthread_mutex_lock(&st->lock);
+    int p = find_slot(st, device, c), rc;
+    if (p < 0) {
+        snprintf(b->err, sizeof b->err, "%s: more than %d collectives waiting for local devices", c->label,
+                 CUDA_MAX_PENDING);
+        rc = -1;
+    } else {
+        rc = join(b, p, device, stream, c);
+    }
+    pthread_mutex_unlock(&st->lock);
+    return rc;
+}
+
+int cuda_nccl_check_pending(rt_backend *b) {
+    cuda_state *st = cuda_st(b);
+    pthread_mutex_lock(&st->lock);
+    for (int p = 0; p < CUDA_MAX_PENDING; p++) {
+        cuda_pending *q = &st->pending[p];
+        if (!q->used) continue;
+        size_t at = (size_t)snprintf(b->err, sizeof b->err, "%s: local gpu replicas never joined:", q->args.label);
+        for (int d = 0; d < st->n && at < sizeof b->err; d++)
+            if (!q->buf[d]) at += (size_t)snprintf(b->err + at, sizeof b->err - at, " %d", b->replica_base + d);
+        pthread_mutex_unlock(&st->lock);
+        return -1;
+    }
+    pthread_mutex_unlock(&st->lock);
+    return 0;
+}

@@ -1,0 +1,331 @@
+/* exec.c - the executor: binds a plan to a backend and runs its programs by
+ * walking the compiled schedule. It knows no backend: every allocation, copy,
+ * kernel, event and collective goes through rt_backend_i. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "session.h"
+
+struct rt_session {
+    const ir_module *m;
+    rt_backend *b;
+    int first, local;          /* local replicas [first, first + local) */
+    char **arena;              /* per local device */
+    void **host;               /* per node: staging of host INPUT nodes, else NULL */
+    void **ptr;                /* per node: device address on its replica, NULL if not local */
+    rt_kernel_args *args;      /* per node */
+    const ir_node **in_nodes;  /* flat storage behind args[i].in_nodes */
+    const void **in_ptrs;      /* flat storage behind args[i].in */
+    rt_coll_args *coll;        /* per node, for collectives */
+    char **labels;             /* per node, collectives' names in errors */
+    int64_t step;
+    int training;
+    uint64_t generation;
+    char err[640];
+};
+
+static const unsigned program_bits[IR_PROGRAM_COUNT] = {PROG_TRAIN, PROG_EVAL, PROG_PREDICT, PROG_INIT};
+
+static int fail(rt_session *s, const char *msg) {
+    snprintf(s->err, sizeof s->err, "%s", msg);
+    return -1;
+}
+
+const ir_module *rt_session_module(const rt_session *s) { return s->m; }
+const char *rt_session_error(const rt_session *s) { return s->err; }
+int64_t rt_session_step(const rt_session *s) { return s->step; }
+void rt_session_set_step(rt_session *s, int64_t step) { s->step = step; }
+bool rt_session_is_local(const rt_session *s, int r) { return r >= s->first && r < s->first + s->local; }
+int rt_session_first_replica(const rt_session *s) { return s->first; }
+int rt_session_local_replicas(const rt_session *s) { return s->local; }
+
+int rt_session_peer(const rt_session *s, int node, int replica) {
+    const ir_node *x = &s->m->g.nodes[node];
+    if (x->device == replica) return node;
+    for (int i = 0; i < s->m->g.n; i++) {
+        const ir_node *y = &s->m->g.nodes[i];
+        if (y->device == replica && y->origin == x->origin && y->op == x->op && x->origin >= 0) return i;
+    }
+    return -1;
+}
+
+static rt_backend *pick_backend(const ir_module *m, char *err, size_t cap) {
+    if (m->n_devices > 0 && !strcmp(m->devices[0].name, "gpu")) {
+#ifdef MGC_HAVE_CUDA
+        return rt_backend_cuda();
+#else
+        snprintf(err, cap, "this mgc was built without the CUDA backend; the plan wants gpu devices");
+        return NULL;
+#endif
+    }
+    return rt_backend_cpu();
+}
+
+static void collective_label(rt_session *s, int i) {
+    const ir_node *n = &s->m->g.nodes[i];
+    char buf[256];
+    if (n->op == OP_BROADCAST)
+        snprintf(buf, sizeof buf, "broadcast of '%s'", s->m->g.nodes[n->in[0]].name ? s->m->g.nodes[n->in[0]].name : "?");
+    else if (n->iattr[0] == s->m->n_buckets)
+        snprintf(buf, sizeof buf, "all_reduce of loss and metrics");
+    else
+        snprintf(buf, sizeof buf, "all_reduce bucket %lld", (long long)n->iattr[0]);
+    s->labels[i] = strdup(buf);
+}
+
+/* Fixes every node's addresses and kernel arguments (arenas never move). */
+static void bind_nodes(rt_session *s) {
+    const ir_module *m = s->m;
+    int total_in = 0;
+    for (int i = 0; i < m->g.n; i++) total_in += m->g.nodes[i].n_in;
+    s->in_nodes = calloc((size_t)total_in + 1, sizeof *s->in_nodes);
+    s->in_ptrs = calloc((size_t)total_in + 1, sizeof *s->in_ptrs);
+    for (int i = 0; i < m->g.n; i++) {
+        const ir_node *n = &m->g.nodes[i];
+        if (n->device < 0 && n->op == OP_INPUT) s->host[i] = calloc(1, (size_t)ir_node_bytes(n));
+        else if (rt_session_is_local(s, n->device) && n->offset >= 0)
+            s->ptr[i] = s->arena[n->device - s->first] + n->offset;
+    }
+    int at = 0;
+    for (int i = 0; i < m->g.n; i++) {
+        const ir_node *n = &m->g.nodes[i];
+        rt_kernel_args *a = &s->args[i];
+        a->m = m, a->node = n, a->out = s->ptr[i], a->step = &s->step, a->training = &s->training;
+        a->replica = n->device, a->replicas = m->n_devices;
+        a->in_nodes = &s->in_nodes[at], a->in = &s->in_ptrs[at];
+        for (int k = 0; k < n->n_in; k++, at++) {
+            s->in_nodes[at] = &m->g.nodes[n->in[k]];
+            s->in_ptrs[at] = s->host[n->in[k]] ? s->host[n->in[k]] : s->ptr[n->in[k]];
+        }
+        if (ir_ops[n->op].flags & OPF_COLLECTIVE && rt_session_is_local(s, n->device)) {
+            collective_label(s, i);
+            s->coll[i] = (rt_coll_args){
+                .kind = n->op == OP_BROADCAST ? COLL_BROADCAST : COLL_ALL_REDUCE,
+                .group = (int)n->iattr[0], .label = s->labels[i], .buf = s->ptr[i],
+                .count = ir_shape_numel(&n->shape), .dtype = n->dtype,
+                .mean = n->op == OP_ALL_REDUCE && n->iattr[1], .root = (int)n->iattr[1], .algo = m->cross_device};
+        }
+    }
+}
+
+/* Constants are written once, when the session starts. */
+static int fill_constants(rt_session *s) {
+    for (int i = 0; i < s->m->g.n; i++) {
+        const ir_node *n = &s->m->g.nodes[i];
+        if (n->op != OP_CONST || !s->ptr[i]) continue;
+        int64_t count = ir_shape_numel(&n->shape);
+        float *tmp = malloc((size_t)count * sizeof *tmp + 1);
+        for (int64_t k = 0; k < count; k++) tmp[k] = (float)n->fattr[0];
+        int rc = s->b->i->upload(s->b, n->device - s->first, STREAM_COMPUTE, s->ptr[i], tmp, (size_t)count * 4);
+        if (!rc) rc = s->b->i->sync(s->b);
+        free(tmp);
+        if (rc) return fail(s, s->b->err);
+    }
+    return 0;
+}
+
+rt_session *rt_session_new(const ir_module *m, const rt_session_options *o, char *err, size_t cap) {
+    int procs = o->ip ? o->ip->size : 1, rank = o->ip ? o->ip->rank : 0;
+    if (m->n_devices % procs) {
+        snprintf(err, cap, "the plan has %d replicas, which %d processes cannot share equally", m->n_devices, procs);
+        return NULL;
+    }
+    rt_backend *b = pick_backend(m, err, cap);
+    if (!b) return NULL;
+    rt_session *s = calloc(1, sizeof *s);
+    s->m = m, s->b = b;
+    s->local = m->n_devices / procs, s->first = rank * s->local;
+    b->n_devices = s->local, b->n_events = m->n_events;
+    b->threads_per_device = o->threads_per_device > 0 ? o->threads_per_device : 1;
+    b->replica_base = s->first, b->replica_total = m->n_devices;
+    b->collective_timeout = o->collective_timeout > 0 ? o->collective_timeout : 60;
+    b->ip = o->ip;
+    if (b->i->init(b)) {
+        snprintf(err, cap, "%s", b->err);
+        free(b), free(s);
+        return NULL;
+    }
+    int n = m->g.n;
+    s->arena = calloc((size_t)s->local, sizeof *s->arena);
+    s->host = calloc((size_t)n, sizeof *s->host), s->ptr = calloc((size_t)n, sizeof *s->ptr);
+    s->args = calloc((size_t)n, sizeof *s->args), s->coll = calloc((size_t)n, sizeof *s->coll);
+    s->labels = calloc((size_t)n, sizeof *s->labels);
+    for (int d = 0; d < s->local; d++) {
+        s->arena[d] = b->i->alloc(b, d, (size_t)m->arena_bytes[s->first + d] + 64);
+        if (!s->arena[d]) {
+            snprintf(err, cap, "cannot allocate %lld bytes for device %s:%d: %s",
+                     (long long)m->arena_bytes[s->first + d], m->devices[s->first + d].name,
+                     m->devices[s->first + d].index, b->err);
+            rt_session_free(s);
+            return NULL;
+        }
+    }
+    bind_nodes(s);
+    if (fill_constants(s)) {
+        snprintf(err, cap, "%s", s->err);
+        rt_session_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void rt_session_free(rt_session *s) {
+    if (!s) return;
+    for (int d = 0; d < s->local; d++)
+        if (s->arena[d]) s->b->i->dealloc(s->b, d, s->arena[d]);
+    s->b->i->shutdown(s->b);
+    free(s->b);
+    for (int i = 0; i < s->m->g.n; i++) free(s->host[i]), free(s->labels[i]);
+    free(s->arena), free(s->host), free(s->ptr), free(s->args), free(s->coll), free(s->labels);
+    free(s->in_nodes), free(s->in_ptrs);
+    free(s);
+}
+
+void rt_session_set_input(rt_session *s, int k, const void *host) {
+    int i = s->m->inputs[k];
+    size_t part = (size_t)ir_node_bytes(&s->m->g.nodes[i]) / (size_t)s->m->n_devices;
+    memcpy((char *)s->host[i] + part * (size_t)s->first, host, part * (size_t)s->local);
+}
+
+/* One node's work on its stream. */
+static int issue(rt_session *s, int i) {
+    const ir_node *n = &s->m->g.nodes[i];
+    rt_backend *b = s->b;
+    int dev = n->device - s->first;
+    switch (n->op) {
+    case OP_SHARD: { /* rows of the host batch straight to the device */
+        size_t bytes = (size_t)ir_node_bytes(n);
+        const char *src = (const char *)s->host[n->in[0]] + bytes * (size_t)n->iattr[0];
+        return b->i->upload(b, dev, n->stream, s->ptr[i], src, bytes);
+    }
+    case OP_ALL_REDUCE: /* pack the gradients into the bucket, then reduce it */
+        if (b->i->launch(b, dev, n->stream, &s->args[i])) return -1;
+        return b->i->collective(b, dev, n->stream, &s->coll[i]);
+    case OP_BROADCAST:
+        return b->i->collective(b, dev, n->stream, &s->coll[i]);
+    case OP_RESHAPE: case OP_VIEW:
+        if (s->ptr[i] == (char *)s->ptr[n->in[0]] + (n->op == OP_VIEW ? n->iattr[0] * (int64_t)ir_dtype_size(n->dtype) : 0))
+            return 0; /* planned as an alias: nothing to do */
+        return b->i->launch(b, dev, n->stream, &s->args[i]);
+    default:
+        return b->i->launch(b, dev, n->stream, &s->args[i]);
+    }
+}
+
+/* Issues the program's lists merged in graph order, so that every event is
+ * recorded before any stream is told to wait for it (CUDA needs that). */
+static int issue_program(rt_session *s, int p) {
+    const ir_module *m = s->m;
+    int per = m->n_devices * STREAM_COUNT, at[per];
+    const ir_sched_list *lists = &m->sched[p * per];
+    memset(at, 0, sizeof at);
+    for (;;) {
+        int best = -1, best_node = 0;
+        for (int l = 0; l < per; l++) {
+            if (!rt_session_is_local(s, lists[l].device)) continue;
+            for (int k = at[l]; k < lists[l].n; k++)
+                if (lists[l].items[k].kind == SCHED_KERNEL) {
+                    if (best < 0 || lists[l].items[k].arg < best_node) best = l, best_node = lists[l].items[k].arg;
+                    break;
+                }
+        }
+        if (best < 0) break;
+        const ir_sched_list *l = &lists[best];
+        int dev = l->device - s->first;
+        bool kernel_done = false;
+        for (; at[best] < l->n; at[best]++) {
+            const ir_sched_item *it = &l->items[at[best]];
+            if (it->kind == SCHED_KERNEL && kernel_done) break;
+            if (it->kind == SCHED_WAIT && kernel_done) break;
+            int rc = it->kind == SCHED_KERNEL ? issue(s, it->arg)
+                   : it->kind == SCHED_RECORD ? s->b->i->record(s->b, dev, l->stream, it->arg, s->generation)
+                                              : s->b->i->wait(s->b, dev, l->stream, it->arg, s->generation);
+            if (rc) return -1;
+            if (it->kind == SCHED_KERNEL) kernel_done = true;
+        }
+    }
+    return 0;
+}
+
+int rt_session_run(rt_session *s, ir_program program) {
+    int p = 0;
+    while (p < IR_PROGRAM_COUNT && program_bits[p] != (unsigned)program) p++;
+    if (program == PROG_TRAIN) s->step++;
+    s->training = program == PROG_TRAIN;
+    s->generation++;
+    int rc = issue_program(s, p);
+    if (s->b->i->sync(s->b) || rc) return fail(s, s->b->err);
+    return 0;
+}
+
+int rt_session_broadcast_variables(rt_session *s) { return rt_session_run(s, PROG_INIT); }
+
+int rt_session_init_variables(rt_session *s, uint64_t seed) {
+    const ir_module *m = s->m;
+    for (int i = 0; i < m->g.n; i++) {
+        const ir_node *n = &m->g.nodes[i];
+        if (!(ir_ops[n->op].flags & OPF_VARIABLE) || n->device != 0 || !s->ptr[i]) continue;
+        int64_t count = ir_shape_numel(&n->shape);
+        float *tmp = malloc((size_t)count * sizeof *tmp + 1);
+        rt_init_fill(tmp, count, (ir_init)n->iattr[0], n->iattr[1], n->iattr[2], seed, n->name);
+        int rc = rt_session_write(s, i, tmp);
+        free(tmp);
+        if (rc) return -1;
+    }
+    return rt_session_broadcast_variables(s);
+}
+
+static int copy_node(rt_session *s, int i, void *dst, const void *src) {
+    const ir_node *n = &s->m->g.nodes[i];
+    if (!s->ptr[i]) return fail(s, "internal error: node is not on a local device");
+    rt_backend *b = s->b;
+    int dev = n->device - s->first;
+    int rc = dst ? b->i->download(b, dev, STREAM_COMPUTE, dst, s->ptr[i], (size_t)ir_node_bytes(n))
+                 : b->i->upload(b, dev, STREAM_COMPUTE, s->ptr[i], src, (size_t)ir_node_bytes(n));
+    if (b->i->sync(b) || rc) return fail(s, b->err);
+    return 0;
+}
+
+int rt_session_read(rt_session *s, int node, void *dst) { return copy_node(s, node, dst, NULL); }
+int rt_session_write(rt_session *s, int node, const void *src) { return copy_node(s, node, NULL, src); }
+
+int rt_session_check_replicas(rt_session *s, char *err, size_t cap) {
+    const ir_module *m = s->m;
+    if (s->local < 2 && s->first == 0) return 0;
+    for (int i = 0; i < m->g.n; i++) {
+        const ir_node *n = &m->g.nodes[i];
+        if (!(ir_ops[n->op].flags & OPF_VARIABLE) || n->device != s->first) continue;
+        size_t bytes = (size_t)ir_node_bytes(n);
+        char *ref = malloc(bytes + 1), *other = malloc(bytes + 1);
+        int bad = -1, rc = rt_session_read(s, i, ref);
+        for (int r = s->first + 1; r < s->first + s->local && !rc && bad < 0; r++) {
+            int j = rt_session_peer(s, i, r);
+            rc = j < 0 || rt_session_read(s, j, other);
+            if (!rc && memcmp(ref, other, bytes)) bad = r;
+        }
+        free(ref), free(other);
+        if (rc) {
+            snprintf(err, cap, "%s", s->err);
+            return -1;
+        }
+        if (bad >= 0) {
+            snprintf(err, cap, "replicas diverged at step %lld: '%s' on %s:%d differs from %s:%d",
+                     (long long)s->step, n->name, m->devices[bad].name, m->devices[bad].index,
+                     m->devices[s->first].name, m->devices[s->first].index);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int rt_session_rank(const rt_session *s) { return s->b->ip ? s->b->ip->rank : 0; }
+
+int rt_session_sum_processes(rt_session *s, double *v, int n) {
+    const rt_interprocess *ip = s->b->ip;
+    if (!ip || ip->size < 2) return 0;
+    if (ip->all_reduce_sum(ip->ctx, v, n, IR_F64, s->b->collective_timeout, "sum of evaluation results", s->err,
+                           sizeof s->err))
+        return -1;
+    return 0;
+}

@@ -1,0 +1,70 @@
+/* session.h - a loaded plan bound to devices: variables, arenas, and the
+ * executor that runs one program (train step, eval, predict, init) by
+ * walking the compiled schedule through the backend interface. */
+#ifndef MGC_SESSION_H
+#define MGC_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../ir/ir.h"
+#include "backend.h"
+
+typedef struct rt_session rt_session;
+
+typedef struct {
+    int threads_per_device;       /* CPU threads each device's kernels use */
+    double collective_timeout;    /* seconds */
+    const rt_interprocess *ip;    /* set when running under MPI with several processes */
+} rt_session_options;
+
+/* Binds the plan's replicas to local devices: all of them in one process;
+ * with ip, process `rank` of `size` holds replicas [rank*D, (rank+1)*D) where
+ * D = n_devices / size. Returns NULL with a message in err. */
+rt_session *rt_session_new(const ir_module *m, const rt_session_options *o, char *err, size_t cap);
+void rt_session_free(rt_session *s);
+const ir_module *rt_session_module(const rt_session *s);
+const char *rt_session_error(const rt_session *s);
+
+/* Fills replica 0's variables from their initializers (values depend only on
+ * seed and each variable's name) and broadcasts them to every replica. */
+int rt_session_init_variables(rt_session *s, uint64_t seed);
+/* Broadcasts replica 0's variables to every replica (after writing them). */
+int rt_session_broadcast_variables(rt_session *s);
+
+/* Copies this process's rows of one global batch of model input k
+ * (m->inputs[k]) into staging: the rows of its local replicas, in order. */
+void rt_session_set_input(rt_session *s, int k, const void *host);
+/* Runs one program to completion. PROG_TRAIN advances the step counter. */
+int rt_session_run(rt_session *s, ir_program program);
+
+int64_t rt_session_step(const rt_session *s);
+void rt_session_set_step(rt_session *s, int64_t step);
+
+/* The node of `replica` that corresponds to replica-0 node `node`, or -1. */
+int rt_session_peer(const rt_session *s, int node, int replica);
+/* Whether this process holds `replica`; first and count of local replicas. */
+bool rt_session_is_local(const rt_session *s, int replica);
+int rt_session_first_replica(const rt_session *s);
+int rt_session_local_replicas(const rt_session *s);
+
+/* Host copies of a node's tensor (node on a local replica). */
+int rt_session_read(rt_session *s, int node, void *dst);
+int rt_session_write(rt_session *s, int node, const void *src);
+
+/* Compares every variable of every local replica with replica 0's, byte for
+ * byte. Returns 0, or -1 naming the first differing variable in err. */
+int rt_session_check_replicas(rt_session *s, char *err, size_t cap);
+
+/* Sums v[0..n) over every process (no-op in one process). */
+int rt_session_sum_processes(rt_session *s, double *v, int n);
+/* Process rank and count (0 and 1 in one process). */
+int rt_session_rank(const rt_session *s);
+
+/* Initial value of a variable (ir_init with fan_in/fan_out), deterministic in
+ * (seed, name). */
+void rt_init_fill(float *dst, int64_t n, ir_init init, int64_t fan_in, int64_t fan_out, uint64_t seed,
+                  const char *name);
+
+#endif

@@ -1,0 +1,319 @@
+/* train.c - the training loop (Keras-style progress, per-epoch evaluation,
+ * JSON Lines history), evaluation with masked partial batches, prediction,
+ * and checkpoints of a session's variables. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "checkpoint.h"
+#include "train.h"
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+void rt_input_specs(const ir_module *m, rt_input_spec *specs) {
+    for (int k = 0; k < m->n_inputs; k++) {
+        const ir_node *n = &m->g.nodes[m->inputs[k]];
+        specs[k] = (rt_input_spec){.name = n->name, .dtype = n->dtype, .shape = {.rank = n->shape.rank - 1}};
+        for (int d = 1; d < n->shape.rank; d++) specs[k].shape.dim[d - 1] = n->shape.dim[d];
+    }
+}
+
+/* ---- checkpoints ---- */
+
+int rt_save_variables(rt_session *s, const char *path, uint64_t seed, char *err, size_t cap) {
+    const ir_module *m = rt_session_module(s);
+    if (!rt_session_is_local(s, 0)) return 0;
+    int n = 0;
+    rt_ck_tensor *t = calloc((size_t)m->g.n, sizeof *t);
+    int rc = 0;
+    for (int i = 0; i < m->g.n && !rc; i++) {
+        const ir_node *x = &m->g.nodes[i];
+        if (!(ir_ops[x->op].flags & OPF_VARIABLE) || x->device != 0) continue;
+        void *data = malloc((size_t)ir_node_bytes(x) + 1);
+        t[n++] = (rt_ck_tensor){x->name, x->dtype, x->shape, data};
+        if (rt_session_read(s, i, data)) {
+            snprintf(err, cap, "%s", rt_session_error(s));
+            rc = -1;
+        }
+    }
+    char step[32], seed_s[32];
+    snprintf(step, sizeof step, "%lld", (long long)rt_session_step(s));
+    snprintf(seed_s, sizeof seed_s, "%llu", (unsigned long long)seed);
+    const char *meta[] = {"format", "mgc", "model", m->model_name, "step", step, "seed", seed_s};
+    if (!rc) rc = rt_checkpoint_save(path, t, n, meta, 4, err, cap);
+    for (int k = 0; k < n; k++) free((void *)t[k].data);
+    free(t);
+    return rc;
+}
+
+static bool is_slot(const ir_node *x) { return x->op == OP_VAR; }
+
+/* Checks that ck and the model hold the same variables with the same types. */
+static int match_variables(const ir_module *m, const rt_checkpoint *ck, const char *path, bool *has_slots,
+                           char *err, size_t cap) {
+    *has_slots = false;
+    for (int k = 0; k < rt_checkpoint_count(ck); k++) {
+        const rt_ck_tensor *t = rt_checkpoint_at(ck, k);
+        int found = -1;
+        for (int i = 0; i < m->g.n && found < 0; i++)
+            if (m->g.nodes[i].device == 0 && m->g.nodes[i].name && ir_ops[m->g.nodes[i].op].flags & OPF_VARIABLE &&
+                !strcmp(m->g.nodes[i].name, t->name))
+                found = i;
+        if (found < 0) {
+            snprintf(err, cap, "%s: tensor '%s' is not a variable of model '%s'", path, t->name, m->model_name);
+            return -1;
+        }
+        const ir_node *x = &m->g.nodes[found];
+        if (t->dtype != x->dtype || !ir_shape_eq(&t->shape, &x->shape)) {
+            char a[96], b[96];
+            snprintf(err, cap, "%s: tensor '%s' is %s, the model wants %s", path, t->name,
+                     ir_type_str(t->dtype, &t->shape, a, sizeof a), ir_type_str(x->dtype, &x->shape, b, sizeof b));
+            return -1;
+        }
+        *has_slots |= is_slot(x);
+    }
+    for (int i = 0; i < m->g.n; i++) {
+        const ir_node *x = &m->g.nodes[i];
+        if (!(ir_ops[x->op].flags & OPF_VARIABLE) || x->device != 0) continue;
+        if (!rt_checkpoint_find(ck, x->name) && (!is_slot(x) || *has_slots)) {
+            snprintf(err, cap, "%s: tensor '%s' is missing", path, x->name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int rt_load_variables(rt_session *s, const char *path, uint64_t *seed, char *err, size_t cap) {
+    const ir_module *m = rt_session_module(s);
+    rt_checkpoint *ck = rt_checkpoint_load(path, err, cap);
+    if (!ck) return -1;
+    bool has_slots;
+    int rc = match_variables(m, ck, path, &has_slots, err, cap);
+    for (int i = 0; i < m->g.n && !rc && rt_session_is_local(s, 0); i++) {
+        const ir_node *x = &m->g.nodes[i];
+        if (!(ir_ops[x->op].flags & OPF_VARIABLE) || x->device != 0) continue;
+        const rt_ck_tensor *t = rt_checkpoint_find(ck, x->name);
+        void *zeros = t ? NULL : calloc(1, (size_t)ir_node_bytes(x) + 1);
+        rc = rt_session_write(s, i, t ? t->data : zeros);
+        free(zeros);
+        if (rc) snprintf(err, cap, "%s", rt_session_error(s));
+    }
+    const char *step = rt_checkpoint_meta(ck, "step"), *seed_s = rt_checkpoint_meta(ck, "seed");
+    if (!rc) rt_session_set_step(s, step && has_slots ? strtoll(step, NULL, 10) : 0);
+    if (!rc && seed && seed_s) *seed = strtoull(seed_s, NULL, 10);
+    rt_checkpoint_free(ck);
+    if (!rc && rt_session_broadcast_variables(s)) {
+        snprintf(err, cap, "%s", rt_session_error(s));
+        rc = -1;
+    }
+    return rc;
+}
+
+/* ---- evaluation and prediction ---- */
+
+static rt_loader *ordered_loader(rt_session *s, const rt_dataset *ds, char *err, size_t cap) {
+    const ir_module *m = rt_session_module(s);
+    int64_t per = m->global_batch / m->n_devices;
+    rt_loader_opts o = {.batch = m->global_batch, .keep_partial = true,
+                        .row_begin = per * rt_session_first_replica(s), .rows = per * rt_session_local_replicas(s)};
+    return rt_loader_new(ds, &o, err, cap);
+}
+
+static void set_inputs(rt_session *s, const rt_batch *b) {
+    for (int k = 0; k < b->n; k++) rt_session_set_input(s, k, b->data[k]);
+}
+
+/* Adds the first `valid` entries of replica r's copy of per-example vector `node`. */
+static int sum_rows(rt_session *s, int node, int r, int64_t valid, float *buf, double *sum) {
+    if (valid <= 0) return 0;
+    if (rt_session_read(s, rt_session_peer(s, node, r), buf)) return -1;
+    for (int64_t k = 0; k < valid; k++) *sum += buf[k];
+    return 0;
+}
+
+int rt_evaluate(rt_session *s, const rt_dataset *ds, rt_scores *out, char *err, size_t cap) {
+    const ir_module *m = rt_session_module(s);
+    int64_t per = m->global_batch / m->n_devices;
+    rt_loader *l = ordered_loader(s, ds, err, cap);
+    if (!l) return -1;
+    double sums[17] = {0};
+    float *buf = malloc((size_t)per * sizeof *buf);
+    int rc = 0, first = rt_session_first_replica(s);
+    for (int64_t step = rt_loader_steps_per_epoch(l); step > 0 && !rc; step--) {
+        const rt_batch *b = rt_loader_next(l);
+        set_inputs(s, b);
+        rc = rt_session_run(s, PROG_EVAL);
+        for (int r = first; r < first + rt_session_local_replicas(s) && !rc; r++) {
+            int64_t valid = b->valid - (r - first) * per;
+            valid = valid < 0 ? 0 : valid > per ? per : valid;
+            rc = sum_rows(s, m->loss, r, valid, buf, &sums[0]);
+            for (int k = 0; k < m->n_metrics && !rc; k++) rc = sum_rows(s, m->metrics[k].node, r, valid, buf, &sums[1 + k]);
+        }
+        sums[16] += (double)b->valid;
+    }
+    if (!rc) rc = rt_session_sum_processes(s, sums, 17);
+    if (rc) snprintf(err, cap, "%s", rt_session_error(s));
+    out->examples = (int64_t)sums[16];
+    out->loss = sums[0] / (sums[16] > 0 ? sums[16] : 1);
+    for (int k = 0; k < m->n_metrics; k++) out->metric[k] = sums[1 + k] / (sums[16] > 0 ? sums[16] : 1);
+    free(buf);
+    rt_loader_free(l);
+    return rc;
+}
+
+int rt_predict(rt_session *s, const rt_dataset *ds, rt_tensor *out, char *err, size_t cap) {
+    const ir_module *m = rt_session_module(s);
+    if (m->output < 0) {
+        snprintf(err, cap, "model '%s' has no output to predict", m->model_name);
+        return -1;
+    }
+    const ir_node *o = &m->g.nodes[m->output];
+    int64_t per = m->global_batch / m->n_devices, row = ir_node_bytes(o) / per, n = rt_dataset_count(ds);
+    out->dtype = o->dtype, out->shape = o->shape, out->shape.dim[0] = n;
+    out->data = malloc((size_t)(n * row) + 1);
+    rt_loader *l = ordered_loader(s, ds, err, cap);
+    if (!l) return -1;
+    char *buf = malloc((size_t)(per * row));
+    int rc = 0, first = rt_session_first_replica(s);
+    for (int64_t step = 0, at = 0; step < rt_loader_steps_per_epoch(l) && !rc; step++) {
+        const rt_batch *b = rt_loader_next(l);
+        set_inputs(s, b);
+        rc = rt_session_run(s, PROG_PREDICT);
+        for (int r = first; r < first + rt_session_local_replicas(s) && !rc && at < n; r++) {
+            int64_t take = n - at < per ? n - at : per;
+            rc = rt_session_read(s, rt_session_peer(s, m->output, r), buf);
+            if (!rc) memcpy((char *)out->data + at * row, buf, (size_t)(take * row));
+            at += take;
+        }
+    }
+    if (rc) snprintf(err, cap, "%s", rt_session_error(s));
+    free(buf);
+    rt_loader_free(l);
+    return rc;
+}
+
+/* ---- training ---- */
+
+/* The report all-reduce (loss and metric batch means) on the first local replica. */
+static int report_node(const ir_module *m, int replica) {
+    for (int i = 0; i < m->g.n; i++)
+        if (m->g.nodes[i].op == OP_ALL_REDUCE && m->g.nodes[i].iattr[0] == m->n_buckets &&
+            m->g.nodes[i].device == replica)
+            return i;
+    return -1;
+}
+
+typedef struct {
+    const ir_module *m;
+    const rt_train_options *o;
+    int64_t epoch, epochs, steps_per_epoch, done_in_epoch, target;
+    double sums[17], started, last_print, train_seconds;
+    bool tty;
+} progress;
+
+static void print_progress(progress *p, bool final) {
+    double t = now(), elapsed = t - p->started;
+    if (p->o->quiet || (!final && (!p->tty || t - p->last_print < 0.25))) return;
+    p->last_print = t;
+    int64_t n = p->done_in_epoch, total = p->steps_per_epoch;
+    int width = 30, fill = total ? (int)(width * n / total) : width;
+    printf("%s%lld/%lld [", p->tty ? "\r" : "", (long long)n, (long long)total);
+    for (int k = 0; k < width; k++) putchar(k < fill ? '=' : k == fill ? '>' : '.');
+    printf("] - ");
+    if (final) printf("%.1fs", elapsed);
+    else printf("ETA %.0fs", n ? elapsed / (double)n * (double)(total - n) : 0.0);
+    printf(" - loss: %.4f", p->sums[0] / (double)(n ? n : 1));
+    for (int k = 0; k < p->m->n_metrics; k++) printf(" - %s: %.4f", p->m->metrics[k].name, p->sums[1 + k] / (double)(n ? n : 1));
+    printf(" - %.0f img/s", (double)(n * p->m->global_batch) / (elapsed > 0 ? elapsed : 1));
+    if (final || !p->tty) putchar('\n');
+    fflush(stdout);
+}
+
+/* Evaluates on test, prints the epoch line and writes the history object. */
+static int end_epoch(rt_session *s, progress *p, const rt_dataset *test, char *err, size_t cap) {
+    const ir_module *m = p->m;
+    double seconds = now() - p->started, n = (double)(p->done_in_epoch ? p->done_in_epoch : 1);
+    double ips = (double)(p->done_in_epoch * m->global_batch) / (seconds > 0 ? seconds : 1);
+    print_progress(p, true);
+    rt_scores v = {0};
+    if (test && rt_evaluate(s, test, &v, err, cap)) return -1;
+    if (!p->o->quiet && test) {
+        printf("epoch %lld/%lld - test loss: %.4f", (long long)p->epoch + 1, (long long)p->epochs, v.loss);
+        for (int k = 0; k < m->n_metrics; k++) printf(" - test %s: %.4f", m->metrics[k].name, v.metric[k]);
+        printf(" (%lld examples)\n", (long long)v.examples);
+        fflush(stdout);
+    }
+    if (p->o->history) {
+        FILE *h = p->o->history;
+        fprintf(h, "{\"epoch\": %lld, \"step\": %lld, \"loss\": %.9g", (long long)p->epoch + 1,
+                (long long)rt_session_step(s), p->sums[0] / n);
+        for (int k = 0; k < m->n_metrics; k++) fprintf(h, ", \"%s\": %.9g", m->metrics[k].name, p->sums[1 + k] / n);
+        if (test) {
+            fprintf(h, ", \"val_loss\": %.9g", v.loss);
+            for (int k = 0; k < m->n_metrics; k++) fprintf(h, ", \"val_%s\": %.9g", m->metrics[k].name, v.metric[k]);
+        }
+        fprintf(h, ", \"images_per_sec\": %.1f, \"seconds\": %.3f}\n", ips, seconds);
+        fflush(h);
+    }
+    return 0;
+}
+
+static int train_step(rt_session *s, progress *p, const rt_batch *b, int report, char *err, size_t cap) {
+    const ir_module *m = p->m;
+    float r[17];
+    set_inputs(s, b);
+    if (rt_session_run(s, PROG_TRAIN) || rt_session_read(s, report, r)) {
+        snprintf(err, cap, "%s", rt_session_error(s));
+        return -1;
+    }
+    if (p->o->check_numerics && !isfinite(r[0])) {
+        snprintf(err, cap, "the loss is %s at step %lld (--check-numerics)", isnan(r[0]) ? "NaN" : "infinite",
+                 (long long)rt_session_step(s));
+        return -1;
+    }
+    for (int k = 0; k <= m->n_metrics; k++) p->sums[k] += r[k];
+    if (p->o->check_replicas && rt_session_step(s) % p->o->check_replicas == 0 &&
+        rt_session_check_replicas(s, err, cap))
+        return -1;
+    return 0;
+}
+
+int rt_train(rt_session *s, const rt_dataset *train, const rt_dataset *test, const rt_train_options *o,
+             char *err, size_t cap) {
+    const ir_module *m = rt_session_module(s);
+    int64_t per = m->global_batch / m->n_devices;
+    rt_loader_opts lo = {.batch = m->global_batch, .seed = o->seed, .shuffle = true,
+                         .row_begin = per * rt_session_first_replica(s), .rows = per * rt_session_local_replicas(s)};
+    rt_loader *l = rt_loader_new(train, &lo, err, cap);
+    if (!l) return -1;
+    progress p = {.m = m, .o = o, .steps_per_epoch = rt_loader_steps_per_epoch(l), .tty = isatty(1)};
+    p.target = o->steps ? o->steps : o->epochs * p.steps_per_epoch;
+    p.epochs = (p.target + p.steps_per_epoch - 1) / p.steps_per_epoch;
+    int64_t start = rt_session_step(s);
+    int report = report_node(m, rt_session_first_replica(s)), rc = 0;
+    if (p.steps_per_epoch == 0) {
+        snprintf(err, cap, "the training set has fewer examples than one global batch (%lld)", (long long)m->global_batch);
+        rc = -1;
+    }
+    if (!rc) rc = rt_loader_seek(l, start / p.steps_per_epoch, start % p.steps_per_epoch, err, cap);
+    while (!rc && rt_session_step(s) < p.target) {
+        p.epoch = rt_session_step(s) / p.steps_per_epoch;
+        p.done_in_epoch = 0, p.started = now(), p.last_print = 0;
+        memset(p.sums, 0, sizeof p.sums);
+        if (!o->quiet) printf("Epoch %lld/%lld\n", (long long)p.epoch + 1, (long long)p.epochs);
+        do {
+            rc = train_step(s, &p, rt_loader_next(l), report, err, cap);
+            p.done_in_epoch++;
+            print_progress(&p, false);
+        } while (!rc && rt_session_step(s) < p.target && rt_session_step(s) % p.steps_per_epoch);
+        if (!rc) rc = end_epoch(s, &p, test, err, cap);
+    }
+    rt_loader_free(l);
+    return rc;
+}

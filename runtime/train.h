@@ -1,0 +1,54 @@
+/* train.h - training, evaluation and prediction loops over a session, and
+ * checkpoints of its variables. */
+#ifndef MGC_TRAIN_H
+#define MGC_TRAIN_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "data.h"
+#include "session.h"
+
+/* The model's inputs as per-example specs (batch axis removed); specs has
+ * room for m->n_inputs. */
+void rt_input_specs(const ir_module *m, rt_input_spec *specs);
+
+/* Saves replica 0's variables (params and optimizer slots, hierarchical
+ * names) with the step counter and seed as metadata. Only the process that
+ * holds replica 0 writes. */
+int rt_save_variables(rt_session *s, const char *path, uint64_t seed, char *err, size_t cap);
+/* Loads variables into replica 0 and broadcasts them. Every param must be
+ * present with its shape; optimizer slots too, unless the file has none (a
+ * weights-only file: slots start at zero). *seed is set from the metadata
+ * when present. */
+int rt_load_variables(rt_session *s, const char *path, uint64_t *seed, char *err, size_t cap);
+
+typedef struct {
+    double loss;
+    double metric[16];
+    int64_t examples;
+} rt_scores;
+
+/* Loss and metrics over every example of ds exactly once (the last partial
+ * batch padded and masked). */
+int rt_evaluate(rt_session *s, const rt_dataset *ds, rt_scores *out, char *err, size_t cap);
+
+/* Model outputs for every example of ds, as one tensor [N, ...]. */
+int rt_predict(rt_session *s, const rt_dataset *ds, rt_tensor *out, char *err, size_t cap);
+
+typedef struct {
+    int64_t epochs;          /* used when steps == 0 */
+    int64_t steps;           /* total optimizer steps, 0: epochs */
+    uint64_t seed;
+    int check_replicas;      /* every K steps, 0: never */
+    bool check_numerics;     /* stop at the first non-finite loss */
+    bool quiet;              /* no progress lines (other ranks) */
+    FILE *history;           /* JSON Lines, one object per epoch, or NULL */
+} rt_train_options;
+
+/* Trains from the session's current step to the target, evaluating on test
+ * (may be NULL) after each epoch. */
+int rt_train(rt_session *s, const rt_dataset *train, const rt_dataset *test, const rt_train_options *o,
+             char *err, size_t cap);
+
+#endif

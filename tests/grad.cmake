@@ -1,0 +1,4 @@
+# grad: autodiff and optimizer passes against a double-precision reference evaluator.
+add_executable(test_grad ${MGC_SRC}/tests/grad/test_grad.c ${MGC_SRC}/tests/grad/ref_eval.c)
+target_link_libraries(test_grad PRIVATE mgc_passes mgc_ir m)
+add_test(NAME grad COMMAND test_grad)

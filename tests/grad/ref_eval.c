@@ -1,0 +1,354 @@
+/* ref_eval.c - naive double-precision evaluation of every op of ops.def (but replication). */
+#include "ref_eval.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ref_eval {
+    const ir_module *m;
+    double **val; /* per node: numel doubles */
+};
+
+static void die(const char *fmt, const char *s) {
+    fprintf(stderr, "ref_eval: ");
+    fprintf(stderr, fmt, s);
+    fputc('\n', stderr);
+    abort();
+}
+
+ref_eval *ref_eval_new(const ir_module *m) {
+    ref_eval *e = calloc(1, sizeof *e);
+    e->m = m;
+    e->val = calloc((size_t)m->g.n, sizeof *e->val);
+    for (int i = 0; i < m->g.n; i++) {
+        const ir_node *n = &m->g.nodes[i];
+        e->val[i] = calloc((size_t)ir_shape_numel(&n->shape) + 1, sizeof(double));
+        if ((n->op == OP_VAR || n->op == OP_PARAM) && n->iattr[0] == INIT_ONES)
+            for (int64_t k = 0; k < ir_shape_numel(&n->shape); k++) e->val[i][k] = 1;
+    }
+    return e;
+}
+
+void ref_eval_free(ref_eval *e) {
+    if (!e) return;
+    for (int i = 0; i < e->m->g.n; i++) free(e->val[i]);
+    free(e->val);
+    free(e);
+}
+
+double *ref_eval_data(ref_eval *e, int i) { return e->val[i]; }
+
+/* ---- helpers ---- */
+
+typedef struct {
+    const ir_node *n;          /* the node */
+    const ir_node *x, *y;      /* inputs 0 and 1 (NULL if absent) */
+    double *out;               /* numel(n) */
+    const double *a, *b, *c;   /* input values */
+    int64_t len;               /* numel(n) */
+} args;
+
+/* Offset into a tensor of shape `in` broadcast (numpy) to `out`, at flat index k of `out`. */
+static int64_t bcast_offset(const ir_shape *in, const ir_shape *out, int64_t k) {
+    int64_t off = 0, stride = 1;
+    for (int i = out->rank - 1; i >= 0; i--) {
+        int64_t coord = k % out->dim[i];
+        k /= out->dim[i];
+        int j = i - (out->rank - in->rank);
+        if (j < 0) continue;
+        if (in->dim[j] != 1) off += coord * stride;
+        stride *= in->dim[j];
+    }
+    return off;
+}
+
+static double binary(ir_op op, double a, double b) {
+    switch (op) {
+    case OP_ADD: return a + b;
+    case OP_SUB: return a - b;
+    case OP_MUL: return a * b;
+    case OP_DIV: return a / b;
+    case OP_RELU_GRAD: return a > 0 ? b : 0;
+    case OP_SIGMOID_GRAD: return b * a * (1 - a);
+    case OP_TANH_GRAD: return b * (1 - a * a);
+    default: die("'%s' is not binary", ir_ops[op].name);
+    }
+    return 0;
+}
+
+static double unary(ir_op op, double x) {
+    switch (op) {
+    case OP_NEG: return -x;
+    case OP_EXP: return exp(x);
+    case OP_LOG: return log(x);
+    case OP_SQRT: return sqrt(x);
+    case OP_RELU: return x > 0 ? x : 0;
+    case OP_SIGMOID: return 1 / (1 + exp(-x));
+    case OP_TANH: return tanh(x);
+    default: die("'%s' is not unary", ir_ops[op].name);
+    }
+    return 0;
+}
+
+static void eval_binary(args *t) {
+    for (int64_t k = 0; k < t->len; k++)
+        t->out[k] = binary(t->n->op, t->a[bcast_offset(&t->x->shape, &t->n->shape, k)],
+                           t->b[bcast_offset(&t->y->shape, &t->n->shape, k)]);
+}
+
+static void eval_cast(args *t) {
+    for (int64_t k = 0; k < t->len; k++)
+        t->out[k] = t->n->dtype == IR_I32 || t->n->dtype == IR_U8 ? trunc(t->a[k]) : t->a[k];
+}
+
+/* ---- dense algebra ---- */
+
+static void eval_matmul(args *t) {
+    int ta = t->n->iattr[0] != 0, tb = t->n->iattr[1] != 0;
+    int64_t M = t->n->shape.dim[0], N = t->n->shape.dim[1], K = t->x->shape.dim[!ta];
+    int64_t lda = t->x->shape.dim[1], ldb = t->y->shape.dim[1];
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double s = 0;
+            for (int64_t k = 0; k < K; k++)
+                s += t->a[ta ? k * lda + i : i * lda + k] * t->b[tb ? j * ldb + k : k * ldb + j];
+            t->out[i * N + j] = s;
+        }
+}
+
+/* Window geometry of conv / pool: input x [N,H,W,C] -> output [N,OH,OW,*]. */
+typedef struct {
+    int64_t N, H, W, C, OH, OW, KH, KW, sh, sw, pt, pl;
+} window;
+
+static window window_of(const ir_shape *x, const ir_shape *y, int64_t kh, int64_t kw, const int64_t *stride_pad) {
+    return (window){x->dim[0], x->dim[1], x->dim[2], x->dim[3], y->dim[1], y->dim[2], kh, kw,
+                    stride_pad[0], stride_pad[1], stride_pad[2], stride_pad[3]};
+}
+
+/* Calls f(x offset, y offset, w offset) for every term of a convolution sum,
+ * w HWIO [KH,KW,C,O]. mode: 0 y += x*w, 1 dx += dy*w, 2 dw += x*dy. */
+static void conv_terms(window g, int64_t O, const double *in0, const double *in1, double *out, int mode) {
+    for (int64_t n = 0; n < g.N; n++)
+        for (int64_t oh = 0; oh < g.OH; oh++)
+            for (int64_t ow = 0; ow < g.OW; ow++)
+                for (int64_t i = 0; i < g.KH; i++)
+                    for (int64_t j = 0; j < g.KW; j++) {
+                        int64_t h = oh * g.sh - g.pt + i, w = ow * g.sw - g.pl + j;
+                        if (h < 0 || h >= g.H || w < 0 || w >= g.W) continue;
+                        for (int64_t c = 0; c < g.C; c++)
+                            for (int64_t o = 0; o < O; o++) {
+                                int64_t xo = ((n * g.H + h) * g.W + w) * g.C + c;
+                                int64_t yo = ((n * g.OH + oh) * g.OW + ow) * O + o;
+                                int64_t wo = ((i * g.KW + j) * g.C + c) * O + o;
+                                if (mode == 0) out[yo] += in0[xo] * in1[wo];
+                                else if (mode == 1) out[xo] += in0[yo] * in1[wo];
+                                else out[wo] += in0[xo] * in1[yo];
+                            }
+                    }
+}
+
+static void eval_conv(args *t) {
+    const ir_node *n = t->n;
+    memset(t->out, 0, (size_t)t->len * sizeof *t->out);
+    if (n->op == OP_CONV2D) /* (x, w) -> y */
+        conv_terms(window_of(&t->x->shape, &n->shape, t->y->shape.dim[0], t->y->shape.dim[1], n->iattr),
+                   t->y->shape.dim[3], t->a, t->b, t->out, 0);
+    else if (n->op == OP_CONV2D_GRAD_INPUT) /* (dy, w) -> dx */
+        conv_terms(window_of(&n->shape, &t->x->shape, t->y->shape.dim[0], t->y->shape.dim[1], n->iattr),
+                   t->y->shape.dim[3], t->a, t->b, t->out, 1);
+    else /* (x, dy) -> dw */
+        conv_terms(window_of(&t->x->shape, &t->y->shape, n->shape.dim[0], n->shape.dim[1], n->iattr),
+                   n->shape.dim[3], t->a, t->b, t->out, 2);
+}
+
+/* Pooling over the valid (unpadded) elements of each window. Forward writes
+ * y; backward (dy given) adds each dy to the first max / spreads it evenly. */
+static void eval_pool(args *t) {
+    const ir_node *n = t->n;
+    bool is_max = n->op == OP_MAX_POOL2D || n->op == OP_MAX_POOL2D_GRAD;
+    bool back = n->op == OP_MAX_POOL2D_GRAD || n->op == OP_AVG_POOL2D_GRAD;
+    const ir_shape *ys = back ? &t->y->shape : &n->shape;
+    window g = window_of(&t->x->shape, ys, n->iattr[0], n->iattr[1], n->iattr + 2);
+    if (back) memset(t->out, 0, (size_t)t->len * sizeof *t->out);
+    for (int64_t b = 0; b < g.N; b++)
+        for (int64_t oh = 0; oh < g.OH; oh++)
+            for (int64_t ow = 0; ow < g.OW; ow++)
+                for (int64_t c = 0; c < g.C; c++) {
+                    int64_t best = -1, count = 0, yo = ((b * g.OH + oh) * g.OW + ow) * g.C + c;
+                    double acc = 0;
+                    for (int pass = 0; pass < 2; pass++)
+                        for (int64_t i = 0; i < g.KH; i++)
+                            for (int64_t j = 0; j < g.KW; j++) {
+                                int64_t h = oh * g.sh - g.pt + i, w = ow * g.sw - g.pl + j;
+                                if (h < 0 || h >= g.H || w < 0 || w >= g.W) continue;
+                                int64_t xo = ((b * g.H + h) * g.W + w) * g.C + c;
+                                if (pass == 0) {
+                                    count++, acc += t->a[xo];
+                                    if (best < 0 || t->a[xo] > t->a[best]) best = xo;
+                                } else if (back && !is_max) {
+                                    t->out[xo] += t->b[yo] / (double)count;
+                                }
+                            }
+                    if (!back) t->out[yo] = is_max ? t->a[best] : acc / (double)count;
+                    else if (is_max) t->out[best] += t->b[yo];
+                }
+}
+
+/* ---- shapes and reductions ---- */
+
+static void eval_reduce(args *t) {
+    const ir_shape *xs = &t->x->shape;
+    int64_t axes = t->n->iattr[0], xlen = ir_shape_numel(xs);
+    memset(t->out, 0, (size_t)t->len * sizeof *t->out);
+    for (int64_t k = 0; k < xlen; k++) {
+        int64_t rest = k, off = 0, stride = 1;
+        for (int i = xs->rank - 1; i >= 0; i--) {
+            int64_t coord = rest % xs->dim[i];
+            rest /= xs->dim[i];
+            if (axes >> i & 1) continue;
+            off += coord * stride;
+            stride *= xs->dim[i];
+        }
+        t->out[off] += t->a[k];
+    }
+    if (t->n->op == OP_REDUCE_MEAN)
+        for (int64_t k = 0; k < t->len; k++) t->out[k] /= (double)xlen / (double)t->len;
+}
+
+static void eval_broadcast_to(args *t) {
+    for (int64_t k = 0; k < t->len; k++) t->out[k] = t->a[bcast_offset(&t->x->shape, &t->n->shape, k)];
+}
+
+/* ---- softmax family (class axis last) ---- */
+
+static void softmax_row(const double *x, double *y, int64_t C) {
+    double mx = x[0], s = 0;
+    for (int64_t j = 1; j < C; j++) mx = fmax(mx, x[j]);
+    for (int64_t j = 0; j < C; j++) s += y[j] = exp(x[j] - mx);
+    for (int64_t j = 0; j < C; j++) y[j] /= s;
+}
+
+static void eval_softmax(args *t) {
+    int64_t C = t->n->shape.dim[t->n->shape.rank - 1];
+    for (int64_t r = 0; r < t->len / C; r++) {
+        if (t->n->op == OP_SOFTMAX) {
+            softmax_row(t->a + r * C, t->out + r * C, C);
+            continue;
+        }
+        const double *y = t->a + r * C, *dy = t->b + r * C; /* softmax_grad(y, dy) */
+        double s = 0;
+        for (int64_t j = 0; j < C; j++) s += dy[j] * y[j];
+        for (int64_t j = 0; j < C; j++) t->out[r * C + j] = y[j] * (dy[j] - s);
+    }
+}
+
+static void eval_xent(args *t) {
+    int64_t B = t->x->shape.dim[0], C = t->x->shape.dim[1];
+    double *p = malloc((size_t)C * sizeof *p);
+    for (int64_t b = 0; b < B; b++) {
+        const double *z = t->a + b * C;
+        int64_t label = (int64_t)t->b[b], arg = 0;
+        softmax_row(z, p, C);
+        for (int64_t j = 1; j < C; j++)
+            if (z[j] > z[arg]) arg = j;
+        if (t->n->op == OP_SPARSE_XENT) t->out[b] = -log(p[label]);
+        else if (t->n->op == OP_ARGMAX_MATCH) t->out[b] = arg == label;
+        else
+            for (int64_t j = 0; j < C; j++) t->out[b * C + j] = (p[j] - (j == label)) * t->c[b];
+    }
+    free(p);
+}
+
+/* ---- dropout ---- */
+
+static uint64_t mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+bool ref_eval_keep(int64_t seed, int64_t step, int64_t idx, double rate) {
+    uint64_t h = mix(mix(mix((uint64_t)seed) + (uint64_t)step) + (uint64_t)idx);
+    return (double)(h >> 11) / 9007199254740992.0 >= rate;
+}
+
+static void eval_dropout(args *t, int64_t step, bool training) {
+    double rate = t->n->fattr[0];
+    for (int64_t k = 0; k < t->len; k++)
+        t->out[k] = !training ? t->a[k]
+                    : ref_eval_keep(t->n->iattr[0], step, k, rate) ? t->a[k] / (1 - rate) : 0;
+}
+
+/* ---- optimizer updates (Keras formulas; see passes/optimizer.c) ---- */
+
+static double fattr(const ir_node *n, const char *name) { return n->fattr[ir_op_fattr_index(n->op, name)]; }
+
+static void eval_update(ref_eval *e, args *t, int64_t step) {
+    const ir_node *n = t->n;
+    double *p = e->val[n->in[0]], *s1 = n->n_in > 2 ? e->val[n->in[2]] : NULL;
+    double *s2 = n->n_in > 3 ? e->val[n->in[3]] : NULL, lr = fattr(n, "lr");
+    const double *g = t->b;
+    for (int64_t k = 0; k < t->len; k++) {
+        if (n->op == OP_SGD_UPDATE) {
+            double mom = fattr(n, "momentum");
+            if (!s1) p[k] -= lr * g[k];
+            else {
+                s1[k] = mom * s1[k] - lr * g[k];
+                p[k] += n->iattr[0] ? mom * s1[k] - lr * g[k] : s1[k];
+            }
+        } else if (n->op == OP_ADAM_UPDATE) {
+            double b1 = fattr(n, "beta1"), b2 = fattr(n, "beta2"), wd = fattr(n, "weight_decay");
+            double lr_t = lr * sqrt(1 - pow(b2, (double)step)) / (1 - pow(b1, (double)step));
+            p[k] -= lr * wd * p[k];
+            s1[k] += (1 - b1) * (g[k] - s1[k]);
+            s2[k] += (1 - b2) * (g[k] * g[k] - s2[k]);
+            p[k] -= lr_t * s1[k] / (sqrt(s2[k]) + fattr(n, "epsilon"));
+        } else {
+            double rho = fattr(n, "rho");
+            s1[k] = rho * s1[k] + (1 - rho) * g[k] * g[k];
+            double d = lr * g[k] / sqrt(s1[k] + fattr(n, "epsilon"));
+            if (s2) s2[k] = fattr(n, "momentum") * s2[k] + d, p[k] -= s2[k];
+            else p[k] -= d;
+        }
+        t->out[k] = p[k];
+    }
+}
+
+/* ---- the walk ---- */
+
+static void eval_node(ref_eval *e, int i, int64_t step, bool training) {
+    const ir_node *nodes = e->m->g.nodes, *n = &nodes[i];
+    args t = {.n = n, .out = e->val[i], .len = ir_shape_numel(&n->shape)};
+    if (n->n_in > 0) t.x = &nodes[n->in[0]], t.a = e->val[n->in[0]];
+    if (n->n_in > 1) t.y = &nodes[n->in[1]], t.b = e->val[n->in[1]];
+    if (n->n_in > 2) t.c = e->val[n->in[2]];
+    switch (n->op) {
+    case OP_INPUT: case OP_PARAM: case OP_VAR: return;
+    case OP_CONST: for (int64_t k = 0; k < t.len; k++) t.out[k] = n->fattr[0]; return;
+    case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV:
+    case OP_RELU_GRAD: case OP_SIGMOID_GRAD: case OP_TANH_GRAD: eval_binary(&t); return;
+    case OP_NEG: case OP_EXP: case OP_LOG: case OP_SQRT: case OP_RELU: case OP_SIGMOID: case OP_TANH:
+        for (int64_t k = 0; k < t.len; k++) t.out[k] = unary(n->op, t.a[k]);
+        return;
+    case OP_CAST: eval_cast(&t); return;
+    case OP_MATMUL: eval_matmul(&t); return;
+    case OP_CONV2D: case OP_CONV2D_GRAD_INPUT: case OP_CONV2D_GRAD_FILTER: eval_conv(&t); return;
+    case OP_MAX_POOL2D: case OP_MAX_POOL2D_GRAD: case OP_AVG_POOL2D: case OP_AVG_POOL2D_GRAD: eval_pool(&t); return;
+    case OP_RESHAPE: memcpy(t.out, t.a, (size_t)t.len * sizeof *t.out); return;
+    case OP_REDUCE_SUM: case OP_REDUCE_MEAN: eval_reduce(&t); return;
+    case OP_BROADCAST_TO: eval_broadcast_to(&t); return;
+    case OP_SOFTMAX: case OP_SOFTMAX_GRAD: eval_softmax(&t); return;
+    case OP_SPARSE_XENT: case OP_SPARSE_XENT_GRAD: case OP_ARGMAX_MATCH: eval_xent(&t); return;
+    case OP_DROPOUT: case OP_DROPOUT_GRAD: eval_dropout(&t, step, training); return;
+    case OP_SGD_UPDATE: case OP_ADAM_UPDATE: case OP_RMSPROP_UPDATE: eval_update(e, &t, step); return;
+    case OP_SHARD: case OP_ALL_REDUCE: case OP_VIEW: case OP_BROADCAST: case OP_COUNT: break;
+    }
+    die("no reference for op '%s'", n->op < OP_COUNT ? ir_ops[n->op].name : "?");
+}
+
+void ref_eval_run(ref_eval *e, int64_t step, bool training) {
+    for (int i = 0; i < e->m->g.n; i++) eval_node(e, i, step, training);
+}

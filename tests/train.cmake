@@ -1,0 +1,13 @@
+# Training end to end: equivalence across device counts, determinism, resume, CLI.
+add_executable(test_equivalence ${CMAKE_CURRENT_SOURCE_DIR}/train/test_equivalence.c)
+target_link_libraries(test_equivalence PRIVATE mgc_passes mgc_runtime)
+foreach(model mnist_cnn mlp)
+  add_test(NAME train_equivalence_${model}
+           COMMAND test_equivalence ${MGC_SRC}/examples/${model}.mg ${MGC_SRC}/stdlib)
+  set_tests_properties(train_equivalence_${model} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+endforeach()
+foreach(alg one-device hierarchical)
+  add_test(NAME train_equivalence_mlp_${alg}
+           COMMAND test_equivalence ${MGC_SRC}/examples/mlp.mg ${MGC_SRC}/stdlib ${alg})
+  set_tests_properties(train_equivalence_mlp_${alg} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+endforeach()

@@ -1,0 +1,254 @@
+/* run.c - mgc run, eval and predict: bind a plan to devices and data. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../runtime/train.h"
+#include "cli.h"
+
+typedef struct {
+    int64_t epochs, steps;
+    uint64_t seed;
+    const char *save, *load, *history, *data, *out;
+    const char *bindings[16];
+    int n_bindings;
+    int threads, check_replicas;
+    double timeout;
+    bool json, check_numerics;
+} run_options;
+
+enum { O_EPOCHS = 256, O_STEPS, O_SEED, O_SAVE, O_LOAD, O_HISTORY, O_DATA, O_INPUT, O_THREADS, O_TIMEOUT,
+       O_CHECK_REPLICAS, O_CHECK_NUMERICS, O_JSON };
+
+static const char run_help[] =
+    "usage: mgc run PLAN.mgx [options]\n"
+    "  --epochs E                 epochs to train (default 1)\n"
+    "  --steps S                  train until the optimizer has taken S steps in all\n"
+    "  --seed N                   initial weights and shuffling (default 1)\n"
+    "  --load CKPT                start from a checkpoint (resumes its step count)\n"
+    "  --save CKPT                write the trained variables (safetensors)\n"
+    "  --history FILE             one JSON object per epoch\n"
+    "  --data DIR                 IDX files train-*/t10k-* (default " RT_DEFAULT_DATA_DIR ")\n"
+    "  --input NAME=FILE          bind a model input to an IDX or NPY file (instead of --data)\n"
+    "  --threads-per-device T     CPU threads of each device's kernels (default 1)\n"
+    "  --collective-timeout S     seconds a collective waits for every device (default 60)\n"
+    "  --check-replicas K         compare every replica's variables bit for bit every K steps\n"
+    "  --check-numerics           stop at the first non-finite loss\n";
+static const char eval_help[] =
+    "usage: mgc eval PLAN.mgx --load CKPT [--json] [--data DIR | --input NAME=FILE ...]\n";
+static const char predict_help[] =
+    "usage: mgc predict PLAN.mgx --load CKPT --input NAME=FILE ... -o OUT.npy\n";
+
+static bool parse_count(const char *flag, const char *s, int64_t lo, int64_t *out) {
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (*s == 0 || *end || v < lo) {
+        fprintf(stderr, "mgc: %s: '%s' is not an integer >= %lld\n", flag, s, (long long)lo);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+/* Returns the operand index, -1 on error, -2 after --help. */
+static int parse_run_options(int argc, char **argv, run_options *o, const char *help) {
+    static const struct option longs[] = {
+        {"epochs", required_argument, 0, O_EPOCHS}, {"steps", required_argument, 0, O_STEPS},
+        {"seed", required_argument, 0, O_SEED}, {"save", required_argument, 0, O_SAVE},
+        {"load", required_argument, 0, O_LOAD}, {"history", required_argument, 0, O_HISTORY},
+        {"data", required_argument, 0, O_DATA}, {"input", required_argument, 0, O_INPUT},
+        {"threads-per-device", required_argument, 0, O_THREADS},
+        {"collective-timeout", required_argument, 0, O_TIMEOUT},
+        {"check-replicas", required_argument, 0, O_CHECK_REPLICAS},
+        {"check-numerics", no_argument, 0, O_CHECK_NUMERICS}, {"json", no_argument, 0, O_JSON},
+        {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    *o = (run_options){.epochs = 1, .seed = 1, .threads = 1, .timeout = 60};
+    optind = 1;
+    int64_t v;
+    for (int c; (c = getopt_long(argc, argv, "o:h", longs, NULL)) != -1;) {
+        switch (c) {
+        case 'h': fputs(help, stdout); return -2;
+        case 'o': o->out = optarg; break;
+        case O_EPOCHS: if (!parse_count("--epochs", optarg, 1, &o->epochs)) return -1; break;
+        case O_STEPS: if (!parse_count("--steps", optarg, 1, &o->steps)) return -1; break;
+        case O_SEED: if (!parse_count("--seed", optarg, 0, &v)) return -1; o->seed = (uint64_t)v; break;
+        case O_THREADS: if (!parse_count("--threads-per-device", optarg, 1, &v)) return -1; o->threads = (int)v; break;
+        case O_CHECK_REPLICAS:
+            if (!parse_count("--check-replicas", optarg, 1, &v)) return -1;
+            o->check_replicas = (int)v;
+            break;
+        case O_TIMEOUT:
+            o->timeout = strtod(optarg, NULL);
+            if (!(o->timeout > 0)) {
+                fprintf(stderr, "mgc: --collective-timeout: '%s' is not a positive number of seconds\n", optarg);
+                return -1;
+            }
+            break;
+        case O_SAVE: o->save = optarg; break;
+        case O_LOAD: o->load = optarg; break;
+        case O_HISTORY: o->history = optarg; break;
+        case O_DATA: o->data = optarg; break;
+        case O_INPUT:
+            if (o->n_bindings == 16 || !strchr(optarg, '=')) {
+                fprintf(stderr, "mgc: --input: expected NAME=FILE, got '%s'\n", optarg);
+                return -1;
+            }
+            o->bindings[o->n_bindings++] = optarg;
+            break;
+        case O_CHECK_NUMERICS: o->check_numerics = true; break;
+        case O_JSON: o->json = true; break;
+        default: fputs(help, stderr); return -1;
+        }
+    }
+    if (optind != argc - 1) {
+        fputs(help, stderr);
+        return -1;
+    }
+    return optind;
+}
+
+static rt_dataset *open_data(const ir_module *m, const run_options *o, const char *split) {
+    rt_input_spec specs[m->n_inputs + 1];
+    char err[512];
+    rt_input_specs(m, specs);
+    rt_dataset *ds = o->n_bindings ? rt_dataset_from_bindings((const char *const *)o->bindings, o->n_bindings, specs,
+                                                              m->n_inputs, err, sizeof err)
+                                   : rt_dataset_from_dir(o->data, split, specs, m->n_inputs, err, sizeof err);
+    if (!ds) fprintf(stderr, "mgc: %s\n", err);
+    return ds;
+}
+
+typedef struct {
+    ir_module *m;
+    rt_session *s;
+    uint64_t seed;
+} bound_plan;
+
+/* Loads the plan, starts a session and sets its variables (initializers or --load). */
+static bool bind_plan(const char *path, const run_options *o, bound_plan *bp) {
+    char err[640];
+    bp->seed = o->seed;
+    bp->m = cli_load_plan(path);
+    if (!bp->m) return false;
+    rt_session_options so = {.threads_per_device = o->threads, .collective_timeout = o->timeout};
+    bp->s = rt_session_new(bp->m, &so, err, sizeof err);
+    if (!bp->s) {
+        fprintf(stderr, "mgc: %s: %s\n", path, err);
+        ir_module_free(bp->m);
+        return false;
+    }
+    int rc = o->load ? rt_load_variables(bp->s, o->load, NULL, err, sizeof err)
+                     : rt_session_init_variables(bp->s, o->seed);
+    if (rc && !o->load) snprintf(err, sizeof err, "%s", rt_session_error(bp->s));
+    if (rc) {
+        fprintf(stderr, "mgc: %s\n", err);
+        rt_session_free(bp->s);
+        ir_module_free(bp->m);
+        return false;
+    }
+    return true;
+}
+
+static void unbind_plan(bound_plan *bp) {
+    rt_session_free(bp->s);
+    ir_module_free(bp->m);
+}
+
+int cmd_run(int argc, char **argv) {
+    run_options o;
+    int k = parse_run_options(argc, argv, &o, run_help);
+    if (k < 0) return k == -2 ? 0 : 1;
+    bound_plan bp;
+    if (!bind_plan(argv[k], &o, &bp)) return 1;
+    if (!bp.m->has_train) {
+        fprintf(stderr, "mgc: %s: model '%s' has no train block\n", argv[k], bp.m->model_name);
+        unbind_plan(&bp);
+        return 1;
+    }
+    FILE *history = NULL;
+    rt_dataset *train = open_data(bp.m, &o, "train");
+    rt_dataset *test = train && !o.n_bindings ? open_data(bp.m, &o, "test") : NULL;
+    int rc = train && (o.n_bindings || test) ? 0 : 1;
+    if (!rc && o.history && !(history = fopen(o.history, "w"))) {
+        perror(o.history);
+        rc = 1;
+    }
+    char err[640];
+    rt_train_options to = {.epochs = o.epochs, .steps = o.steps, .seed = o.seed, .check_replicas = o.check_replicas,
+                           .check_numerics = o.check_numerics, .quiet = rt_session_rank(bp.s) != 0,
+                           .history = history};
+    if (!rc && rt_train(bp.s, train, test, &to, err, sizeof err)) {
+        fprintf(stderr, "mgc: %s\n", err);
+        rc = 1;
+    }
+    if (!rc && o.save && rt_save_variables(bp.s, o.save, o.seed, err, sizeof err)) {
+        fprintf(stderr, "mgc: %s\n", err);
+        rc = 1;
+    }
+    if (history) fclose(history);
+    rt_dataset_free(train);
+    rt_dataset_free(test);
+    unbind_plan(&bp);
+    return rc;
+}
+
+int cmd_eval(int argc, char **argv) {
+    run_options o;
+    int k = parse_run_options(argc, argv, &o, eval_help);
+    if (k < 0) return k == -2 ? 0 : 1;
+    if (!o.load) {
+        fprintf(stderr, "mgc: eval needs --load CKPT\n");
+        return 1;
+    }
+    bound_plan bp;
+    if (!bind_plan(argv[k], &o, &bp)) return 1;
+    rt_dataset *test = open_data(bp.m, &o, "test");
+    rt_scores v;
+    char err[640];
+    int rc = test ? 0 : 1;
+    if (!rc && rt_evaluate(bp.s, test, &v, err, sizeof err)) {
+        fprintf(stderr, "mgc: %s\n", err);
+        rc = 1;
+    }
+    if (!rc && rt_session_rank(bp.s) == 0) {
+        const ir_module *m = bp.m;
+        if (o.json) {
+            printf("{\"examples\": %lld, \"loss\": %.9g", (long long)v.examples, v.loss);
+            for (int j = 0; j < m->n_metrics; j++) printf(", \"%s\": %.9g", m->metrics[j].name, v.metric[j]);
+            printf("}\n");
+        } else {
+            printf("test loss: %.4f", v.loss);
+            for (int j = 0; j < m->n_metrics; j++) printf(" - test %s: %.4f", m->metrics[j].name, v.metric[j]);
+            printf(" (%lld examples)\n", (long long)v.examples);
+        }
+    }
+    rt_dataset_free(test);
+    unbind_plan(&bp);
+    return rc;
+}
+
+int cmd_predict(int argc, char **argv) {
+    run_options o;
+    int k = parse_run_options(argc, argv, &o, predict_help);
+    if (k < 0) return k == -2 ? 0 : 1;
+    if (!o.load || !o.out || !o.n_bindings) {
+        fputs(predict_help, stderr);
+        return 1;
+    }
+    bound_plan bp;
+    if (!bind_plan(argv[k], &o, &bp)) return 1;
+    rt_dataset *ds = open_data(bp.m, &o, "test");
+    rt_tensor out = {0};
+    char err[640];
+    int rc = ds ? 0 : 1;
+    if (!rc && (rt_predict(bp.s, ds, &out, err, sizeof err) ||
+                (rt_session_rank(bp.s) == 0 && rt_save_npy(o.out, &out, err, sizeof err)))) {
+        fprintf(stderr, "mgc: %s\n", err);
+        rc = 1;
+    }
+    rt_tensor_free(&out);
+    rt_dataset_free(ds);
+    unbind_plan(&bp);
+    return rc;
+}

@@ -247,8 +247,10 @@ static void entry_free(entry *e) {
 static signature signature_of(const rt_kernel_args *k) {
     signature s;
     memset(&s, 0, sizeof s); /* compared with memcmp: padding zeroed */
-    s.op = k->node->op, s.out = k->node->shape, s.in0 = *IN_SHAPE(k, 0);
-    if (k->node->n_in > 1) s.in1 = *IN_SHAPE(k, 1);
+    s.op = k->node->op;
+    memcpy(&s.out, &k->node->shape, sizeof s.out);
+    memcpy(&s.in0, IN_SHAPE(k, 0), sizeof s.in0);
+    if (k->node->n_in > 1) memcpy(&s.in1, IN_SHAPE(k, 1), sizeof s.in1);
     memcpy(s.iattr, k->node->iattr, sizeof s.iattr);
     return s;
 }

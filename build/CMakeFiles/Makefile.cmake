@@ -63,4 +63,5 @@ set(CMAKE_DEPEND_INFO_FILES
   "CMakeFiles/mgc_passes.dir/DependInfo.cmake"
   "CMakeFiles/mgc_runtime.dir/DependInfo.cmake"
   "tests/CMakeFiles/test_kernels.dir/DependInfo.cmake"
+  "tests/CMakeFiles/bench_kernels.dir/DependInfo.cmake"
   )

@@ -55,7 +55,7 @@ if(NOT "${NEW_GLOB}" STREQUAL "${OLD_GLOB}")
   file(TOUCH_NOCREATE "/work/wt/kern/build/CMakeFiles/cmake.verify_globs")
 endif()
 
-# TOOL_SRC at CMakeLists.txt:73 (file)
+# TOOL_SRC at CMakeLists.txt:76 (file)
 file(GLOB NEW_GLOB LIST_DIRECTORIES true "/work/wt/kern/tools/*.c")
 set(OLD_GLOB
   )

@@ -2,7 +2,7 @@
  * broadcasting (collapsed to a short loop nest), unary ops, their gradients,
  * cast and dropout. Loops are written so the compiler vectorizes them. */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("O3", "no-math-errno")
+#pragma GCC optimize("O3")
 #endif
 #include <string.h>
 

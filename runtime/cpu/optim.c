@@ -1,7 +1,7 @@
 /* optim.c - in-place optimizer updates (Keras formulas in runtime/ops_math.h):
  * SGD with momentum / Nesterov, Adam / AdamW, RMSprop. */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("O3", "no-math-errno")
+#pragma GCC optimize("O3")
 #endif
 #include "../ops_math.h"
 #include "kernels_impl.h"

@@ -2,7 +2,7 @@
  * family over the last axis: softmax, its gradient, sparse cross-entropy,
  * its gradient, argmax accuracy. */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("O3", "no-math-errno")
+#pragma GCC optimize("O3")
 #endif
 #include <string.h>
 

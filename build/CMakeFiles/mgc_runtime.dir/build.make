@@ -87,15 +87,15 @@ CMakeFiles/mgc_runtime.dir/runtime/cpu/elementwise.c.o: CMakeFiles/mgc_runtime.d
 CMakeFiles/mgc_runtime.dir/runtime/cpu/elementwise.c.o: /work/wt/kern/runtime/cpu/elementwise.c
 CMakeFiles/mgc_runtime.dir/runtime/cpu/elementwise.c.o: CMakeFiles/mgc_runtime.dir/compiler_depend.ts
 	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/wt/kern/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_2) "Building C object CMakeFiles/mgc_runtime.dir/runtime/cpu/elementwise.c.o"
-	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT CMakeFiles/mgc_runtime.dir/runtime/cpu/elementwise.c.o -MF CMakeFiles/mgc_runtime.dir/runtime/cpu/elementwise.c.o.d -o CMakeFiles/mgc_runtime.dir/runtime/cpu/elementwise.c.o -c /work/wt/kern/runtime/cpu/elementwise.c
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -fno-math-errno -MD -MT CMakeFiles/mgc_runtime.dir/runtime/cpu/elementwise.c.o -MF CMakeFiles/mgc_runtime.dir/runtime/cpu/elementwise.c.o.d -o CMakeFiles/mgc_runtime.dir/runtime/cpu/elementwise.c.o -c /work/wt/kern/runtime/cpu/elementwise.c
 
 CMakeFiles/mgc_runtime.dir/runtime/cpu/elementwise.c.i: cmake_force
 	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Preprocessing C source to CMakeFiles/mgc_runtime.dir/runtime/cpu/elementwise.c.i"
-	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -E /work/wt/kern/runtime/cpu/elementwise.c > CMakeFiles/mgc_runtime.dir/runtime/cpu/elementwise.c.i
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -fno-math-errno -E /work/wt/kern/runtime/cpu/elementwise.c > CMakeFiles/mgc_runtime.dir/runtime/cpu/elementwise.c.i
 
 CMakeFiles/mgc_runtime.dir/runtime/cpu/elementwise.c.s: cmake_force
 	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/mgc_runtime.dir/runtime/cpu/elementwise.c.s"
-	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -S /work/wt/kern/runtime/cpu/elementwise.c -o CMakeFiles/mgc_runtime.dir/runtime/cpu/elementwise.c.s
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -fno-math-errno -S /work/wt/kern/runtime/cpu/elementwise.c -o CMakeFiles/mgc_runtime.dir/runtime/cpu/elementwise.c.s
 
 CMakeFiles/mgc_runtime.dir/runtime/cpu/kernels.c.o: CMakeFiles/mgc_runtime.dir/flags.make
 CMakeFiles/mgc_runtime.dir/runtime/cpu/kernels.c.o: /work/wt/kern/runtime/cpu/kernels.c
@@ -115,29 +115,29 @@ CMakeFiles/mgc_runtime.dir/runtime/cpu/optim.c.o: CMakeFiles/mgc_runtime.dir/fla
 CMakeFiles/mgc_runtime.dir/runtime/cpu/optim.c.o: /work/wt/kern/runtime/cpu/optim.c
 CMakeFiles/mgc_runtime.dir/runtime/cpu/optim.c.o: CMakeFiles/mgc_runtime.dir/compiler_depend.ts
 	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/wt/kern/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_4) "Building C object CMakeFiles/mgc_runtime.dir/runtime/cpu/optim.c.o"
-	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT CMakeFiles/mgc_runtime.dir/runtime/cpu/optim.c.o -MF CMakeFiles/mgc_runtime.dir/runtime/cpu/optim.c.o.d -o CMakeFiles/mgc_runtime.dir/runtime/cpu/optim.c.o -c /work/wt/kern/runtime/cpu/optim.c
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -fno-math-errno -MD -MT CMakeFiles/mgc_runtime.dir/runtime/cpu/optim.c.o -MF CMakeFiles/mgc_runtime.dir/runtime/cpu/optim.c.o.d -o CMakeFiles/mgc_runtime.dir/runtime/cpu/optim.c.o -c /work/wt/kern/runtime/cpu/optim.c
 
 CMakeFiles/mgc_runtime.dir/runtime/cpu/optim.c.i: cmake_force
 	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Preprocessing C source to CMakeFiles/mgc_runtime.dir/runtime/cpu/optim.c.i"
-	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -E /work/wt/kern/runtime/cpu/optim.c > CMakeFiles/mgc_runtime.dir/runtime/cpu/optim.c.i
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -fno-math-errno -E /work/wt/kern/runtime/cpu/optim.c > CMakeFiles/mgc_runtime.dir/runtime/cpu/optim.c.i
 
 CMakeFiles/mgc_runtime.dir/runtime/cpu/optim.c.s: cmake_force
 	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/mgc_runtime.dir/runtime/cpu/optim.c.s"
-	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -S /work/wt/kern/runtime/cpu/optim.c -o CMakeFiles/mgc_runtime.dir/runtime/cpu/optim.c.s
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -fno-math-errno -S /work/wt/kern/runtime/cpu/optim.c -o CMakeFiles/mgc_runtime.dir/runtime/cpu/optim.c.s
 
 CMakeFiles/mgc_runtime.dir/runtime/cpu/reduce.c.o: CMakeFiles/mgc_runtime.dir/flags.make
 CMakeFiles/mgc_runtime.dir/runtime/cpu/reduce.c.o: /work/wt/kern/runtime/cpu/reduce.c
 CMakeFiles/mgc_runtime.dir/runtime/cpu/reduce.c.o: CMakeFiles/mgc_runtime.dir/compiler_depend.ts
 	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/wt/kern/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_5) "Building C object CMakeFiles/mgc_runtime.dir/runtime/cpu/reduce.c.o"
-	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT CMakeFiles/mgc_runtime.dir/runtime/cpu/reduce.c.o -MF CMakeFiles/mgc_runtime.dir/runtime/cpu/reduce.c.o.d -o CMakeFiles/mgc_runtime.dir/runtime/cpu/reduce.c.o -c /work/wt/kern/runtime/cpu/reduce.c
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -fno-math-errno -MD -MT CMakeFiles/mgc_runtime.dir/runtime/cpu/reduce.c.o -MF CMakeFiles/mgc_runtime.dir/runtime/cpu/reduce.c.o.d -o CMakeFiles/mgc_runtime.dir/runtime/cpu/reduce.c.o -c /work/wt/kern/runtime/cpu/reduce.c
 
 CMakeFiles/mgc_runtime.dir/runtime/cpu/reduce.c.i: cmake_force
 	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Preprocessing C source to CMakeFiles/mgc_runtime.dir/runtime/cpu/reduce.c.i"
-	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -E /work/wt/kern/runtime/cpu/reduce.c > CMakeFiles/mgc_runtime.dir/runtime/cpu/reduce.c.i
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -fno-math-errno -E /work/wt/kern/runtime/cpu/reduce.c > CMakeFiles/mgc_runtime.dir/runtime/cpu/reduce.c.i
 
 CMakeFiles/mgc_runtime.dir/runtime/cpu/reduce.c.s: cmake_force
 	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/mgc_runtime.dir/runtime/cpu/reduce.c.s"
-	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -S /work/wt/kern/runtime/cpu/reduce.c -o CMakeFiles/mgc_runtime.dir/runtime/cpu/reduce.c.s
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -fno-math-errno -S /work/wt/kern/runtime/cpu/reduce.c -o CMakeFiles/mgc_runtime.dir/runtime/cpu/reduce.c.s
 
 # Object files for target mgc_runtime
 mgc_runtime_OBJECTS = \

@@ -8,3 +8,9 @@ C_INCLUDES = -isystem /usr/lib/x86_64-linux-gnu/openmpi/include -isystem /usr/li
 
 C_FLAGS = -O2 -g -Wall -Wextra -Werror -std=gnu17
 
+# Custom options: CMakeFiles/mgc_runtime.dir/runtime/cpu/elementwise.c.o_OPTIONS = -fno-math-errno
+
+# Custom options: CMakeFiles/mgc_runtime.dir/runtime/cpu/optim.c.o_OPTIONS = -fno-math-errno
+
+# Custom options: CMakeFiles/mgc_runtime.dir/runtime/cpu/reduce.c.o_OPTIONS = -fno-math-errno
+

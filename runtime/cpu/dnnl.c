@@ -10,15 +10,18 @@
 
 #include "kernels_impl.h"
 
-enum { MAX_ARGS = 5, BUCKETS = 256 };
-enum { SRC_IN0 = 0, SRC_IN1 = 1, SRC_OUT = -1, SRC_OWN = -2 }; /* where an argument's data lives */
+enum { MAX_ARGS = 5, MAX_STEPS = 2, BUCKETS = 256 };
+
+/* where an argument's data lives: the kernel's inputs or output, or a buffer
+ * of the entry (reordered weights, workspace, scratch output) */
+enum { SRC_IN0 = 0, SRC_IN1 = 1, SRC_OUT = -1, SRC_BUF0 = -2, SRC_BUF1 = -3, SRC_SCRATCH = -4 };
 
 /* one primitive and how its arguments bind to the kernel's pointers */
 typedef struct {
     dnnl_primitive_t prim;
     int n_args;
-    dnnl_exec_arg_t args[MAX_ARGS];
-    int src[MAX_ARGS];          /* SRC_* per argument */
+    dnnl_exec_arg_t args[MAX_ARGS + 1];
+    int src[MAX_ARGS + 1];      /* SRC_* per argument */
 } bound;
 
 /* what a primitive was built for; a node freed and another allocated at its
@@ -27,15 +30,17 @@ typedef struct {
     ir_op op;
     ir_shape out, in0, in1;
     int64_t iattr[IR_MAX_IATTR];
+    int threads;                /* oneDNN fixes a primitive's thread count when creating it */
 } signature;
 
 typedef struct entry {
     const ir_node *node;
     signature sig;
-    bound pre;                  /* max-pool gradient: forward pass producing the workspace */
-    bound main;
+    bound step[MAX_STEPS];      /* run in order: e.g. weight reorder, then convolution */
+    int n_steps;
     dnnl_stream_t stream;
-    void *own[MAX_ARGS * 2];    /* buffers owned by the entry (scratchpad, workspace, dst) */
+    void *buf[2];               /* SRC_BUF0, SRC_BUF1 */
+    void *own[MAX_STEPS];       /* scratchpads */
     int n_own;
     struct entry *next;
 } entry;
@@ -94,34 +99,44 @@ static dnnl_memory_desc_t md_hwio(const ir_shape *s) {
     return md;
 }
 
-static void *own_alloc(entry *e, size_t bytes) {
-    void *p = aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
-    if (p) e->own[e->n_own++] = p;
-    return p;
+static void *alloc64(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64 + 64); }
+
+/* the entry-owned data of an argument: a shared buffer or a scratchpad */
+static void *own_data(entry *e, int src, size_t bytes) {
+    if (src == SRC_SCRATCH) return e->own[e->n_own] = alloc64(bytes), e->own[e->n_own++];
+    void **b = &e->buf[src == SRC_BUF0 ? 0 : 1];
+    if (!*b) *b = alloc64(bytes);
+    return *b;
 }
 
-/* Creates the primitive of pd and memory objects for the (arg, src) pairs;
- * SRC_OWN arguments get a buffer of the entry. Adds the user scratchpad. */
-static int bind(const rt_kernel_args *k, char *err, size_t cap, entry *e, bound *b, dnnl_primitive_desc_t pd,
-                const int *arg, const int *src, int n, void **own_data) {
+/* Appends a step running pd's primitive with arguments arg[i] bound to
+ * src[i], plus the user scratchpad when the primitive wants one. */
+static int bind(const rt_kernel_args *k, char *err, size_t cap, entry *e, dnnl_primitive_desc_t pd, int n,
+                const int *arg, const int *src) {
+    bound *b = &e->step[e->n_steps++];
     DNNL_TRY(dnnl_primitive_create(&b->prim, pd));
     for (int i = 0; i <= n; i++) {
-        int a = i < n ? arg[i] : DNNL_ARG_SCRATCHPAD;
+        int a = i < n ? arg[i] : DNNL_ARG_SCRATCHPAD, s = i < n ? src[i] : SRC_SCRATCH;
         const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, a);
         size_t bytes = md ? dnnl_memory_desc_get_size(md) : 0;
         if (i == n && bytes == 0) break;
-        int s = i < n ? src[i] : SRC_OWN;
-        void *h = DNNL_MEMORY_NONE;
-        if (s == SRC_OWN) {
-            h = a == DNNL_ARG_WORKSPACE && own_data && *own_data ? *own_data : own_alloc(e, bytes);
-            if (!h) return cpu_kerr(k, err, cap, "out of memory for a oneDNN buffer of %zu bytes", bytes);
-            if (a == DNNL_ARG_WORKSPACE && own_data) *own_data = h;
-        }
+        void *h = s < SRC_OUT ? own_data(e, s, bytes) : DNNL_MEMORY_NONE;
+        if (s < SRC_OUT && !h) return cpu_kerr(k, err, cap, "out of memory for a oneDNN buffer of %zu bytes", bytes);
         DNNL_TRY(dnnl_memory_create(&b->args[b->n_args].memory, md, engine, h));
         b->args[b->n_args].arg = a;
         b->src[b->n_args++] = s;
     }
     return 0;
+}
+
+/* a reorder step between layouts from and to */
+static int bind_reorder(const rt_kernel_args *k, char *err, size_t cap, entry *e, const dnnl_memory_desc_t *from,
+                        int from_src, const dnnl_memory_desc_t *to, int to_src) {
+    dnnl_primitive_desc_t pd;
+    DNNL_TRY(dnnl_reorder_primitive_desc_create(&pd, from, engine, to, engine, NULL));
+    int rc = bind(k, err, cap, e, pd, 2, (int[]){DNNL_ARG_FROM, DNNL_ARG_TO}, (int[]){from_src, to_src});
+    dnnl_primitive_desc_destroy(pd);
+    return rc;
 }
 
 static dnnl_primitive_attr_t user_scratchpad(void) {
@@ -143,11 +158,35 @@ static int make_pd(const rt_kernel_args *k, char *err, size_t cap, dnnl_primitiv
 
 /* ---- convolution ---- */
 
-static int conv_fwd_desc(dnnl_convolution_desc_t *d, dnnl_prop_kind_t prop, const ir_shape *x, const ir_shape *w,
-                         const ir_shape *y, const window *win) {
-    dnnl_memory_desc_t xm = md_nhwc(x), wm = md_hwio(w), ym = md_nhwc(y);
-    return dnnl_convolution_forward_desc_init(d, prop, dnnl_convolution_direct, &xm, &wm, NULL, &ym, win->strides,
-                                              win->pad_l, win->pad_r) != dnnl_success;
+/* filter of shape s in whatever layout oneDNN prefers */
+static dnnl_memory_desc_t md_any_filter(const ir_shape *s) {
+    dnnl_memory_desc_t md;
+    dnnl_memory_desc_init_by_tag(&md, 4, (dnnl_dims_t){s->dim[3], s->dim[2], s->dim[0], s->dim[1]}, dnnl_f32,
+                                 dnnl_format_tag_any);
+    return md;
+}
+
+/* The convolution primitive of the node's op, its filter argument taken in
+ * oneDNN's preferred layout: HWIO filters are reordered into a buffer before
+ * it (forward, data gradient), or its filter gradient out of one after it. */
+static int bind_conv(const rt_kernel_args *k, char *err, size_t cap, entry *e, dnnl_primitive_desc_t pd,
+                     const dnnl_memory_desc_t *hwio) {
+    ir_op op = k->node->op;
+    int w_arg = op == OP_CONV2D_GRAD_FILTER ? DNNL_ARG_DIFF_WEIGHTS : DNNL_ARG_WEIGHTS;
+    const dnnl_memory_desc_t *w = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, w_arg);
+    int reorder = !dnnl_memory_desc_equal(w, hwio), w_src = op == OP_CONV2D_GRAD_FILTER ? SRC_OUT : SRC_IN1;
+    if (reorder && op != OP_CONV2D_GRAD_FILTER && bind_reorder(k, err, cap, e, hwio, SRC_IN1, w, SRC_BUF0)) return -1;
+    if (reorder) w_src = SRC_BUF0;
+    int rc = op == OP_CONV2D
+                 ? bind(k, err, cap, e, pd, 3, (int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST},
+                        (int[]){SRC_IN0, w_src, SRC_OUT})
+             : op == OP_CONV2D_GRAD_INPUT
+                 ? bind(k, err, cap, e, pd, 3, (int[]){DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC},
+                        (int[]){SRC_IN0, w_src, SRC_OUT})
+                 : bind(k, err, cap, e, pd, 3, (int[]){DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS},
+                        (int[]){SRC_IN0, SRC_IN1, w_src});
+    if (!rc && reorder && op == OP_CONV2D_GRAD_FILTER) rc = bind_reorder(k, err, cap, e, w, SRC_BUF0, hwio, SRC_OUT);
+    return rc;
 }
 
 static int build_conv(const rt_kernel_args *k, char *err, size_t cap, entry *e) {
@@ -157,32 +196,26 @@ static int build_conv(const rt_kernel_args *k, char *err, size_t cap, entry *e) 
     else if (n->op == OP_CONV2D_GRAD_INPUT) x = &n->shape, w = IN_SHAPE(k, 1), y = IN_SHAPE(k, 0);
     else x = IN_SHAPE(k, 0), w = &n->shape, y = IN_SHAPE(k, 1);
     window win = conv_window(n, w);
+    dnnl_memory_desc_t xm = md_nhwc(x), wm = md_any_filter(w), ym = md_nhwc(y), hwio = md_hwio(w);
     dnnl_convolution_desc_t fd, bd;
     dnnl_primitive_desc_t fpd = NULL, pd = NULL;
-    if (conv_fwd_desc(&fd, dnnl_forward_training, x, w, y, &win))
+    if (dnnl_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &xm, &wm, NULL, &ym,
+                                           win.strides, win.pad_l, win.pad_r))
         return cpu_kerr(k, err, cap, "oneDNN rejects the convolution descriptor");
     if (make_pd(k, err, cap, &fpd, &fd, NULL)) return -1;
-    dnnl_memory_desc_t xm = md_nhwc(x), wm = md_hwio(w), ym = md_nhwc(y);
     int rc = 0;
     if (n->op == OP_CONV2D) {
         pd = fpd, fpd = NULL;
-        rc = bind(k, err, cap, e, &e->main, pd, (int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST},
-                  (int[]){SRC_IN0, SRC_IN1, SRC_OUT}, 3, NULL);
-    } else if (n->op == OP_CONV2D_GRAD_INPUT) {
-        dnnl_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &xm, &wm, &ym, win.strides,
-                                                 win.pad_l, win.pad_r);
-        rc = make_pd(k, err, cap, &pd, &bd, fpd);
-        if (!rc)
-            rc = bind(k, err, cap, e, &e->main, pd, (int[]){DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC},
-                      (int[]){SRC_IN0, SRC_IN1, SRC_OUT}, 3, NULL);
     } else {
-        dnnl_convolution_backward_weights_desc_init(&bd, dnnl_convolution_direct, &xm, &wm, NULL, &ym, win.strides,
-                                                    win.pad_l, win.pad_r);
+        if (n->op == OP_CONV2D_GRAD_INPUT)
+            dnnl_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &xm, &wm, &ym, win.strides,
+                                                     win.pad_l, win.pad_r);
+        else
+            dnnl_convolution_backward_weights_desc_init(&bd, dnnl_convolution_direct, &xm, &wm, NULL, &ym,
+                                                        win.strides, win.pad_l, win.pad_r);
         rc = make_pd(k, err, cap, &pd, &bd, fpd);
-        if (!rc)
-            rc = bind(k, err, cap, e, &e->main, pd, (int[]){DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS},
-                      (int[]){SRC_IN0, SRC_IN1, SRC_OUT}, 3, NULL);
     }
+    if (!rc) rc = bind_conv(k, err, cap, e, pd, &hwio);
     if (fpd) dnnl_primitive_desc_destroy(fpd);
     if (pd) dnnl_primitive_desc_destroy(pd);
     return rc;
@@ -207,24 +240,21 @@ static int build_pool(const rt_kernel_args *k, char *err, size_t cap, entry *e) 
     if (dnnl_pooling_forward_desc_init(&fd, prop, alg, &xm, &ym, win.strides, win.kernel, win.pad_l, win.pad_r))
         return cpu_kerr(k, err, cap, "oneDNN rejects the pooling descriptor");
     if (make_pd(k, err, cap, &fpd, &fd, NULL)) return -1;
-    int rc = 0;
+    int rc = 0, max = alg == dnnl_pooling_max;
     if (!grad) {
-        rc = bind(k, err, cap, e, &e->main, fpd, (int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, (int[]){SRC_IN0, SRC_OUT}, 2,
-                  NULL);
+        rc = bind(k, err, cap, e, fpd, 2, (int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, (int[]){SRC_IN0, SRC_OUT});
     } else {
-        void *ws = NULL;
-        int max = alg == dnnl_pooling_max;
+        /* max: a forward pass over x records the argmax workspace the backward pass reads */
         if (max)
-            rc = bind(k, err, cap, e, &e->pre, fpd, (int[]){DNNL_ARG_SRC, DNNL_ARG_DST, DNNL_ARG_WORKSPACE},
-                      (int[]){SRC_IN0, SRC_OWN, SRC_OWN}, 3, &ws);
+            rc = bind(k, err, cap, e, fpd, 3, (int[]){DNNL_ARG_SRC, DNNL_ARG_DST, DNNL_ARG_WORKSPACE},
+                      (int[]){SRC_IN0, SRC_BUF1, SRC_BUF0});
         dnnl_pooling_backward_desc_init(&bd, alg, &xm, &ym, win.strides, win.kernel, win.pad_l, win.pad_r);
         if (!rc) rc = make_pd(k, err, cap, &pd, &bd, fpd);
         if (!rc && max)
-            rc = bind(k, err, cap, e, &e->main, pd, (int[]){DNNL_ARG_DIFF_DST, DNNL_ARG_WORKSPACE, DNNL_ARG_DIFF_SRC},
-                      (int[]){SRC_IN1, SRC_OWN, SRC_OUT}, 3, &ws);
+            rc = bind(k, err, cap, e, pd, 3, (int[]){DNNL_ARG_DIFF_DST, DNNL_ARG_WORKSPACE, DNNL_ARG_DIFF_SRC},
+                      (int[]){SRC_IN1, SRC_BUF0, SRC_OUT});
         else if (!rc)
-            rc = bind(k, err, cap, e, &e->main, pd, (int[]){DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_SRC},
-                      (int[]){SRC_IN1, SRC_OUT}, 2, NULL);
+            rc = bind(k, err, cap, e, pd, 2, (int[]){DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_SRC}, (int[]){SRC_IN1, SRC_OUT});
     }
     if (fpd) dnnl_primitive_desc_destroy(fpd);
     if (pd) dnnl_primitive_desc_destroy(pd);
@@ -234,11 +264,11 @@ static int build_pool(const rt_kernel_args *k, char *err, size_t cap, entry *e) 
 /* ---- the cache and execution ---- */
 
 static void entry_free(entry *e) {
-    bound *bs[] = {&e->pre, &e->main};
-    for (int j = 0; j < 2; j++) {
-        for (int i = 0; i < bs[j]->n_args; i++) dnnl_memory_destroy(bs[j]->args[i].memory);
-        if (bs[j]->prim) dnnl_primitive_destroy(bs[j]->prim);
+    for (int j = 0; j < e->n_steps; j++) {
+        for (int i = 0; i < e->step[j].n_args; i++) dnnl_memory_destroy(e->step[j].args[i].memory);
+        if (e->step[j].prim) dnnl_primitive_destroy(e->step[j].prim);
     }
+    free(e->buf[0]), free(e->buf[1]);
     if (e->stream) dnnl_stream_destroy(e->stream);
     for (int i = 0; i < e->n_own; i++) free(e->own[i]);
     free(e);
@@ -252,6 +282,7 @@ static signature signature_of(const rt_kernel_args *k) {
     memcpy(&s.in0, IN_SHAPE(k, 0), sizeof s.in0);
     if (k->node->n_in > 1) memcpy(&s.in1, IN_SHAPE(k, 1), sizeof s.in1);
     memcpy(s.iattr, k->node->iattr, sizeof s.iattr);
+    s.threads = cpu_kernels_threads();
     return s;
 }
 
@@ -295,7 +326,7 @@ static entry *lookup(const rt_kernel_args *k, char *err, size_t cap) {
 static int execute(const rt_kernel_args *k, char *err, size_t cap, entry *e, bound *b) {
     for (int i = 0; i < b->n_args; i++) {
         int s = b->src[i];
-        if (s == SRC_OWN) continue;
+        if (s < SRC_OUT) continue;
         void *p = s == SRC_OUT ? k->out : (void *)k->in[s];
         DNNL_TRY(dnnl_memory_set_data_handle(b->args[i].memory, p));
     }
@@ -305,11 +336,12 @@ static int execute(const rt_kernel_args *k, char *err, size_t cap, entry *e, bou
 }
 
 static int run(const rt_kernel_args *k, char *err, size_t cap) {
+    apply_threads(); /* before creation: primitives fix their thread count when created */
     entry *e = lookup(k, err, cap);
     if (!e) return -1;
-    apply_threads();
-    if (e->pre.prim && execute(k, err, cap, e, &e->pre)) return -1;
-    return execute(k, err, cap, e, &e->main);
+    for (int i = 0; i < e->n_steps; i++)
+        if (execute(k, err, cap, e, &e->step[i])) return -1;
+    return 0;
 }
 
 int cpu_k_conv2d(const rt_kernel_args *k, char *err, size_t cap) { return run(k, err, cap); }

@@ -15,6 +15,9 @@ typedef struct {
     void (*vv)(float *o, const float *a, const float *b, int64_t n);
     void (*vs)(float *o, const float *a, float b, int64_t n);
     void (*sv)(float *o, float a, const float *b, int64_t n);
+    /* rows x n: a full, b one row of n (bias add) / a one row, b full */
+    void (*vr)(float *o, const float *a, const float *b, int64_t rows, int64_t n);
+    void (*rv)(float *o, const float *a, const float *b, int64_t rows, int64_t n);
 } binop;
 
 #define DEF_BINOP(NAME, F)                                                                         \
@@ -27,7 +30,15 @@ typedef struct {
     static void NAME##_sv(float *o, float a, const float *b, int64_t n) {                          \
         for (int64_t i = 0; i < n; i++) o[i] = F(a, b[i]);                                         \
     }                                                                                              \
-    static const binop NAME = {NAME##_vv, NAME##_vs, NAME##_sv};
+    static void NAME##_vr(float *o, const float *a, const float *b, int64_t rows, int64_t n) {     \
+        for (int64_t r = 0; r < rows; r++, o += n, a += n)                                         \
+            for (int64_t i = 0; i < n; i++) o[i] = F(a[i], b[i]);                                  \
+    }                                                                                              \
+    static void NAME##_rv(float *o, const float *a, const float *b, int64_t rows, int64_t n) {     \
+        for (int64_t r = 0; r < rows; r++, o += n, b += n)                                         \
+            for (int64_t i = 0; i < n; i++) o[i] = F(a[i], b[i]);                                  \
+    }                                                                                              \
+    static const binop NAME = {NAME##_vv, NAME##_vs, NAME##_sv, NAME##_vr, NAME##_rv};
 
 static inline float first(float a, float b) { return (void)b, a; }
 
@@ -84,6 +95,10 @@ static void broadcast_apply(const binop *f, float *o, const ir_shape *so, const 
                             const float *b, const ir_shape *sb) {
     bcast c = collapse(so, sa, sb);
     int in = c.rank - 1;
+    if (c.rank == 2 && c.sa[1] == 1 && c.sb[1] == 1 && (c.sa[0] == 0) != (c.sb[0] == 0)) { /* one side a row */
+        (c.sb[0] ? f->rv : f->vr)(o, a, b, c.dim[0], c.dim[1]);
+        return;
+    }
     int64_t idx[IR_MAX_RANK] = {0}, oa = 0, ob = 0, n = c.dim[in];
     for (;;) {
         run_inner(f, o, a + oa, c.sa[in], b + ob, c.sb[in], n);

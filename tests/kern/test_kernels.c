@@ -285,6 +285,7 @@ static const tcase cases[] = {
     {"add column", OP_ADD, 2, {"6,1", "6,9"}, .ref = ref_elementwise},
     {"sub scalar", OP_SUB, 2, {"6,7", ""}, .ref = ref_elementwise},
     {"sub scalar left", OP_SUB, 2, {"1", "6,7"}, .ref = ref_elementwise},
+    {"sub row minus full", OP_SUB, 2, {"10", "7,10"}, .ref = ref_elementwise},
     {"mul 4-d broadcast", OP_MUL, 2, {"2,3,1,4", "1,3,5,1"}, .ref = ref_elementwise},
     {"mul conv bias", OP_MUL, 2, {"2,5,6,8", "8"}, .ref = ref_elementwise},
     {"div broadcast", OP_DIV, 2, {"5,1", "5,8"}, .fill = {R_SIGNED, R_POSITIVE}, .ref = ref_elementwise},

@@ -511,9 +511,22 @@ static int test_dropout_stats(void) {
     return bad;
 }
 
+/* the oneDNN and GEMM cases again on two threads (primitives are rebuilt) */
+static int test_two_threads(int *count) {
+    int failed = 0;
+    cpu_kernels_set_threads(2);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        ir_op op = cases[i].op;
+        if (op == OP_MATMUL || (op >= OP_CONV2D && op <= OP_AVG_POOL2D_GRAD)) failed += run_case(&cases[i]), ++*count;
+    }
+    cpu_kernels_set_threads(1);
+    return failed;
+}
+
 int main(void) {
     int n = (int)(sizeof cases / sizeof *cases), failed = 0;
     for (int i = 0; i < n; i++) failed += run_case(&cases[i]);
+    failed += test_two_threads(&n);
     failed += test_bad_label();
     failed += test_dropout_stats();
     printf("%d kernel cases, %d failed\n", n + 2, failed);

@@ -24,6 +24,11 @@ int cpu_k_sgd(const rt_kernel_args *k, char *err, size_t cap) {
     return 0;
 }
 
+CPU_CLONES static void adam_loop(float *p, const float *g, float *m, float *v, int64_t n, float lr_t, float b1,
+                                 float b2, float eps, float lr_wd) {
+    for (int64_t i = 0; i < n; i++) mg_adam(&p[i], g[i], &m[i], &v[i], lr_t, b1, b2, eps, lr_wd);
+}
+
 /* (p, g, m, v); fattr: lr, beta1, beta2, epsilon, weight_decay */
 int cpu_k_adam(const rt_kernel_args *k, char *err, size_t cap) {
     const double *f = k->node->fattr;
@@ -33,9 +38,16 @@ int cpu_k_adam(const rt_kernel_args *k, char *err, size_t cap) {
     const float *g = IN_F32(k, 1);
     float b1 = (float)f[1], b2 = (float)f[2], eps = (float)f[3], lr_wd = (float)(f[0] * f[4]);
     float lr_t = mg_adam_lr_t((float)f[0], b1, b2, t);
-    int64_t n = OUT_NUMEL(k);
-    for (int64_t i = 0; i < n; i++) mg_adam(&p[i], g[i], &m[i], &v[i], lr_t, b1, b2, eps, lr_wd);
+    adam_loop(p, g, m, v, OUT_NUMEL(k), lr_t, b1, b2, eps, lr_wd);
     return 0;
+}
+
+CPU_CLONES static void rmsprop_loop(float *p, const float *g, float *ms, float *mom, int64_t n, float lr, float rho,
+                                    float mu, float eps) {
+    if (!mom)
+        for (int64_t i = 0; i < n; i++) mg_rmsprop(&p[i], g[i], &ms[i], lr, rho, eps);
+    else
+        for (int64_t i = 0; i < n; i++) mg_rmsprop_momentum(&p[i], g[i], &ms[i], &mom[i], lr, rho, mu, eps);
 }
 
 /* (p, g, ms[, mom]); fattr: lr, rho, momentum, epsilon */
@@ -44,12 +56,6 @@ int cpu_k_rmsprop(const rt_kernel_args *k, char *err, size_t cap) {
     const double *f = k->node->fattr;
     float *p = k->out, *ms = SLOT(k, 2), lr = (float)f[0], rho = (float)f[1], mu = (float)f[2], eps = (float)f[3];
     const float *g = IN_F32(k, 1);
-    int64_t n = OUT_NUMEL(k);
-    if (k->node->n_in < 4) {
-        for (int64_t i = 0; i < n; i++) mg_rmsprop(&p[i], g[i], &ms[i], lr, rho, eps);
-        return 0;
-    }
-    float *mom = SLOT(k, 3);
-    for (int64_t i = 0; i < n; i++) mg_rmsprop_momentum(&p[i], g[i], &ms[i], &mom[i], lr, rho, mu, eps);
+    rmsprop_loop(p, g, ms, k->node->n_in > 3 ? SLOT(k, 3) : NULL, OUT_NUMEL(k), lr, rho, mu, eps);
     return 0;
 }

@@ -53,6 +53,7 @@ int rt_session_peer(const rt_session *s, int node, int replica) {
 static rt_backend *pick_backend(const ir_module *m, char *err, size_t cap) {
     if (m->n_devices > 0 && !strcmp(m->devices[0].name, "gpu")) {
 #ifdef MGC_HAVE_CUDA
+        (void)err, (void)cap;
         return rt_backend_cuda();
 #else
         snprintf(err, cap, "this mgc was built without the CUDA backend; the plan wants gpu devices");

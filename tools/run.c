@@ -15,11 +15,11 @@ typedef struct {
     int n_bindings;
     int threads, check_replicas;
     double timeout;
-    bool json, check_numerics;
+    bool json, check_numerics, strict_devices;
 } run_options;
 
 enum { O_EPOCHS = 256, O_STEPS, O_SEED, O_SAVE, O_LOAD, O_HISTORY, O_DATA, O_INPUT, O_THREADS, O_TIMEOUT,
-       O_CHECK_REPLICAS, O_CHECK_NUMERICS, O_JSON };
+       O_CHECK_REPLICAS, O_CHECK_NUMERICS, O_JSON, O_STRICT };
 
 static const char run_help[] =
     "usage: mgc run PLAN.mgx [options]\n"
@@ -34,7 +34,8 @@ static const char run_help[] =
     "  --threads-per-device T     CPU threads of each device's kernels (default 1)\n"
     "  --collective-timeout S     seconds a collective waits for every device (default 60)\n"
     "  --check-replicas K         compare every replica's variables bit for bit every K steps\n"
-    "  --check-numerics           stop at the first non-finite loss\n";
+    "  --check-numerics           stop at the first non-finite loss\n"
+    "  --strict-devices           fail if the plan's GPUs are not here (default: run on CPU devices)\n";
 static const char eval_help[] =
     "usage: mgc eval PLAN.mgx --load CKPT [--json] [--data DIR | --input NAME=FILE ...]\n";
 static const char predict_help[] =
@@ -62,6 +63,7 @@ static int parse_run_options(int argc, char **argv, run_options *o, const char *
         {"collective-timeout", required_argument, 0, O_TIMEOUT},
         {"check-replicas", required_argument, 0, O_CHECK_REPLICAS},
         {"check-numerics", no_argument, 0, O_CHECK_NUMERICS}, {"json", no_argument, 0, O_JSON},
+        {"strict-devices", no_argument, 0, O_STRICT},
         {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     *o = (run_options){.epochs = 1, .seed = 1, .threads = 1, .timeout = 60};
     optind = 1;
@@ -98,6 +100,7 @@ static int parse_run_options(int argc, char **argv, run_options *o, const char *
             break;
         case O_CHECK_NUMERICS: o->check_numerics = true; break;
         case O_JSON: o->json = true; break;
+        case O_STRICT: o->strict_devices = true; break;
         default: fputs(help, stderr); return -1;
         }
     }
@@ -125,11 +128,35 @@ typedef struct {
     uint64_t seed;
 } bound_plan;
 
+/* A plan for GPUs that are not here runs on as many CPU devices, re-planned
+ * from the sources it carries (or fails, with --strict-devices). */
+static ir_module *fit_devices(ir_module *plan, const char *path, bool strict) {
+    char why[256];
+    if (strcmp(plan->devices[0].name, "gpu")) return plan;
+    int gpus = cli_gpu_count(why, sizeof why), missing = -1;
+    for (int d = 0; d < plan->n_devices; d++)
+        if (plan->devices[d].index >= gpus) missing = plan->devices[d].index;
+    if (missing < 0) return plan;
+    if (strict) {
+        fprintf(stderr, "mgc: %s: gpu:%d is not available (%s)\n", path, missing, why);
+        ir_module_free(plan);
+        return NULL;
+    }
+    fprintf(stderr, "mgc: %s: gpu:%d is not available (%s); re-planned for %d CPU device%s\n", path, missing, why,
+            plan->n_devices, plan->n_devices > 1 ? "s" : "");
+    ir_device cpus[plan->n_devices];
+    for (int d = 0; d < plan->n_devices; d++) cpus[d] = (ir_device){"cpu", d};
+    ir_module *m = cli_replan(plan, cpus, plan->n_devices);
+    ir_module_free(plan);
+    return m;
+}
+
 /* Loads the plan, starts a session and sets its variables (initializers or --load). */
 static bool bind_plan(const char *path, const run_options *o, bound_plan *bp) {
     char err[640];
     bp->seed = o->seed;
     bp->m = cli_load_plan(path);
+    if (bp->m) bp->m = fit_devices(bp->m, path, o->strict_devices);
     if (!bp->m) return false;
     rt_session_options so = {.threads_per_device = o->threads, .collective_timeout = o->timeout};
     bp->s = rt_session_new(bp->m, &so, err, sizeof err);

@@ -111,13 +111,14 @@ static int parse_run_options(int argc, char **argv, run_options *o, const char *
     return optind;
 }
 
-static rt_dataset *open_data(const ir_module *m, const run_options *o, const char *split) {
+/* The inputs `program` reads, from --input bindings or the --data directory. */
+static rt_dataset *open_data(const ir_module *m, const run_options *o, const char *split, unsigned program) {
     rt_input_spec specs[m->n_inputs + 1];
     char err[512];
-    rt_input_specs(m, specs);
+    int n = rt_input_specs(m, program, specs, NULL);
     rt_dataset *ds = o->n_bindings ? rt_dataset_from_bindings((const char *const *)o->bindings, o->n_bindings, specs,
-                                                              m->n_inputs, err, sizeof err)
-                                   : rt_dataset_from_dir(o->data, split, specs, m->n_inputs, err, sizeof err);
+                                                              n, err, sizeof err)
+                                   : rt_dataset_from_dir(o->data, split, specs, n, err, sizeof err);
     if (!ds) fprintf(stderr, "mgc: %s\n", err);
     return ds;
 }
@@ -194,8 +195,8 @@ int cmd_run(int argc, char **argv) {
         return 1;
     }
     FILE *history = NULL;
-    rt_dataset *train = open_data(bp.m, &o, "train");
-    rt_dataset *test = train && !o.n_bindings ? open_data(bp.m, &o, "test") : NULL;
+    rt_dataset *train = open_data(bp.m, &o, "train", 0);
+    rt_dataset *test = train && !o.n_bindings ? open_data(bp.m, &o, "test", 0) : NULL;
     int rc = train && (o.n_bindings || test) ? 0 : 1;
     if (!rc && o.history && !(history = fopen(o.history, "w"))) {
         perror(o.history);
@@ -230,7 +231,7 @@ int cmd_eval(int argc, char **argv) {
     }
     bound_plan bp;
     if (!bind_plan(argv[k], &o, &bp)) return 1;
-    rt_dataset *test = open_data(bp.m, &o, "test");
+    rt_dataset *test = open_data(bp.m, &o, "test", 0);
     rt_scores v;
     char err[640];
     int rc = test ? 0 : 1;
@@ -265,7 +266,7 @@ int cmd_predict(int argc, char **argv) {
     }
     bound_plan bp;
     if (!bind_plan(argv[k], &o, &bp)) return 1;
-    rt_dataset *ds = open_data(bp.m, &o, "test");
+    rt_dataset *ds = open_data(bp.m, &o, "test", PROG_PREDICT);
     rt_tensor out = {0};
     char err[640];
     int rc = ds ? 0 : 1;

@@ -4,6 +4,7 @@ set -euo pipefail
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
+PY=/usr/bin/python3  # Debian's, with numpy and torch (not a pyenv one)
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # expect_fail EXPECTED_STDERR_LINE cmd... : exit status 1 and that exact first line on stderr

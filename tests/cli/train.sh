@@ -4,7 +4,7 @@
 "$MGC" compile "$SRC/examples/mnist_cnn.mg" --devices cpu:0,cpu:1 -o "$tmp/m.mgx"
 "$MGC" run "$tmp/m.mgx" --steps 120 --seed 3 --save "$tmp/a.safetensors" --history "$tmp/h.jsonl" > "$tmp/log"
 expect_line "$tmp/log" '^epoch 1/1 - test loss: [0-9.]+ - test accuracy: 0\.[0-9]+ \(10000 examples\)$'
-python3 - "$tmp/h.jsonl" <<'PY'
+"$PY" - "$tmp/h.jsonl" <<'PY'
 import json, sys
 h = [json.loads(l) for l in open(sys.argv[1])]
 assert len(h) == 1, h
@@ -27,7 +27,7 @@ cmp "$tmp/a.safetensors" "$tmp/c.safetensors" || fail "a resumed run differs fro
 "$MGC" eval "$tmp/m.mgx" --load "$tmp/a.safetensors" --json > "$tmp/e2"
 "$MGC" eval "$tmp/one.mgx" --load "$tmp/a.safetensors" --json > "$tmp/e1"
 "$MGC" eval "$tmp/three.mgx" --load "$tmp/a.safetensors" --json > "$tmp/e3"
-python3 - "$tmp/e1" "$tmp/e2" "$tmp/e3" <<'PY'
+"$PY" - "$tmp/e1" "$tmp/e2" "$tmp/e3" <<'PY'
 import json, sys
 r = [json.load(open(f)) for f in sys.argv[1:]]
 for e in r:
@@ -35,12 +35,12 @@ for e in r:
     assert abs(e["loss"] - r[0]["loss"]) < 1e-5 and abs(e["accuracy"] - r[0]["accuracy"]) < 1e-9, r
 PY
 # predict: one row of 10 logits per example, also with a partial last batch
-python3 - "$tmp/x.npy" <<'PY'
+"$PY" - "$tmp/x.npy" <<'PY'
 import gzip, numpy as np, sys
 raw = gzip.open("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz").read()
 x = np.frombuffer(raw[16:], np.uint8).reshape(-1, 28, 28, 1)[:130].astype(np.float32) / 255
 np.save(sys.argv[1], x)
 PY
 "$MGC" predict "$tmp/m.mgx" --load "$tmp/a.safetensors" --input image="$tmp/x.npy" -o "$tmp/y.npy"
-python3 -c "import numpy as np,sys; y=np.load(sys.argv[1]); assert y.shape==(130,10) and y.dtype==np.float32, y.shape" "$tmp/y.npy"
+"$PY" -c "import numpy as np,sys; y=np.load(sys.argv[1]); assert y.shape==(130,10) and y.dtype==np.float32, y.shape" "$tmp/y.npy"
 echo ok

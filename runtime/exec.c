@@ -21,6 +21,7 @@ struct rt_session {
     char **labels;             /* per node, collectives' names in errors */
     int64_t step;
     int training;
+    int absent;                /* replica that skips collectives (fault injection), -1 none */
     uint64_t generation;
     char err[640];
 };
@@ -136,7 +137,7 @@ rt_session *rt_session_new(const ir_module *m, const rt_session_options *o, char
     if (!b) return NULL;
     rt_session *s = calloc(1, sizeof *s);
     s->m = m, s->b = b;
-    s->local = local, s->first = first;
+    s->local = local, s->first = first, s->absent = o->absent_replica - 1;
     b->n_devices = s->local, b->n_events = m->n_events;
     b->threads_per_device = o->threads_per_device > 0 ? o->threads_per_device : 1;
     b->replica_base = s->first, b->replica_total = m->n_devices;
@@ -194,6 +195,7 @@ static int issue(rt_session *s, int i) {
     const ir_node *n = &s->m->g.nodes[i];
     rt_backend *b = s->b;
     int dev = n->device - s->first;
+    if (ir_ops[n->op].flags & OPF_COLLECTIVE && n->device == s->absent) return 0;
     switch (n->op) {
     case OP_SHARD: { /* rows of the host batch straight to the device */
         size_t bytes = (size_t)ir_node_bytes(n);

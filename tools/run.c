@@ -159,7 +159,9 @@ static bool bind_plan(const char *path, const run_options *o, bound_plan *bp) {
     bp->m = cli_load_plan(path);
     if (bp->m) bp->m = fit_devices(bp->m, path, o->strict_devices);
     if (!bp->m) return false;
-    rt_session_options so = {.threads_per_device = o->threads, .collective_timeout = o->timeout};
+    const char *absent = getenv("MGC_FAULT_ABSENT_REPLICA"); /* tests: a replica that never arrives */
+    rt_session_options so = {.threads_per_device = o->threads, .collective_timeout = o->timeout,
+                             .absent_replica = absent ? atoi(absent) + 1 : 0};
     bp->s = rt_session_new(bp->m, &so, err, sizeof err);
     if (!bp->s) {
         fprintf(stderr, "mgc: %s: %s\n", path, err);

@@ -62,6 +62,19 @@ static int k_shard(const rt_kernel_args *k, char *err, size_t cap) {
     return 0;
 }
 
+/* all_reduce, before the collective: pack the gradients into the bucket (a
+ * no-op for those the memory plan already placed there) */
+static int k_pack(const rt_kernel_args *k, char *err, size_t cap) {
+    (void)err, (void)cap;
+    char *dst = k->out;
+    for (int i = 0; i < k->node->n_in; i++) {
+        size_t bytes = (size_t)ir_node_bytes(k->in_nodes[i]);
+        if (dst != k->in[i]) memcpy(dst, k->in[i], bytes);
+        dst += bytes;
+    }
+    return 0;
+}
+
 static const cpu_kernel_fn kernels[OP_COUNT] = {
     [OP_ADD] = cpu_k_binary, [OP_SUB] = cpu_k_binary, [OP_MUL] = cpu_k_binary, [OP_DIV] = cpu_k_binary,
     [OP_NEG] = cpu_k_unary, [OP_EXP] = cpu_k_unary, [OP_LOG] = cpu_k_unary, [OP_SQRT] = cpu_k_unary,
@@ -82,6 +95,7 @@ static const cpu_kernel_fn kernels[OP_COUNT] = {
     [OP_ARGMAX_MATCH] = cpu_k_argmax_match,
     [OP_DROPOUT] = cpu_k_dropout, [OP_DROPOUT_GRAD] = cpu_k_dropout,
     [OP_SGD_UPDATE] = cpu_k_sgd, [OP_ADAM_UPDATE] = cpu_k_adam, [OP_RMSPROP_UPDATE] = cpu_k_rmsprop,
+    [OP_ALL_REDUCE] = k_pack,
 };
 
 /* ops whose kernels read f32 data only (CAST, SHARD, RESHAPE, VIEW and the

@@ -373,15 +373,15 @@ static int ring(part *p, const int *ring, int m, int to_all) {
             publish(p, rs + s + 1);
         }
     }
+    int own = (r + 1) % m; /* finished here; nobody reads it before the all-gather */
+    int64_t lo = chunk_start(n, own, m), hi = chunk_start(n, own + 1, m);
+    if (r < m && m > 1 && to_all) mean_range(p, p->me, lo, hi);
     if (barrier(p)) return -1; /* nobody reads a partial sum any more */
     if (r == m || m == 1) return 0;
-    int own = (r + 1) % m;
-    int64_t lo = chunk_start(n, own, m), hi = chunk_start(n, own + 1, m);
     if (!to_all) {
         if (r != 0) memcpy(at(p, ring[0], lo), at(p, p->me, lo), (size_t)(hi - lo) * p->esize);
         return 0;
     }
-    mean_range(p, p->me, lo, hi);
     int64_t ag = PHASE(p->phase);
     int prev = ring[(r + m - 1) % m];
     for (int s = 0; s < m - 1; s++) {

@@ -163,6 +163,7 @@ static int cpu_copy(rt_backend *b, int device, int stream, void *dst, const void
 }
 
 static int cpu_launch(rt_backend *b, int device, int stream, const rt_kernel_args *k) {
+    if (check_place(b, device, stream)) return -1;
     cpu_work w = {.kind = WORK_KERNEL, .kernel = *k};
     return enqueue(b, device, stream, &w);
 }
@@ -185,6 +186,7 @@ static int cpu_wait(rt_backend *b, int device, int stream, int event, uint64_t g
 }
 
 static int cpu_collective(rt_backend *b, int device, int stream, const rt_coll_args *c) {
+    if (check_place(b, device, stream)) return -1;
     cpu_work w = {.kind = WORK_COLLECTIVE, .coll = *c};
     return enqueue(b, device, stream, &w);
 }

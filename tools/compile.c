@@ -89,7 +89,7 @@ bool cli_resolve_devices(cli_compile_options *o) {
         n = gpus > 0 ? gpus : 1;
         d = cpu_devices(n);
         for (int k = 0; k < gpus; k++) d[k].name = "gpu";
-        if (!gpus && !o->pass.quiet) fprintf(stderr, "mgc: no GPU (%s); using one CPU device, cpu:0\n", why);
+        if (!gpus && !o->pass.quiet) fprintf(stderr, "mgc: no GPU (%s): using one CPU device, cpu:0\n", why);
     }
     if (!strcmp(d[0].name, "gpu")) {
         int gpus = cli_gpu_count(why, sizeof why);
@@ -98,11 +98,11 @@ bool cli_resolve_devices(cli_compile_options *o) {
             if (d[k].index >= gpus) missing = d[k].index;
         if (missing >= 0) {
             if (o->strict_devices) {
-                fprintf(stderr, "mgc: gpu:%d is not available (%s)\n", missing, why);
+                fprintf(stderr, "mgc: gpu:%d is not available: %s\n", missing, why);
                 free(d);
                 return false;
             }
-            fprintf(stderr, "mgc: gpu:%d is not available (%s); using %d CPU device%s instead\n", missing, why, n,
+            fprintf(stderr, "mgc: gpu:%d is not available: %s; using %d CPU device%s instead\n", missing, why, n,
                     n > 1 ? "s" : "");
             free(d);
             d = cpu_devices(n);

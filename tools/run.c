@@ -15,7 +15,7 @@ typedef struct {
     int n_bindings;
     int threads, check_replicas;
     double timeout;
-    bool json, check_numerics, strict_devices;
+    bool json, check_numerics, strict_devices, seed_given;
 } run_options;
 
 enum { O_EPOCHS = 256, O_STEPS, O_SEED, O_SAVE, O_LOAD, O_HISTORY, O_DATA, O_INPUT, O_THREADS, O_TIMEOUT,
@@ -74,7 +74,7 @@ static int parse_run_options(int argc, char **argv, run_options *o, const char *
         case 'o': o->out = optarg; break;
         case O_EPOCHS: if (!parse_count("--epochs", optarg, 1, &o->epochs)) return -1; break;
         case O_STEPS: if (!parse_count("--steps", optarg, 1, &o->steps)) return -1; break;
-        case O_SEED: if (!parse_count("--seed", optarg, 0, &v)) return -1; o->seed = (uint64_t)v; break;
+        case O_SEED: if (!parse_count("--seed", optarg, 0, &v)) return -1; o->seed = (uint64_t)v, o->seed_given = true; break;
         case O_THREADS: if (!parse_count("--threads-per-device", optarg, 1, &v)) return -1; o->threads = (int)v; break;
         case O_CHECK_REPLICAS:
             if (!parse_count("--check-replicas", optarg, 1, &v)) return -1;
@@ -139,11 +139,11 @@ static ir_module *fit_devices(ir_module *plan, const char *path, bool strict) {
         if (plan->devices[d].index >= gpus) missing = plan->devices[d].index;
     if (missing < 0) return plan;
     if (strict) {
-        fprintf(stderr, "mgc: %s: gpu:%d is not available (%s)\n", path, missing, why);
+        fprintf(stderr, "mgc: %s: gpu:%d is not available: %s\n", path, missing, why);
         ir_module_free(plan);
         return NULL;
     }
-    fprintf(stderr, "mgc: %s: gpu:%d is not available (%s); re-planned for %d CPU device%s\n", path, missing, why,
+    fprintf(stderr, "mgc: %s: gpu:%d is not available: %s; re-planned for %d CPU device%s\n", path, missing, why,
             plan->n_devices, plan->n_devices > 1 ? "s" : "");
     ir_device cpus[plan->n_devices];
     for (int d = 0; d < plan->n_devices; d++) cpus[d] = (ir_device){"cpu", d};
@@ -168,7 +168,8 @@ static bool bind_plan(const char *path, const run_options *o, bound_plan *bp) {
         ir_module_free(bp->m);
         return false;
     }
-    int rc = o->load ? rt_load_variables(bp->s, o->load, NULL, err, sizeof err)
+    /* a resumed run shuffles as the run that wrote the checkpoint, unless told otherwise */
+    int rc = o->load ? rt_load_variables(bp->s, o->load, o->seed_given ? NULL : &bp->seed, err, sizeof err)
                      : rt_session_init_variables(bp->s, o->seed);
     if (rc && !o->load) snprintf(err, sizeof err, "%s", rt_session_error(bp->s));
     if (rc) {
@@ -205,14 +206,14 @@ int cmd_run(int argc, char **argv) {
         rc = 1;
     }
     char err[640];
-    rt_train_options to = {.epochs = o.epochs, .steps = o.steps, .seed = o.seed, .check_replicas = o.check_replicas,
+    rt_train_options to = {.epochs = o.epochs, .steps = o.steps, .seed = bp.seed, .check_replicas = o.check_replicas,
                            .check_numerics = o.check_numerics, .quiet = rt_session_rank(bp.s) != 0,
                            .history = history};
     if (!rc && rt_train(bp.s, train, test, &to, err, sizeof err)) {
         fprintf(stderr, "mgc: %s\n", err);
         rc = 1;
     }
-    if (!rc && o.save && rt_save_variables(bp.s, o.save, o.seed, err, sizeof err)) {
+    if (!rc && o.save && rt_save_variables(bp.s, o.save, bp.seed, err, sizeof err)) {
         fprintf(stderr, "mgc: %s\n", err);
         rc = 1;
     }

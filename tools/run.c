@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../runtime/mpi.h"
 #include "../runtime/train.h"
 #include "cli.h"
 
@@ -127,7 +128,54 @@ typedef struct {
     ir_module *m;
     rt_session *s;
     uint64_t seed;
+    rt_interprocess *ip;  /* the job's processes under mpirun, else NULL */
+    int first, local;     /* the replicas this process runs */
 } bound_plan;
+
+/* Under mpirun, each worker runs its plan's devices; together they run one
+ * plan with every worker's replicas (re-planned from the embedded sources),
+ * keeping the plan's global batch, so the job follows the one-process
+ * trajectory. Worker p runs the replicas after those of workers 0..p-1. */
+static ir_module *fit_workers(ir_module *plan, const char *path, bound_plan *bp) {
+    rt_interprocess *ip = bp->ip;
+    int size = ip->size;
+    double counts[2 * size];
+    char err[512];
+    memset(counts, 0, sizeof counts);
+    counts[ip->rank] = plan->n_devices, counts[size + ip->rank] = (double)plan->global_batch;
+    if (ip->all_reduce_sum(ip->ctx, counts, 2 * size, IR_F64, 60, "device counts of the workers", err, sizeof err)) {
+        fprintf(stderr, "mgc: %s\n", err);
+        ir_module_free(plan);
+        return NULL;
+    }
+    int total = 0;
+    for (int p = 0; p < size; p++) {
+        if (p == ip->rank) bp->first = total;
+        total += (int)counts[p];
+        if (counts[size + p] != (double)plan->global_batch) {
+            fprintf(stderr, "mgc: %s: worker %d's plan has global batch %.0f, worker %d's has %lld\n", path, p,
+                    counts[size + p], ip->rank, (long long)plan->global_batch);
+            ir_module_free(plan);
+            return NULL;
+        }
+    }
+    bp->local = plan->n_devices;
+    if (plan->global_batch % total) {
+        fprintf(stderr, "mgc: %s: global batch %lld is not divisible by the job's %d replicas (%d workers)\n", path,
+                (long long)plan->global_batch, total, size);
+        ir_module_free(plan);
+        return NULL;
+    }
+    if (ip->rank == 0)
+        fprintf(stderr, "mgc: %d workers, %d replicas: re-planned %s for %lld examples per replica\n", size, total,
+                path, (long long)plan->global_batch / total);
+    ir_device devices[total];
+    for (int r = 0; r < total; r++)
+        devices[r] = r >= bp->first && r < bp->first + bp->local ? plan->devices[r - bp->first] : (ir_device){"cpu", 0};
+    ir_module *m = cli_replan(plan, devices, total);
+    ir_module_free(plan);
+    return m;
+}
 
 /* A plan for GPUs that are not here runs on as many CPU devices, re-planned
  * from the sources it carries (or fails, with --strict-devices). */
@@ -154,18 +202,29 @@ static ir_module *fit_devices(ir_module *plan, const char *path, bool strict) {
 
 /* Loads the plan, starts a session and sets its variables (initializers or --load). */
 static bool bind_plan(const char *path, const run_options *o, bound_plan *bp) {
-    char err[640];
-    bp->seed = o->seed;
+    char err[640] = "";
+    *bp = (bound_plan){.seed = o->seed};
+    bp->ip = rt_mpi_init(NULL, NULL, err, sizeof err);
+    if (!bp->ip && *err) {
+        fprintf(stderr, "mgc: %s\n", err);
+        return false;
+    }
     bp->m = cli_load_plan(path);
     if (bp->m) bp->m = fit_devices(bp->m, path, o->strict_devices);
-    if (!bp->m) return false;
+    if (bp->m && bp->ip) bp->m = fit_workers(bp->m, path, bp);
+    if (!bp->m) {
+        rt_mpi_finalize(bp->ip);
+        return false;
+    }
     const char *absent = getenv("MGC_FAULT_ABSENT_REPLICA"); /* tests: a replica that never arrives */
-    rt_session_options so = {.threads_per_device = o->threads, .collective_timeout = o->timeout,
+    rt_session_options so = {.threads_per_device = o->threads, .collective_timeout = o->timeout, .ip = bp->ip,
+                             .first_replica = bp->first, .local_replicas = bp->local,
                              .absent_replica = absent ? atoi(absent) + 1 : 0};
     bp->s = rt_session_new(bp->m, &so, err, sizeof err);
     if (!bp->s) {
         fprintf(stderr, "mgc: %s: %s\n", path, err);
         ir_module_free(bp->m);
+        rt_mpi_finalize(bp->ip);
         return false;
     }
     /* a resumed run shuffles as the run that wrote the checkpoint, unless told otherwise */
@@ -176,14 +235,20 @@ static bool bind_plan(const char *path, const run_options *o, bound_plan *bp) {
         fprintf(stderr, "mgc: %s\n", err);
         rt_session_free(bp->s);
         ir_module_free(bp->m);
+        rt_mpi_finalize(bp->ip);
         return false;
     }
     return true;
 }
 
-static void unbind_plan(bound_plan *bp) {
+/* After a failure a peer may be gone: finalizing MPI could then wait for it
+ * forever, so the job is ended instead. */
+static int unbind_plan(bound_plan *bp, int rc) {
     rt_session_free(bp->s);
     ir_module_free(bp->m);
+    if (rc && bp->ip) rt_mpi_abort(bp->ip, rc);
+    rt_mpi_finalize(bp->ip);
+    return rc;
 }
 
 int cmd_run(int argc, char **argv) {
@@ -194,8 +259,7 @@ int cmd_run(int argc, char **argv) {
     if (!bind_plan(argv[k], &o, &bp)) return 1;
     if (!bp.m->has_train) {
         fprintf(stderr, "mgc: %s: model '%s' has no train block\n", argv[k], bp.m->model_name);
-        unbind_plan(&bp);
-        return 1;
+        return unbind_plan(&bp, 1);
     }
     FILE *history = NULL;
     rt_dataset *train = open_data(bp.m, &o, "train", 0);
@@ -220,8 +284,7 @@ int cmd_run(int argc, char **argv) {
     if (history) fclose(history);
     rt_dataset_free(train);
     rt_dataset_free(test);
-    unbind_plan(&bp);
-    return rc;
+    return unbind_plan(&bp, rc);
 }
 
 int cmd_eval(int argc, char **argv) {
@@ -255,8 +318,7 @@ int cmd_eval(int argc, char **argv) {
         }
     }
     rt_dataset_free(test);
-    unbind_plan(&bp);
-    return rc;
+    return unbind_plan(&bp, rc);
 }
 
 int cmd_predict(int argc, char **argv) {
@@ -280,6 +342,5 @@ int cmd_predict(int argc, char **argv) {
     }
     rt_tensor_free(&out);
     rt_dataset_free(ds);
-    unbind_plan(&bp);
-    return rc;
+    return unbind_plan(&bp, rc);
 }

@@ -1,11 +1,18 @@
 # multi-worker training: P processes follow the one-process trajectory (the
 # plan's global batch holds), workers may hold different device counts, and a
 # worker that dies makes the others fail within the collective timeout.
+# Two replicas are compared with one device; four replicas (2+1+1 devices)
+# with one process of four devices: against one device, every 4-replica run
+# (in one process or several, any reduction order) drifts to ~4e-5 in
+# conv2d/bias after 20 Adam steps, as a few ReLUs flip on rounding noise.
 . "$(dirname "$0")/lib.sh"
 mpi="mpirun --allow-run-as-root --oversubscribe -x OPENBLAS_NUM_THREADS -x OMP_NUM_THREADS -x MGC_STDLIB"
 "$MGC" compile "$SRC/examples/mnist_cnn.mg" --devices cpu:0 --global-batch 96 -o "$tmp/one.mgx"
 "$MGC" compile "$SRC/examples/mnist_cnn.mg" --devices cpu:0,cpu:1 --global-batch 96 -o "$tmp/two.mgx"
 "$MGC" run "$tmp/one.mgx" --steps 20 --seed 5 --save "$tmp/ref.safetensors" > /dev/null
+"$MGC" compile "$SRC/examples/mnist_cnn.mg" --devices cpu:0,cpu:1,cpu:2,cpu:3 --global-batch 96 \
+  --cross-device-ops hierarchical -o "$tmp/four.mgx"
+"$MGC" run "$tmp/four.mgx" --steps 20 --seed 5 --save "$tmp/ref4.safetensors" > /dev/null
 $mpi -np 2 "$MGC" run "$tmp/one.mgx" --steps 20 --seed 5 --save "$tmp/p2.safetensors" > "$tmp/log2" 2>&1 ||
   fail "mpirun -np 2: $(cat "$tmp/log2")"
 # MPMD: one worker with 2 devices, two with 1: 4 replicas of 24 examples
@@ -13,7 +20,7 @@ $mpi -np 1 "$MGC" run "$tmp/two.mgx" --steps 20 --seed 5 --save "$tmp/p3.safeten
      -np 2 "$MGC" run "$tmp/one.mgx" --steps 20 --seed 5 > "$tmp/log3" 2>&1 ||
   fail "mpirun -np 3: $(cat "$tmp/log3")"
 grep -c "^Epoch 1/1" "$tmp/log3" | grep -qx 1 || fail "more than rank 0 printed progress: $(cat "$tmp/log3")"
-"$PY" - "$tmp/ref.safetensors" "$tmp/p2.safetensors" "$tmp/p3.safetensors" <<'PY'
+"$PY" - "$tmp/ref.safetensors" "$tmp/p2.safetensors" "$tmp/ref4.safetensors" "$tmp/p3.safetensors" <<'PY'
 import json, struct, sys
 import numpy as np
 def load(path):
@@ -22,19 +29,36 @@ def load(path):
     head = json.loads(raw[8:8 + n]); data = raw[8 + n:]
     return {k: np.frombuffer(data[v["data_offsets"][0]:v["data_offsets"][1]], np.float32)
             for k, v in head.items() if k != "__metadata__" and "/" in k and k.count("/") == 1}
-ref = load(sys.argv[1])
-for path in sys.argv[2:]:
-    got = load(path)
+for ref_path, path in ((sys.argv[1], sys.argv[2]), (sys.argv[3], sys.argv[4])):
+    ref, got = load(ref_path), load(path)
     for k, a in ref.items():
         rel = np.linalg.norm(a - got[k]) / max(np.linalg.norm(a), 1e-30)
+        print(f"{path.split('/')[-1]} {k}: relative difference {rel:.1e}")
         assert rel < 1e-5, (path, k, rel)
-print("ok: params within 1e-5 of the one-process run")
 PY
-# a worker that dies: the other exits 1 with the collective error within the timeout
-start=$(date +%s)
-status=0
-MGC_FAULT_EXIT_RANK=1 $mpi -x MGC_FAULT_EXIT_RANK -np 2 "$MGC" run "$tmp/one.mgx" --steps 200 --collective-timeout 3 \
-  > "$tmp/log4" 2>&1 || status=$?
-[ "$status" != 0 ] || fail "a run with a dead worker succeeded"
-[ $(( $(date +%s) - start )) -lt 60 ] || fail "a dead worker took more than 60 s to notice"
+# pid of rank $1 of a running job started on $tmp/one.mgx
+rank_pid() {
+  for p in $(pgrep -f "mgc run $tmp/one.mgx"); do
+    tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1" && { echo "$p"; return; }
+  done
+}
+# start a long job, wait until it trains, then do $1 to rank 1; rank 0 must stop by itself
+stop_worker() {
+  $mpi -np 2 "$MGC" run "$tmp/one.mgx" --epochs 50 --collective-timeout 3 > "$tmp/log4" 2>&1 &
+  job=$!
+  for _ in $(seq 100); do grep -q "^Epoch 1/" "$tmp/log4" 2>/dev/null && break; sleep 0.1; done
+  sleep 1
+  pid=$(rank_pid 1); [ -n "$pid" ] || fail "no rank 1 process"
+  start=$(date +%s)
+  kill "-$1" "$pid"
+  status=0; wait "$job" || status=$?
+  kill -CONT "$pid" 2>/dev/null || true
+  [ "$status" != 0 ] || fail "the job went on after rank 1 got SIG$1"
+  [ $(( $(date +%s) - start )) -le 30 ] || fail "noticing a SIG$1 worker took over 30 s"
+}
+# a frozen worker: rank 0 fails the collective after the 3 s timeout, naming it, and exits 1
+stop_worker STOP
+grep -q "collective timeout after 3.0 s: .* across processes" "$tmp/log4" || fail "no timeout message: $(cat "$tmp/log4")"
+# a killed worker: the job ends with a nonzero status
+stop_worker KILL
 echo ok

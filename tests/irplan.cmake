@@ -15,6 +15,8 @@ if(MGC_FUZZ AND NOT TARGET fuzz_mgx)
   add_executable(fuzz_mgx ${MGC_SRC}/tests/fuzz/fuzz_mgx.c ${FUZZ_IR_SRC})
   target_compile_options(fuzz_mgx PRIVATE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
   target_link_options(fuzz_mgx PRIVATE -fsanitize=fuzzer,address,undefined)
+  # the reader skips CRC checks in this build only, so mutations reach the section decoders
+  target_compile_definitions(fuzz_mgx PRIVATE FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION=1)
   target_link_libraries(fuzz_mgx PRIVATE ZLIB::ZLIB m)
 endif()
 # Every seed plan (and every crash ever found, kept in the corpus) is replayed by a normal test.

@@ -1,0 +1,511 @@
+/* collectives.c - shared-memory all-reduce (ring, one-device, hierarchical)
+ * and broadcast among local devices, each participant on its own thread.
+ *
+ * A meeting ("slot") holds every participant's buffer and one progress
+ * counter per participant. Participants work in parallel and synchronize
+ * only through those counters: a value is (phase << 16) + step, a barrier of
+ * phase k waits until every counter reaches k << 16, a ring step waits for
+ * the ring predecessor's step. Waits spin briefly, then sleep on one
+ * condition variable, and every wait ends at the meeting's deadline.
+ *
+ * Summation order depends only on the algorithm and the device count, and
+ * every device ends with a copy of the same bytes. */
+#include "collectives.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PHASE(k) ((int64_t)(k) << 16)
+#define BLOCK_ELEMS 2048 /* one-device / group reduction works block by block (stays in L1) */
+#define MSG_CAP 400
+
+typedef struct {
+    _Alignas(64) _Atomic int64_t v;
+} progress;
+
+typedef struct {
+    int used;                 /* under c->mu */
+    rt_coll_kind kind;
+    int group;
+    int64_t occurrence;       /* how many earlier calls of (kind, group) each device made */
+    int64_t count;
+    ir_dtype dtype;
+    _Atomic int arrived;
+    int left;
+    unsigned char *present;   /* (n) */
+    void **buf;               /* (n) */
+    progress *prog;           /* (n) */
+    _Atomic int failed;
+    char msg[MSG_CAP];        /* written under c->mu before failed is set */
+} slot;
+
+typedef struct {
+    rt_coll_kind kind;
+    int group;
+    int64_t *calls;           /* (n) per device */
+} call_key;
+
+struct rt_coll {
+    int n, base, total;
+    const rt_interprocess *ip;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;        /* CLOCK_MONOTONIC */
+    _Atomic int sleepers;
+    slot **slots;
+    int n_slots;
+    call_key *keys;
+    int n_keys, cap_keys;
+    int aborted;
+    char abort_msg[MSG_CAP];
+};
+
+/* One participant's view of a meeting. */
+typedef struct {
+    rt_coll *c;
+    slot *s;
+    const rt_coll_args *a;
+    int me, phase;
+    size_t esize;
+    double timeout, deadline;
+} part;
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+rt_coll *rt_coll_new(int n_devices, int replica_base, int replica_total, const rt_interprocess *ip) {
+    rt_coll *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->n = n_devices, c->base = replica_base, c->total = replica_total, c->ip = ip;
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->cv, &attr);
+    pthread_condattr_destroy(&attr);
+    return c;
+}
+
+static void slot_free(slot *s) {
+    if (!s) return;
+    free(s->present), free(s->buf), free(s->prog);
+    free(s);
+}
+
+void rt_coll_free(rt_coll *c) {
+    if (!c) return;
+    for (int i = 0; i < c->n_slots; i++) slot_free(c->slots[i]);
+    for (int i = 0; i < c->n_keys; i++) free(c->keys[i].calls);
+    free(c->slots), free(c->keys);
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    free(c);
+}
+
+static void wake_all(rt_coll *c) {
+    pthread_mutex_lock(&c->mu);
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Marks s failed with msg unless it already failed (caller holds c->mu). */
+static void fail_locked(rt_coll *c, slot *s, const char *msg) {
+    if (atomic_load(&s->failed)) return;
+    snprintf(s->msg, sizeof s->msg, "%s", msg);
+    atomic_store(&s->failed, 1);
+    pthread_cond_broadcast(&c->cv);
+}
+
+static void fail_slot(part *p, const char *msg) {
+    pthread_mutex_lock(&p->c->mu);
+    fail_locked(p->c, p->s, msg);
+    pthread_mutex_unlock(&p->c->mu);
+}
+
+void rt_coll_abort(rt_coll *c, const char *msg) {
+    pthread_mutex_lock(&c->mu);
+    if (!c->aborted) snprintf(c->abort_msg, sizeof c->abort_msg, "%s", msg);
+    c->aborted = 1;
+    for (int i = 0; i < c->n_slots; i++)
+        if (c->slots[i]->used) fail_locked(c, c->slots[i], c->abort_msg);
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+void rt_coll_reset(rt_coll *c) {
+    pthread_mutex_lock(&c->mu);
+    for (int i = 0; i < c->n_slots; i++) c->slots[i]->used = 0;
+    for (int i = 0; i < c->n_keys; i++) free(c->keys[i].calls);
+    c->n_keys = 0;
+    c->aborted = 0;
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* ---- meeting: arrive, wait, leave ---- */
+
+/* The number of earlier calls of (kind, group) by device me; counts this one. */
+static int64_t next_call(rt_coll *c, int me, rt_coll_kind kind, int group) {
+    call_key *k = NULL;
+    for (int i = 0; i < c->n_keys && !k; i++)
+        if (c->keys[i].kind == kind && c->keys[i].group == group) k = &c->keys[i];
+    if (!k) {
+        if (c->n_keys == c->cap_keys) {
+            int cap = c->cap_keys ? 2 * c->cap_keys : 16;
+            call_key *grown = realloc(c->keys, (size_t)cap * sizeof *grown);
+            if (!grown) return -1;
+            c->keys = grown, c->cap_keys = cap;
+        }
+        int64_t *calls = calloc((size_t)c->n, sizeof *calls);
+        if (!calls) return -1;
+        k = &c->keys[c->n_keys++];
+        *k = (call_key){kind, group, calls};
+    }
+    return k->calls[me]++;
+}
+
+static slot *slot_new(int n) {
+    slot *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->present = calloc((size_t)n, 1);
+    s->buf = calloc((size_t)n, sizeof *s->buf);
+    s->prog = aligned_alloc(64, (size_t)n * sizeof *s->prog);
+    if (!s->present || !s->buf || !s->prog) {
+        slot_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* The meeting of (kind, group, occurrence), opened by whoever comes first. */
+static slot *find_slot(rt_coll *c, const rt_coll_args *a, int64_t occurrence) {
+    slot *free_slot = NULL;
+    for (int i = 0; i < c->n_slots; i++) {
+        slot *s = c->slots[i];
+        if (s->used && s->kind == a->kind && s->group == a->group && s->occurrence == occurrence) return s;
+        if (!s->used && !free_slot) free_slot = s;
+    }
+    if (!free_slot) {
+        slot **grown = realloc(c->slots, (size_t)(c->n_slots + 1) * sizeof *grown);
+        if (!grown) return NULL;
+        c->slots = grown;
+        if (!(free_slot = slot_new(c->n))) return NULL;
+        c->slots[c->n_slots++] = free_slot;
+    }
+    slot *s = free_slot;
+    s->used = 1, s->kind = a->kind, s->group = a->group, s->occurrence = occurrence;
+    s->count = a->count, s->dtype = a->dtype;
+    atomic_store(&s->arrived, 0), atomic_store(&s->failed, 0);
+    s->left = 0, s->msg[0] = 0;
+    memset(s->present, 0, (size_t)c->n);
+    for (int j = 0; j < c->n; j++) atomic_store(&s->prog[j].v, 0);
+    return s;
+}
+
+/* Joins the meeting; NULL with a message in err when that is impossible. */
+static slot *arrive(rt_coll *c, int me, const rt_coll_args *a, char *err, size_t cap) {
+    pthread_mutex_lock(&c->mu);
+    slot *s = NULL;
+    if (c->aborted) {
+        snprintf(err, cap, "%s", c->abort_msg);
+    } else {
+        int64_t occurrence = next_call(c, me, a->kind, a->group);
+        s = occurrence < 0 ? NULL : find_slot(c, a, occurrence);
+        if (!s) snprintf(err, cap, "%s: out of memory", a->label);
+    }
+    if (s) {
+        s->present[me] = 1, s->buf[me] = a->buf;
+        if (s->count != a->count || s->dtype != a->dtype) {
+            char msg[MSG_CAP];
+            snprintf(msg, sizeof msg, "%s: cpu:%d has %lld %s elements, another device %lld %s", a->label,
+                     c->base + me, (long long)a->count, ir_dtype_name(a->dtype), (long long)s->count,
+                     ir_dtype_name(s->dtype));
+            fail_locked(c, s, msg);
+        }
+        if (atomic_fetch_add(&s->arrived, 1) + 1 == c->n) pthread_cond_broadcast(&c->cv);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return s;
+}
+
+static void leave(part *p) {
+    rt_coll *c = p->c;
+    pthread_mutex_lock(&c->mu);
+    if (++p->s->left == c->n) p->s->used = 0;
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Waiting for participant j to reach value, or (j < 0) for everyone to arrive. */
+static int reached(const part *p, int j, int64_t value) {
+    if (j < 0) return atomic_load(&p->s->arrived) == p->c->n;
+    return atomic_load_explicit(&p->s->prog[j].v, memory_order_acquire) >= value;
+}
+
+/* Fails the meeting naming who is missing: those that never arrived, else j. */
+static void fail_timeout(part *p, int j) {
+    rt_coll *c = p->c;
+    char names[MSG_CAP / 2] = "", msg[MSG_CAP];
+    size_t at = 0;
+    for (int k = 0; k < c->n; k++) {
+        int missing = j < 0 ? !p->s->present[k] : k == j;
+        if (missing && at < sizeof names)
+            at += (size_t)snprintf(names + at, sizeof names - at, "%scpu:%d", at ? ", " : "", c->base + k);
+    }
+    snprintf(msg, sizeof msg, "collective timeout after %.1f s: %s is missing %s", p->timeout, p->a->label, names);
+    fail_locked(c, p->s, msg);
+}
+
+/* Spins briefly, then sleeps; -1 once the meeting has failed (or timed out). */
+static int wait_for(part *p, int j, int64_t value) {
+    for (int i = 0; i < 256; i++) {
+        if (reached(p, j, value)) return 0;
+        if (atomic_load(&p->s->failed)) return -1;
+        if (i >= 192) sched_yield();
+        else __builtin_ia32_pause();
+    }
+    rt_coll *c = p->c;
+    double dl = p->deadline;
+    struct timespec ts = {.tv_sec = (time_t)dl, .tv_nsec = (long)((dl - (double)(time_t)dl) * 1e9)};
+    atomic_fetch_add(&c->sleepers, 1);
+    pthread_mutex_lock(&c->mu);
+    while (!reached(p, j, value) && !atomic_load(&p->s->failed))
+        if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) == ETIMEDOUT && !reached(p, j, value)) {
+            fail_timeout(p, j);
+            break;
+        }
+    pthread_mutex_unlock(&c->mu);
+    atomic_fetch_sub(&c->sleepers, 1);
+    return reached(p, j, value) && !atomic_load(&p->s->failed) ? 0 : -1;
+}
+
+static void publish(part *p, int64_t value) {
+    atomic_store_explicit(&p->s->prog[p->me].v, value, memory_order_release);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load(&p->c->sleepers)) wake_all(p->c);
+}
+
+/* Everyone reaches the next phase before anyone goes on. */
+static int barrier(part *p) {
+    int64_t value = PHASE(++p->phase);
+    publish(p, value);
+    for (int j = 0; j < p->c->n; j++)
+        if (j != p->me && wait_for(p, j, value)) return -1;
+    return 0;
+}
+
+/* ---- element loops (restrict: the compiler vectorizes them) ---- */
+
+#define DEFINE_LOOPS(T, NAME)                                                                 \
+    static void add_##NAME(T *restrict dst, const T *restrict src, int64_t n) {               \
+        for (int64_t i = 0; i < n; i++) dst[i] += src[i];                                     \
+    }                                                                                         \
+    static void div_##NAME(T *restrict dst, int64_t n, T by) {                                \
+        for (int64_t i = 0; i < n; i++) dst[i] /= by;                                         \
+    }
+DEFINE_LOOPS(float, f32)
+DEFINE_LOOPS(double, f64)
+DEFINE_LOOPS(int32_t, i32)
+
+/* dst[0..n) += src[0..n) */
+static void add_into(ir_dtype t, void *dst, const void *src, int64_t n) {
+    switch (t) {
+    case IR_F32: add_f32(dst, src, n); break;
+    case IR_F64: add_f64(dst, src, n); break;
+    case IR_I32: add_i32(dst, src, n); break;
+    default: break; /* rejected in rt_coll_run */
+    }
+}
+
+static void divide(ir_dtype t, void *dst, int64_t n, int by) {
+    switch (t) {
+    case IR_F32: div_f32(dst, n, (float)by); break;
+    case IR_F64: div_f64(dst, n, (double)by); break;
+    case IR_I32: div_i32(dst, n, by); break;
+    default: break;
+    }
+}
+
+static char *at(const part *p, int j, int64_t elem) { return (char *)p->s->buf[j] + (size_t)elem * p->esize; }
+
+/* Start of chunk k of m over count elements, a multiple of 16 elements. */
+static int64_t chunk_start(int64_t count, int k, int m) {
+    if (k >= m) return count;
+    int64_t start = (count * k / m) & ~(int64_t)15;
+    return start < count ? start : count;
+}
+
+/* to[lo, hi) += from[0][lo, hi) + ... in order, block by block. */
+static void reduce_range(const part *p, int to, const int *from, int n_from, int64_t lo, int64_t hi) {
+    for (int64_t b = lo; b < hi; b += BLOCK_ELEMS) {
+        int64_t len = hi - b < BLOCK_ELEMS ? hi - b : BLOCK_ELEMS;
+        for (int k = 0; k < n_from; k++) add_into(p->a->dtype, at(p, to, b), at(p, from[k], b), len);
+    }
+}
+
+static void mean_range(const part *p, int j, int64_t lo, int64_t hi) {
+    if (p->a->mean) divide(p->a->dtype, at(p, j, lo), hi - lo, p->c->total);
+}
+
+/* ---- algorithms ---- */
+
+/* Ring over ring[0..m): reduce-scatter, in m-1 steps each adding the
+ * predecessor's partial chunk; member r then holds the sum of chunk r+1.
+ * to_all: all-gather (m-1 steps, means applied once by the chunk's owner);
+ * else each member copies its finished chunk into ring[0]'s buffer. */
+static int ring(part *p, const int *ring, int m, int to_all) {
+    int r = 0;
+    while (r < m && ring[r] != p->me) r++;
+    int64_t n = p->a->count, rs = PHASE(++p->phase);
+    if (r < m && m > 1) {
+        int prev = ring[(r + m - 1) % m];
+        for (int s = 0; s < m - 1; s++) {
+            int ch = ((r - s - 1) % m + m) % m;
+            if (s > 0 && wait_for(p, prev, rs + s)) return -1;
+            int64_t lo = chunk_start(n, ch, m), hi = chunk_start(n, ch + 1, m);
+            add_into(p->a->dtype, at(p, p->me, lo), at(p, prev, lo), hi - lo);
+            publish(p, rs + s + 1);
+        }
+    }
+    int own = (r + 1) % m; /* finished here; nobody reads it before the all-gather */
+    int64_t lo = chunk_start(n, own, m), hi = chunk_start(n, own + 1, m);
+    if (r < m && m > 1 && to_all) mean_range(p, p->me, lo, hi);
+    if (barrier(p)) return -1; /* nobody reads a partial sum any more */
+    if (r == m || m == 1) return 0;
+    if (!to_all) {
+        if (r != 0) memcpy(at(p, ring[0], lo), at(p, p->me, lo), (size_t)(hi - lo) * p->esize);
+        return 0;
+    }
+    int64_t ag = PHASE(p->phase);
+    int prev = ring[(r + m - 1) % m];
+    for (int s = 0; s < m - 1; s++) {
+        int ch = ((r - s) % m + m) % m;
+        if (s > 0 && wait_for(p, prev, ag + s)) return -1;
+        lo = chunk_start(n, ch, m), hi = chunk_start(n, ch + 1, m);
+        memcpy(at(p, p->me, lo), at(p, prev, lo), (size_t)(hi - lo) * p->esize);
+        publish(p, ag + s + 1);
+    }
+    return 0;
+}
+
+/* Members [first, first+size) reduce into first's buffer, member i doing
+ * slice i of size. */
+static int reduce_group(part *p, int first, int size) {
+    int i = p->me - first, from[size > 1 ? size - 1 : 1];
+    for (int k = 1; k < size; k++) from[k - 1] = first + k;
+    if (i >= 0 && i < size) {
+        int64_t n = p->a->count;
+        reduce_range(p, first, from, size - 1, chunk_start(n, i, size), chunk_start(n, i + 1, size));
+    }
+    return barrier(p);
+}
+
+static int group_size(int n) {
+    int g = 1;
+    while (g * g < n) g++;
+    return g < 2 ? 2 : g;
+}
+
+/* The process-level step: device 0's buffer summed across processes. */
+static int across_processes(part *p) {
+    const rt_interprocess *ip = p->c->ip;
+    if (p->me == 0) {
+        char msg[MSG_CAP];
+        double left = p->deadline - now_s();
+        if (ip->all_reduce_sum(ip->ctx, p->s->buf[0], p->a->count, p->a->dtype, left > 0 ? left : 0, p->a->label, msg,
+                               sizeof msg)) {
+            fail_slot(p, msg);
+            return -1;
+        }
+    } else {
+        p->deadline += 1.0; /* the leader's own timeout reports first */
+    }
+    return barrier(p);
+}
+
+/* Device 0's buffer holds the sum: means in parallel slices, then copies. */
+static int from_device0(part *p) {
+    int64_t n = p->a->count;
+    mean_range(p, 0, chunk_start(n, p->me, p->c->n), chunk_start(n, p->me + 1, p->c->n));
+    if (barrier(p)) return -1;
+    if (p->me) memcpy(p->s->buf[p->me], p->s->buf[0], (size_t)n * p->esize);
+    return 0;
+}
+
+static int all_reduce(part *p) {
+    rt_coll *c = p->c;
+    int n = c->n, procs = c->ip && c->ip->size > 1, all[n];
+    for (int j = 0; j < n; j++) all[j] = j;
+    if (p->a->algo == XDEV_ONE_DEVICE || n == 1 || (p->a->algo == XDEV_HIERARCHICAL && group_size(n) >= n)) {
+        if (reduce_group(p, 0, n)) return -1;
+    } else if (p->a->algo == XDEV_RING) {
+        if (ring(p, all, n, !procs)) return -1;
+        if (!procs) return 0;
+        if (barrier(p)) return -1;
+    } else { /* hierarchical: groups, then a ring of the group leaders (m >= 2) */
+        int g = group_size(n), leaders[n], m = 0;
+        for (int first = 0; first < n; first += g) leaders[m++] = first;
+        if (reduce_group(p, p->me / g * g, p->me / g * g + g <= n ? g : n - p->me / g * g)) return -1;
+        if (ring(p, leaders, m, !procs) || barrier(p)) return -1;
+        if (!procs) {
+            int leader = p->me / g * g;
+            if (p->me != leader) memcpy(p->s->buf[p->me], p->s->buf[leader], (size_t)p->a->count * p->esize);
+            return 0;
+        }
+    }
+    if (procs && across_processes(p)) return -1;
+    return from_device0(p);
+}
+
+static int broadcast(part *p, char *err, size_t cap) {
+    rt_coll *c = p->c;
+    int root = p->a->root, src = root % c->n;
+    if (root < 0 || root >= c->total) {
+        snprintf(err, cap, "%s: root replica %d is not one of %d replicas", p->a->label, root, c->total);
+        fail_slot(p, err);
+        return -1;
+    }
+    size_t bytes = (size_t)p->a->count * p->esize;
+    if (c->ip && c->ip->size > 1 && p->me == src) {
+        char msg[MSG_CAP];
+        double left = p->deadline - now_s();
+        if (c->ip->broadcast(c->ip->ctx, p->s->buf[src], (int64_t)bytes, root / c->n, left > 0 ? left : 0,
+                             p->a->label, msg, sizeof msg)) {
+            fail_slot(p, msg);
+            return -1;
+        }
+    } else if (c->ip && c->ip->size > 1) {
+        p->deadline += 1.0;
+    }
+    if (barrier(p)) return -1;
+    if (p->me != src) memcpy(p->s->buf[p->me], p->s->buf[src], bytes);
+    return 0;
+}
+
+int rt_coll_run(rt_coll *c, int device, const rt_coll_args *a, double timeout_s, char *err, size_t cap) {
+    if (device < 0 || device >= c->n) {
+        snprintf(err, cap, "%s: device %d is not one of %d local devices", a->label, device, c->n);
+        return -1;
+    }
+    if (a->kind == COLL_ALL_REDUCE && a->dtype != IR_F32 && a->dtype != IR_F64 && a->dtype != IR_I32) {
+        snprintf(err, cap, "%s: cannot sum %s elements", a->label, ir_dtype_name(a->dtype));
+        return -1;
+    }
+    slot *s = arrive(c, device, a, err, cap);
+    if (!s) return -1;
+    part p = {.c = c, .s = s, .a = a, .me = device, .esize = ir_dtype_size(a->dtype), .timeout = timeout_s};
+    p.deadline = now_s() + timeout_s;
+    int rc = wait_for(&p, -1, 0);
+    p.deadline = now_s() + timeout_s; /* each later wait has the whole timeout again */
+    if (!rc) rc = a->kind == COLL_BROADCAST ? broadcast(&p, err, cap) : all_reduce(&p);
+    if (!rc) rc = barrier(&p); /* nobody reads another's buffer after this */
+    if (rc) snprintf(err, cap, "%s", s->msg);
+    leave(&p);
+    return rc;
+}

@@ -1,0 +1,321 @@
+/* backend.c - the CPU backend: logical devices with an arena, a compute and
+ * a comm stream each (a worker thread per stream running its queue in order),
+ * events as counters with a condition variable, collectives through
+ * runtime/collectives. The first failing item stops all streams' later work
+ * until sync() reports it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_backend_impl.h"
+#include "cpu_kernels.h"
+
+static cpu_state *state(rt_backend *b) { return b->impl; }
+
+/* Makes every stream skip what is left: event waits and collectives end. */
+static void halt(cpu_state *st, const char *why) {
+    atomic_store(&st->failed, 1);
+    pthread_mutex_lock(&st->event_mu);
+    pthread_cond_broadcast(&st->event_cv);
+    pthread_mutex_unlock(&st->event_mu);
+    if (st->coll) rt_coll_abort(st->coll, why);
+}
+
+/* Keeps the first error (reported by sync) and halts every stream. */
+static void set_failure(cpu_state *st, const char *msg) {
+    pthread_mutex_lock(&st->err_mu);
+    if (!atomic_load(&st->failed)) snprintf(st->b->err, sizeof st->b->err, "%s", msg);
+    atomic_store(&st->failed, 1);
+    pthread_mutex_unlock(&st->err_mu);
+    halt(st, msg);
+}
+
+static int run_record(cpu_state *st, int event, uint64_t generation) {
+    pthread_mutex_lock(&st->event_mu);
+    if (st->event_value[event] < generation) st->event_value[event] = generation;
+    pthread_cond_broadcast(&st->event_cv);
+    pthread_mutex_unlock(&st->event_mu);
+    return 0;
+}
+
+static int run_wait(cpu_state *st, int event, uint64_t generation) {
+    pthread_mutex_lock(&st->event_mu);
+    while (st->event_value[event] < generation && !atomic_load(&st->failed))
+        pthread_cond_wait(&st->event_cv, &st->event_mu);
+    pthread_mutex_unlock(&st->event_mu);
+    return 0;
+}
+
+static int run_item(cpu_stream *s, const cpu_work *w, char *msg, size_t cap) {
+    cpu_state *st = s->st;
+    switch (w->kind) {
+    case WORK_KERNEL: return cpu_kernel_run(&w->kernel, msg, cap);
+    case WORK_COPY: memcpy(w->copy.dst, w->copy.src, w->copy.bytes); return 0;
+    case WORK_RECORD: return run_record(st, w->event.event, w->event.generation);
+    case WORK_WAIT: return run_wait(st, w->event.event, w->event.generation);
+    case WORK_COLLECTIVE:
+        return rt_coll_run(st->coll, s->device, &w->coll, st->b->collective_timeout, msg, cap);
+    }
+    return 0;
+}
+
+/* A stream's thread: runs its queue in order, skipping work after a failure. */
+static void *stream_main(void *arg) {
+    cpu_stream *s = arg;
+    char msg[sizeof s->st->b->err];
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        while (!s->count && !s->stop) pthread_cond_wait(&s->more, &s->mu);
+        if (!s->count) {
+            pthread_mutex_unlock(&s->mu);
+            return NULL;
+        }
+        cpu_work w = s->items[s->head];
+        pthread_mutex_unlock(&s->mu);
+        if (!atomic_load(&s->st->failed) && run_item(s, &w, msg, sizeof msg)) set_failure(s->st, msg);
+        pthread_mutex_lock(&s->mu);
+        s->head = (s->head + 1) % s->cap, s->count--;
+        if (!s->count) pthread_cond_broadcast(&s->idle);
+        pthread_mutex_unlock(&s->mu);
+    }
+}
+
+static int check_place(rt_backend *b, int device, int stream) {
+    if (device >= 0 && device < b->n_devices && stream >= 0 && stream < STREAM_COUNT) return 0;
+    snprintf(b->err, sizeof b->err, "cpu backend: no stream %d on device %d (%d devices)", stream, device, b->n_devices);
+    return -1;
+}
+
+/* Appends w to (device, stream)'s queue; the ring buffer doubles when full. */
+static int enqueue(rt_backend *b, int device, int stream, const cpu_work *w) {
+    if (check_place(b, device, stream)) return -1;
+    cpu_stream *s = &state(b)->streams[device * STREAM_COUNT + stream];
+    pthread_mutex_lock(&s->mu);
+    if (s->count == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 256;
+        cpu_work *items = malloc(cap * sizeof *items);
+        if (!items) {
+            pthread_mutex_unlock(&s->mu);
+            snprintf(b->err, sizeof b->err, "cpu backend: out of memory for a stream queue of %zu items", cap);
+            return -1;
+        }
+        for (size_t k = 0; k < s->count; k++) items[k] = s->items[(s->head + k) % s->cap];
+        free(s->items);
+        s->items = items, s->head = 0, s->cap = cap;
+    }
+    s->items[(s->head + s->count++) % s->cap] = *w;
+    pthread_cond_signal(&s->more);
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+}
+
+/* ---- memory: one list of 64-byte aligned blocks per device ---- */
+
+static void *cpu_alloc(rt_backend *b, int device, size_t bytes) {
+    cpu_state *st = state(b);
+    if (device < 0 || device >= b->n_devices) {
+        snprintf(b->err, sizeof b->err, "cpu backend: no device %d", device);
+        return NULL;
+    }
+    void *p = NULL;
+    if (posix_memalign(&p, 64, (bytes + 63) / 64 * 64 + 64)) {
+        snprintf(b->err, sizeof b->err, "out of memory (%zu bytes)", bytes);
+        return NULL;
+    }
+    memset(p, 0, bytes);
+    cpu_arena *a = &st->arenas[device];
+    pthread_mutex_lock(&st->arena_mu);
+    if (a->n == a->cap) {
+        int cap = a->cap ? 2 * a->cap : 8;
+        void **blocks = realloc(a->blocks, (size_t)cap * sizeof *blocks);
+        if (!blocks) {
+            pthread_mutex_unlock(&st->arena_mu);
+            free(p);
+            snprintf(b->err, sizeof b->err, "out of memory (%zu bytes)", bytes);
+            return NULL;
+        }
+        a->blocks = blocks, a->cap = cap;
+    }
+    a->blocks[a->n++] = p;
+    pthread_mutex_unlock(&st->arena_mu);
+    return p;
+}
+
+static void cpu_dealloc(rt_backend *b, int device, void *p) {
+    cpu_state *st = state(b);
+    if (!p || device < 0 || device >= b->n_devices) return;
+    cpu_arena *a = &st->arenas[device];
+    pthread_mutex_lock(&st->arena_mu);
+    for (int k = 0; k < a->n; k++)
+        if (a->blocks[k] == p) {
+            a->blocks[k] = a->blocks[--a->n];
+            free(p);
+            break;
+        }
+    pthread_mutex_unlock(&st->arena_mu);
+}
+
+/* ---- queued work ---- */
+
+static int cpu_copy(rt_backend *b, int device, int stream, void *dst, const void *src, size_t bytes) {
+    cpu_work w = {.kind = WORK_COPY, .copy = {dst, src, bytes}};
+    return enqueue(b, device, stream, &w);
+}
+
+static int cpu_launch(rt_backend *b, int device, int stream, const rt_kernel_args *k) {
+    if (check_place(b, device, stream)) return -1;
+    cpu_work w = {.kind = WORK_KERNEL, .kernel = *k};
+    return enqueue(b, device, stream, &w);
+}
+
+static int event_item(rt_backend *b, int device, int stream, cpu_work_kind kind, int event, uint64_t generation) {
+    if (event < 0 || event >= b->n_events) {
+        snprintf(b->err, sizeof b->err, "cpu backend: no event %d (%d events)", event, b->n_events);
+        return -1;
+    }
+    cpu_work w = {.kind = kind, .event = {event, generation}};
+    return enqueue(b, device, stream, &w);
+}
+
+static int cpu_record(rt_backend *b, int device, int stream, int event, uint64_t generation) {
+    return event_item(b, device, stream, WORK_RECORD, event, generation);
+}
+
+static int cpu_wait(rt_backend *b, int device, int stream, int event, uint64_t generation) {
+    return event_item(b, device, stream, WORK_WAIT, event, generation);
+}
+
+static int cpu_collective(rt_backend *b, int device, int stream, const rt_coll_args *c) {
+    if (check_place(b, device, stream)) return -1;
+    cpu_work w = {.kind = WORK_COLLECTIVE, .coll = *c};
+    return enqueue(b, device, stream, &w);
+}
+
+/* Waits until every queue is empty; after a failure clears it (reporting
+ * it once) so that the backend can run again. */
+static int cpu_sync(rt_backend *b) {
+    cpu_state *st = state(b);
+    for (int k = 0; k < b->n_devices * STREAM_COUNT; k++) {
+        cpu_stream *s = &st->streams[k];
+        pthread_mutex_lock(&s->mu);
+        while (s->count) pthread_cond_wait(&s->idle, &s->mu);
+        pthread_mutex_unlock(&s->mu);
+    }
+    if (!atomic_load(&st->failed)) return 0;
+    rt_coll_reset(st->coll);
+    atomic_store(&st->failed, 0);
+    return -1;
+}
+
+/* ---- lifetime ---- */
+
+static void stop_streams(cpu_state *st, int n) {
+    for (int k = 0; k < n; k++) {
+        cpu_stream *s = &st->streams[k];
+        pthread_mutex_lock(&s->mu);
+        s->stop = true;
+        pthread_cond_signal(&s->more);
+        pthread_mutex_unlock(&s->mu);
+    }
+    for (int k = 0; k < n; k++) {
+        cpu_stream *s = &st->streams[k];
+        if (s->started) pthread_join(s->thread, NULL);
+        pthread_mutex_destroy(&s->mu);
+        pthread_cond_destroy(&s->more), pthread_cond_destroy(&s->idle);
+        free(s->items);
+    }
+}
+
+static void cpu_shutdown(rt_backend *b) {
+    cpu_state *st = state(b);
+    if (!st) return;
+    halt(st, "cpu backend: shut down"); /* work still queued is skipped, waits end */
+    if (st->streams) stop_streams(st, b->n_devices * STREAM_COUNT);
+    for (int d = 0; st->arenas && d < b->n_devices; d++) {
+        for (int k = 0; k < st->arenas[d].n; k++) free(st->arenas[d].blocks[k]);
+        free(st->arenas[d].blocks);
+    }
+    rt_coll_free(st->coll);
+    pthread_mutex_destroy(&st->arena_mu), pthread_mutex_destroy(&st->event_mu), pthread_mutex_destroy(&st->err_mu);
+    pthread_cond_destroy(&st->event_cv);
+    free(st->streams), free(st->arenas), free(st->event_value);
+    free(st);
+    b->impl = NULL;
+}
+
+static int start_streams(rt_backend *b, cpu_state *st) {
+    int n = b->n_devices * STREAM_COUNT;
+    for (int k = 0; k < n; k++) {
+        cpu_stream *s = &st->streams[k];
+        s->st = st, s->device = k / STREAM_COUNT, s->stream = k % STREAM_COUNT;
+        pthread_mutex_init(&s->mu, NULL);
+        pthread_cond_init(&s->more, NULL), pthread_cond_init(&s->idle, NULL);
+    }
+    for (int k = 0; k < n; k++) {
+        int rc = pthread_create(&st->streams[k].thread, NULL, stream_main, &st->streams[k]);
+        if (rc) {
+            snprintf(b->err, sizeof b->err, "cpu backend: pthread_create: %s", strerror(rc));
+            return -1;
+        }
+        st->streams[k].started = true;
+    }
+    return 0;
+}
+
+static int cpu_init(rt_backend *b) {
+    if (b->n_devices < 1) {
+        snprintf(b->err, sizeof b->err, "cpu backend: %d devices", b->n_devices);
+        return -1;
+    }
+    cpu_state *st = calloc(1, sizeof *st);
+    if (!st) return snprintf(b->err, sizeof b->err, "out of memory"), -1;
+    b->impl = st, st->b = b;
+    st->streams = calloc((size_t)b->n_devices * STREAM_COUNT, sizeof *st->streams);
+    st->arenas = calloc((size_t)b->n_devices, sizeof *st->arenas);
+    st->event_value = calloc((size_t)(b->n_events > 0 ? b->n_events : 1), sizeof *st->event_value);
+    int total = b->replica_total > 0 ? b->replica_total : b->n_devices;
+    st->coll = rt_coll_new(b->n_devices, b->replica_base, total, b->ip);
+    pthread_mutex_init(&st->arena_mu, NULL), pthread_mutex_init(&st->event_mu, NULL);
+    pthread_mutex_init(&st->err_mu, NULL);
+    pthread_cond_init(&st->event_cv, NULL);
+    if (!st->streams || !st->arenas || !st->event_value || !st->coll) {
+        snprintf(b->err, sizeof b->err, "out of memory");
+        cpu_shutdown(b);
+        return -1;
+    }
+    cpu_kernels_set_threads(b->threads_per_device > 0 ? b->threads_per_device : 1);
+    if (start_streams(b, st)) {
+        char msg[sizeof b->err];
+        snprintf(msg, sizeof msg, "%s", b->err);
+        cpu_shutdown(b);
+        snprintf(b->err, sizeof b->err, "%s", msg);
+        return -1;
+    }
+    return 0;
+}
+
+static const rt_backend_i cpu_backend_i = {
+    .name = "cpu",
+    .init = cpu_init,
+    .shutdown = cpu_shutdown,
+    .alloc = cpu_alloc,
+    .dealloc = cpu_dealloc,
+    .upload = cpu_copy,
+    .download = cpu_copy,
+    .launch = cpu_launch,
+    .record = cpu_record,
+    .wait = cpu_wait,
+    .collective = cpu_collective,
+    .sync = cpu_sync,
+};
+
+rt_backend *rt_backend_cpu(void) {
+    rt_backend *b = calloc(1, sizeof *b);
+    if (!b) return NULL;
+    b->i = &cpu_backend_i;
+    b->n_devices = 1;
+    b->threads_per_device = 1;
+    b->replica_total = 1;
+    b->collective_timeout = 60.0;
+    return b;
+}

@@ -1,0 +1,63 @@
+/* cpu_backend_impl.h - the CPU backend's state: per device an arena list and
+ * STREAM_COUNT streams (a worker thread each, with a FIFO of work items);
+ * events are counters shared by all streams. Seen only by backend.c and tests. */
+#ifndef MGC_CPU_BACKEND_IMPL_H
+#define MGC_CPU_BACKEND_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "../backend.h"
+#include "../collectives.h"
+
+typedef enum {
+    WORK_KERNEL,     /* kernel: cpu_kernel_run(&kernel) */
+    WORK_COPY,       /* copy: memcpy(dst, src, bytes) */
+    WORK_RECORD,     /* event: value[event] = max(value, generation) */
+    WORK_WAIT,       /* event: later work waits until value[event] >= generation */
+    WORK_COLLECTIVE, /* coll: this device's part of a collective */
+} cpu_work_kind;
+
+typedef struct {
+    cpu_work_kind kind;
+    union {
+        rt_kernel_args kernel;
+        struct { void *dst; const void *src; size_t bytes; } copy;
+        struct { int event; uint64_t generation; } event;
+        rt_coll_args coll;
+    };
+} cpu_work;
+
+typedef struct cpu_state cpu_state;
+
+typedef struct {
+    cpu_state *st;
+    int device, stream;
+    pthread_t thread;
+    bool started, stop;
+    pthread_mutex_t mu;
+    pthread_cond_t more, idle;
+    cpu_work *items;          /* ring buffer (cap) */
+    size_t head, count, cap;  /* count includes the item running now */
+} cpu_stream;
+
+typedef struct {
+    void **blocks;            /* live allocations, 64-byte aligned */
+    int n, cap;
+} cpu_arena;
+
+struct cpu_state {
+    rt_backend *b;
+    cpu_stream *streams;      /* (n_devices * STREAM_COUNT), device-major */
+    cpu_arena *arenas;        /* (n_devices) */
+    pthread_mutex_t arena_mu;
+    uint64_t *event_value;    /* (n_events) under event_mu */
+    pthread_mutex_t event_mu;
+    pthread_cond_t event_cv;
+    _Atomic int failed;       /* first error is in b->err; every stream skips its work */
+    pthread_mutex_t err_mu;
+    rt_coll *coll;
+};
+
+#endif

@@ -1,0 +1,113 @@
+/* kernels.c - the CPU kernel table: dispatch by op, GEMM, copies and threads. */
+#include <cblas.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels_impl.h"
+
+static int n_threads = 1;
+
+int cpu_kerr(const rt_kernel_args *k, char *err, size_t cap, const char *fmt, ...) {
+    int n = snprintf(err, cap, "op '%s': ", ir_ops[k->node->op].name);
+    if (n >= 0 && (size_t)n < cap) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err + n, cap - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+void cpu_kernels_set_threads(int threads) {
+    n_threads = threads < 1 ? 1 : threads;
+    openblas_set_num_threads(n_threads);
+}
+
+int cpu_kernels_threads(void) { return n_threads; }
+
+/* C[m,n] = op(A)[m,k] x op(B)[k,n], row-major */
+static int k_matmul(const rt_kernel_args *k, char *err, size_t cap) {
+    (void)err, (void)cap;
+    const ir_shape *a = IN_SHAPE(k, 0), *b = IN_SHAPE(k, 1);
+    int ta = k->node->iattr[0] != 0, tb = k->node->iattr[1] != 0;
+    int m = (int)k->node->shape.dim[0], n = (int)k->node->shape.dim[1], kk = (int)a->dim[!ta];
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, kk, 1.0f,
+                IN_F32(k, 0), (int)a->dim[1], IN_F32(k, 1), (int)b->dim[1], 0.0f, k->out, n);
+    return 0;
+}
+
+/* reshape: output shares input 0's memory; copy only when the plan gave it its own */
+static int k_reshape(const rt_kernel_args *k, char *err, size_t cap) {
+    (void)err, (void)cap;
+    if (k->out != k->in[0]) memmove(k->out, k->in[0], (size_t)ir_node_bytes(k->node));
+    return 0;
+}
+
+/* view: elements [offset, offset + numel) of input 0 */
+static int k_view(const rt_kernel_args *k, char *err, size_t cap) {
+    (void)err, (void)cap;
+    const char *src = (const char *)k->in[0] + k->node->iattr[0] * (int64_t)ir_dtype_size(k->node->dtype);
+    if (k->out != src) memmove(k->out, src, (size_t)ir_node_bytes(k->node));
+    return 0;
+}
+
+/* shard: rows [index*n/count, (index+1)*n/count) of input 0 */
+static int k_shard(const rt_kernel_args *k, char *err, size_t cap) {
+    (void)err, (void)cap;
+    const ir_node *x = k->in_nodes[0];
+    int64_t rows = x->shape.dim[0], first = k->node->iattr[0] * rows / k->node->iattr[1];
+    int64_t row_bytes = rows ? ir_node_bytes(x) / rows : 0;
+    memcpy(k->out, (const char *)k->in[0] + first * row_bytes, (size_t)ir_node_bytes(k->node));
+    return 0;
+}
+
+/* all_reduce, before the collective: pack the gradients into the bucket (a
+ * no-op for those the memory plan already placed there) */
+static int k_pack(const rt_kernel_args *k, char *err, size_t cap) {
+    (void)err, (void)cap;
+    char *dst = k->out;
+    for (int i = 0; i < k->node->n_in; i++) {
+        size_t bytes = (size_t)ir_node_bytes(k->in_nodes[i]);
+        if (dst != k->in[i]) memcpy(dst, k->in[i], bytes);
+        dst += bytes;
+    }
+    return 0;
+}
+
+static const cpu_kernel_fn kernels[OP_COUNT] = {
+    [OP_ADD] = cpu_k_binary, [OP_SUB] = cpu_k_binary, [OP_MUL] = cpu_k_binary, [OP_DIV] = cpu_k_binary,
+    [OP_NEG] = cpu_k_unary, [OP_EXP] = cpu_k_unary, [OP_LOG] = cpu_k_unary, [OP_SQRT] = cpu_k_unary,
+    [OP_RELU] = cpu_k_unary, [OP_SIGMOID] = cpu_k_unary, [OP_TANH] = cpu_k_unary,
+    [OP_RELU_GRAD] = cpu_k_unary_grad, [OP_SIGMOID_GRAD] = cpu_k_unary_grad, [OP_TANH_GRAD] = cpu_k_unary_grad,
+    [OP_CAST] = cpu_k_cast,
+    [OP_MATMUL] = k_matmul,
+    [OP_CONV2D] = cpu_k_conv2d,
+    [OP_CONV2D_GRAD_INPUT] = cpu_k_conv2d_grad_input,
+    [OP_CONV2D_GRAD_FILTER] = cpu_k_conv2d_grad_filter,
+    [OP_MAX_POOL2D] = cpu_k_pool2d, [OP_AVG_POOL2D] = cpu_k_pool2d,
+    [OP_MAX_POOL2D_GRAD] = cpu_k_pool2d_grad, [OP_AVG_POOL2D_GRAD] = cpu_k_pool2d_grad,
+    [OP_RESHAPE] = k_reshape, [OP_VIEW] = k_view, [OP_SHARD] = k_shard,
+    [OP_REDUCE_SUM] = cpu_k_reduce, [OP_REDUCE_MEAN] = cpu_k_reduce,
+    [OP_BROADCAST_TO] = cpu_k_broadcast_to,
+    [OP_SOFTMAX] = cpu_k_softmax, [OP_SOFTMAX_GRAD] = cpu_k_softmax_grad,
+    [OP_SPARSE_XENT] = cpu_k_sparse_xent, [OP_SPARSE_XENT_GRAD] = cpu_k_sparse_xent_grad,
+    [OP_ARGMAX_MATCH] = cpu_k_argmax_match,
+    [OP_DROPOUT] = cpu_k_dropout, [OP_DROPOUT_GRAD] = cpu_k_dropout,
+    [OP_SGD_UPDATE] = cpu_k_sgd, [OP_ADAM_UPDATE] = cpu_k_adam, [OP_RMSPROP_UPDATE] = cpu_k_rmsprop,
+    [OP_ALL_REDUCE] = k_pack,
+};
+
+/* ops whose kernels read f32 data only (CAST, SHARD, RESHAPE, VIEW and the
+ * label inputs of the softmax family are checked by their kernels) */
+static bool f32_only(ir_op op) {
+    return op != OP_CAST && op != OP_SHARD && op != OP_RESHAPE && op != OP_VIEW;
+}
+
+int cpu_kernel_run(const rt_kernel_args *k, char *err, size_t cap) {
+    ir_op op = k->node->op;
+    if (!kernels[op]) return cpu_kerr(k, err, cap, "has no CPU kernel");
+    if (f32_only(op) && k->node->dtype != IR_F32)
+        return cpu_kerr(k, err, cap, "the CPU kernel takes f32, got %s", ir_dtype_name(k->node->dtype));
+    return kernels[op](k, err, cap);
+}

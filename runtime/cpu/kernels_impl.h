@@ -1,0 +1,60 @@
+/* kernels_impl.h - what the CPU kernel files share (not part of the backend API). */
+#ifndef MGC_CPU_KERNELS_IMPL_H
+#define MGC_CPU_KERNELS_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu_kernels.h"
+
+/* Compute-bound loops (division, square root) are compiled for AVX-512 and
+ * AVX2 as well, picked at load time; the project itself builds for x86-64. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CPU_CLONES
+#endif
+
+typedef int (*cpu_kernel_fn)(const rt_kernel_args *k, char *err, size_t cap);
+
+/* Writes "op 'name': <message>" into err and returns -1. */
+int cpu_kerr(const rt_kernel_args *k, char *err, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Threads a kernel may use (cpu_kernels_set_threads). */
+int cpu_kernels_threads(void);
+
+#define IN_F32(k, i) ((const float *)(k)->in[i])
+#define IN_SHAPE(k, i) (&(k)->in_nodes[i]->shape)
+#define IN_NUMEL(k, i) ir_shape_numel(IN_SHAPE(k, i))
+#define OUT_NUMEL(k) ir_shape_numel(&(k)->node->shape)
+
+/* elementwise.c */
+int cpu_k_binary(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_unary(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_unary_grad(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_broadcast_to(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_cast(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_dropout(const rt_kernel_args *k, char *err, size_t cap);
+
+/* reduce.c */
+int cpu_k_reduce(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_softmax(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_softmax_grad(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_sparse_xent(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_sparse_xent_grad(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_argmax_match(const rt_kernel_args *k, char *err, size_t cap);
+
+/* optim.c */
+int cpu_k_sgd(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_adam(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_rmsprop(const rt_kernel_args *k, char *err, size_t cap);
+
+/* dnnl.c: convolution and pooling through oneDNN */
+int cpu_k_conv2d(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_conv2d_grad_input(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_conv2d_grad_filter(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_pool2d(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_pool2d_grad(const rt_kernel_args *k, char *err, size_t cap);
+
+#endif

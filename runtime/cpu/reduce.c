@@ -1,0 +1,214 @@
+/* reduce.c - reductions (sum, mean over an axes bitmask) and the softmax
+ * family over the last axis: softmax, its gradient, sparse cross-entropy,
+ * its gradient, argmax accuracy. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("O3")
+#endif
+#include <string.h>
+
+#include "../ops_math.h"
+#include "kernels_impl.h"
+
+/* sum of x[0..n) with 16 float lanes, combined in double */
+CPU_CLONES static double sum_lanes(const float *x, int64_t n) {
+    float acc[16] = {0};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) acc[j] += x[i + j];
+    double s = 0;
+    for (int j = 0; j < 16; j++) s += acc[j];
+    for (; i < n; i++) s += x[i];
+    return s;
+}
+
+enum { COLS = 256, ROWS = 64 };
+
+/* out[i] = scale * sum_r x[r * inner + i]: columns in chunks, rows in blocks
+ * summed in float, blocks combined in double */
+CPU_CLONES static void sum_columns(float *out, const float *x, int64_t rows, int64_t inner, double scale) {
+    for (int64_t c0 = 0; c0 < inner; c0 += COLS) {
+        int64_t w = inner - c0 < COLS ? inner - c0 : COLS;
+        double acc[COLS] = {0};
+        float part[COLS];
+        for (int64_t r0 = 0; r0 < rows; r0 += ROWS) {
+            int64_t r1 = r0 + ROWS < rows ? r0 + ROWS : rows;
+            memset(part, 0, sizeof part);
+            for (int64_t r = r0; r < r1; r++) {
+                const float *row = x + r * inner + c0;
+                for (int64_t i = 0; i < w; i++) part[i] += row[i];
+            }
+            for (int64_t i = 0; i < w; i++) acc[i] += part[i];
+        }
+        for (int64_t i = 0; i < w; i++) out[c0 + i] = (float)(acc[i] * scale);
+    }
+}
+
+/* input dims collapsed into runs of kept / reduced axes */
+typedef struct {
+    int rank;
+    int64_t dim[IR_MAX_RANK];
+    int reduced[IR_MAX_RANK];
+} rdims;
+
+static rdims collapse_axes(const ir_shape *s, int64_t axes) {
+    rdims c = {0};
+    for (int i = 0; i < s->rank; i++) {
+        int r = (int)(axes >> i & 1);
+        if (s->dim[i] == 1) continue;
+        if (c.rank > 0 && c.reduced[c.rank - 1] == r) c.dim[c.rank - 1] *= s->dim[i];
+        else c.reduced[c.rank] = r, c.dim[c.rank++] = s->dim[i];
+    }
+    return c;
+}
+
+/* any pattern: accumulate element by element (more than one reduced run) */
+static void reduce_generic(float *out, const float *x, const rdims *c, int64_t n_out, double scale) {
+    int64_t ostride[IR_MAX_RANK], idx[IR_MAX_RANK] = {0}, t = 1, o = 0;
+    for (int i = c->rank - 1; i >= 0; i--) {
+        ostride[i] = c->reduced[i] ? 0 : t;
+        if (!c->reduced[i]) t *= c->dim[i];
+    }
+    memset(out, 0, (size_t)n_out * sizeof *out);
+    for (int64_t e = 0;; e++) {
+        out[o] += x[e];
+        int d = c->rank - 1;
+        for (; d >= 0; d--) {
+            o += ostride[d];
+            if (++idx[d] < c->dim[d]) break;
+            o -= ostride[d] * c->dim[d], idx[d] = 0;
+        }
+        if (d < 0) break;
+    }
+    for (int64_t i = 0; i < n_out; i++) out[i] = (float)(out[i] * scale);
+}
+
+int cpu_k_reduce(const rt_kernel_args *k, char *err, size_t cap) {
+    (void)err, (void)cap;
+    const float *x = IN_F32(k, 0);
+    float *out = k->out;
+    int64_t n_in = IN_NUMEL(k, 0), n_out = OUT_NUMEL(k);
+    double scale = k->node->op == OP_REDUCE_MEAN && n_out ? (double)n_out / (double)n_in : 1.0;
+    rdims c = collapse_axes(IN_SHAPE(k, 0), k->node->iattr[0]);
+    int n_red = 0, first = -1;
+    for (int i = 0; i < c.rank; i++)
+        if (c.reduced[i]) n_red++, first = first < 0 ? i : first;
+    if (n_red == 0) {
+        for (int64_t i = 0; i < n_out; i++) out[i] = x[i];
+    } else if (n_red == 1) { /* [outer, reduced, inner] */
+        int64_t outer = 1, inner = 1, r = c.dim[first];
+        for (int i = 0; i < first; i++) outer *= c.dim[i];
+        for (int i = first + 1; i < c.rank; i++) inner *= c.dim[i];
+        for (int64_t o = 0; o < outer; o++) {
+            if (inner == 1) out[o] = (float)(sum_lanes(x + o * r, r) * scale);
+            else sum_columns(out + o * inner, x + o * r * inner, r, inner, scale);
+        }
+    } else {
+        reduce_generic(out, x, &c, n_out, scale);
+    }
+    return 0;
+}
+
+/* ---- softmax family: rows of the last axis ---- */
+
+static float row_max(const float *x, int64_t n) {
+    float m = x[0];
+    for (int64_t j = 1; j < n; j++) m = x[j] > m ? x[j] : m;
+    return m;
+}
+
+static void softmax_row(float *y, const float *x, int64_t n) {
+    float mx = row_max(x, n);
+    double s = 0;
+    for (int64_t j = 0; j < n; j++) y[j] = mg_exp_shifted(x[j], mx), s += y[j];
+    float inv = (float)(1.0 / s);
+    for (int64_t j = 0; j < n; j++) y[j] *= inv;
+}
+
+static void rows_cols(const ir_shape *s, int64_t *rows, int64_t *cols) {
+    *cols = s->rank ? s->dim[s->rank - 1] : 1;
+    *rows = *cols ? ir_shape_numel(s) / *cols : 0;
+}
+
+int cpu_k_softmax(const rt_kernel_args *k, char *err, size_t cap) {
+    (void)err, (void)cap;
+    int64_t rows, cols;
+    rows_cols((&k->node->shape), &rows, &cols);
+    for (int64_t r = 0; r < rows; r++) softmax_row((float *)k->out + r * cols, IN_F32(k, 0) + r * cols, cols);
+    return 0;
+}
+
+/* (y, dy) -> y * (dy - sum(dy * y)) per row */
+int cpu_k_softmax_grad(const rt_kernel_args *k, char *err, size_t cap) {
+    (void)err, (void)cap;
+    int64_t rows, cols;
+    rows_cols((&k->node->shape), &rows, &cols);
+    for (int64_t r = 0; r < rows; r++) {
+        const float *y = IN_F32(k, 0) + r * cols, *dy = IN_F32(k, 1) + r * cols;
+        float *dx = (float *)k->out + r * cols;
+        double dot = 0;
+        for (int64_t j = 0; j < cols; j++) dot += (double)dy[j] * y[j];
+        for (int64_t j = 0; j < cols; j++) dx[j] = mg_softmax_grad(y[j], dy[j], (float)dot);
+    }
+    return 0;
+}
+
+/* labels must lie in [0, C) */
+static int check_labels(const rt_kernel_args *k, char *err, size_t cap, int64_t rows, int64_t cols) {
+    const int32_t *lab = k->in[1];
+    if (k->in_nodes[1]->dtype != IR_I32) return cpu_kerr(k, err, cap, "labels must be i32");
+    for (int64_t r = 0; r < rows; r++)
+        if (lab[r] < 0 || lab[r] >= cols)
+            return cpu_kerr(k, err, cap, "label %d of example %lld is outside [0, %lld)", (int)lab[r], (long long)r,
+                            (long long)cols);
+    return 0;
+}
+
+static float row_logsumexp(const float *x, int64_t n) {
+    float mx = row_max(x, n);
+    double s = 0;
+    for (int64_t j = 0; j < n; j++) s += mg_exp_shifted(x[j], mx);
+    return mg_logsumexp(mx, (float)s);
+}
+
+/* (logits [B,C], labels [B]) -> loss [B] = logsumexp(row) - row[label] */
+int cpu_k_sparse_xent(const rt_kernel_args *k, char *err, size_t cap) {
+    int64_t rows, cols;
+    rows_cols(IN_SHAPE(k, 0), &rows, &cols);
+    if (check_labels(k, err, cap, rows, cols)) return -1;
+    const int32_t *lab = k->in[1];
+    for (int64_t r = 0; r < rows; r++) {
+        const float *x = IN_F32(k, 0) + r * cols;
+        ((float *)k->out)[r] = mg_xent(row_logsumexp(x, cols), x[lab[r]]);
+    }
+    return 0;
+}
+
+/* (logits, labels, dy [B]) -> dy[b] * (softmax - onehot) */
+int cpu_k_sparse_xent_grad(const rt_kernel_args *k, char *err, size_t cap) {
+    int64_t rows, cols;
+    rows_cols(IN_SHAPE(k, 0), &rows, &cols);
+    if (check_labels(k, err, cap, rows, cols)) return -1;
+    const int32_t *lab = k->in[1];
+    const float *dy = IN_F32(k, 2);
+    for (int64_t r = 0; r < rows; r++) {
+        float *dx = (float *)k->out + r * cols;
+        softmax_row(dx, IN_F32(k, 0) + r * cols, cols);
+        for (int64_t j = 0; j < cols; j++) dx[j] = mg_xent_grad(dx[j], j == lab[r], dy[r]);
+    }
+    return 0;
+}
+
+/* (logits, labels) -> 1 where the first maximum of the row is the label */
+int cpu_k_argmax_match(const rt_kernel_args *k, char *err, size_t cap) {
+    int64_t rows, cols;
+    rows_cols(IN_SHAPE(k, 0), &rows, &cols);
+    if (k->in_nodes[1]->dtype != IR_I32) return cpu_kerr(k, err, cap, "labels must be i32");
+    const int32_t *lab = k->in[1];
+    for (int64_t r = 0; r < rows; r++) {
+        const float *x = IN_F32(k, 0) + r * cols;
+        int64_t best = 0;
+        for (int64_t j = 1; j < cols; j++) best = x[j] > x[best] ? j : best;
+        ((float *)k->out)[r] = best == lab[r] ? 1.0f : 0.0f;
+    }
+    return 0;
+}

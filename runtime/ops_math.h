@@ -1,0 +1,107 @@
+/* ops_math.h - per-element math of every op, shared by the CPU and CUDA kernels
+ * so the CPU tests check the arithmetic the GPU runs. Everything is
+ * `static inline` and free of library state; f32 in, f32 out. */
+#ifndef MGC_OPS_MATH_H
+#define MGC_OPS_MATH_H
+
+#include <math.h>
+#include <stdint.h>
+
+#ifdef __CUDACC__
+#define MG_HD __host__ __device__
+#else
+#define MG_HD
+#endif
+
+/* ---- elementwise forward ---- */
+MG_HD static inline float mg_add(float a, float b) { return a + b; }
+MG_HD static inline float mg_sub(float a, float b) { return a - b; }
+MG_HD static inline float mg_mul(float a, float b) { return a * b; }
+MG_HD static inline float mg_div(float a, float b) { return a / b; }
+MG_HD static inline float mg_neg(float x) { return -x; }
+MG_HD static inline float mg_exp(float x) { return expf(x); }
+MG_HD static inline float mg_log(float x) { return logf(x); }
+MG_HD static inline float mg_sqrt(float x) { return sqrtf(x); }
+MG_HD static inline float mg_relu(float x) { return x > 0.0f ? x : 0.0f; }
+MG_HD static inline float mg_tanh(float x) { return tanhf(x); }
+
+/* 1 / (1 + e^-x) without overflow for large |x| */
+MG_HD static inline float mg_sigmoid(float x) {
+    if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
+    float e = expf(x);
+    return e / (1.0f + e);
+}
+
+/* ---- elementwise backward: (forward input or output, dy) -> dx ---- */
+MG_HD static inline float mg_relu_grad(float x, float dy) { return x > 0.0f ? dy : 0.0f; }
+MG_HD static inline float mg_sigmoid_grad(float y, float dy) { return dy * y * (1.0f - y); }
+MG_HD static inline float mg_tanh_grad(float y, float dy) { return dy * (1.0f - y * y); }
+
+/* ---- softmax and cross-entropy (stable: shift by the row max) ---- */
+/* exp(x - max) of one element of a row whose maximum is mx */
+MG_HD static inline float mg_exp_shifted(float x, float mx) { return expf(x - mx); }
+/* log(sum(exp(x - mx))) + mx from the shifted sum */
+MG_HD static inline float mg_logsumexp(float mx, float sum_exp) { return mx + logf(sum_exp); }
+/* -log softmax[label] of a row: logsumexp - logit[label] */
+MG_HD static inline float mg_xent(float lse, float logit_label) { return lse - logit_label; }
+/* d xent / d logit_j = dy * (softmax_j - [j == label]) */
+MG_HD static inline float mg_xent_grad(float p, int is_label, float dy) { return dy * (p - (is_label ? 1.0f : 0.0f)); }
+/* softmax backward: y * (dy - sum(dy * y)) */
+MG_HD static inline float mg_softmax_grad(float y, float dy, float dot) { return y * (dy - dot); }
+
+/* ---- dropout: a keep decision from (seed, step, global element index) ---- */
+/* splitmix64 finaliser */
+MG_HD static inline uint64_t mg_hash64(uint64_t z) {
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+/* uniform in [0, 1) with 24 random bits */
+MG_HD static inline float mg_dropout_uniform(uint64_t seed, int64_t step, uint64_t index) {
+    uint64_t h = mg_hash64(mg_hash64(mg_hash64(seed) ^ (uint64_t)step) ^ index);
+    return (float)(h >> 40) * (1.0f / 16777216.0f);
+}
+/* the factor an element is multiplied by: 0 if dropped, 1/(1-rate) if kept */
+MG_HD static inline float mg_dropout_scale(uint64_t seed, int64_t step, uint64_t index, float rate) {
+    return mg_dropout_uniform(seed, step, index) >= rate ? 1.0f / (1.0f - rate) : 0.0f;
+}
+
+/* ---- optimizer updates (Keras formulas), one element each ---- */
+/* plain SGD: p -= lr * g */
+MG_HD static inline void mg_sgd(float *p, float g, float lr) { *p -= lr * g; }
+/* momentum: v = mu*v - lr*g; p += v, or with Nesterov p += mu*v - lr*g */
+MG_HD static inline void mg_sgd_momentum(float *p, float g, float *v, float lr, float mu, int nesterov) {
+    *v = mu * *v - lr * g;
+    *p += nesterov ? mu * *v - lr * g : *v;
+}
+/* Adam's step size at 1-based step t: lr * sqrt(1 - b2^t) / (1 - b1^t) */
+MG_HD static inline float mg_adam_lr_t(float lr, float b1, float b2, int64_t t) {
+    double bt1 = pow((double)b1, (double)t), bt2 = pow((double)b2, (double)t);
+    return (float)(lr * sqrt(1.0 - bt2) / (1.0 - bt1));
+}
+/* m += (g - m)(1 - b1); v += (g^2 - v)(1 - b2); p -= lr_t m / (sqrt(v) + eps);
+ * AdamW first decays p by lr * wd (decoupled, Keras). */
+MG_HD static inline void mg_adam(float *p, float g, float *m, float *v, float lr_t, float b1, float b2, float eps,
+                                 float lr_wd) {
+    *p -= lr_wd * *p;
+    *m += (g - *m) * (1.0f - b1);
+    *v += (g * g - *v) * (1.0f - b2);
+    *p -= lr_t * *m / (sqrtf(*v) + eps);
+}
+/* ms = rho*ms + (1-rho) g^2; inc = lr g / sqrt(ms + eps);
+ * with momentum: mom = mu*mom + inc, p -= mom; else p -= inc (Keras 3) */
+MG_HD static inline float mg_rmsprop_inc(float g, float *ms, float lr, float rho, float eps) {
+    *ms = rho * *ms + (1.0f - rho) * g * g;
+    return lr * g / sqrtf(*ms + eps);
+}
+MG_HD static inline void mg_rmsprop(float *p, float g, float *ms, float lr, float rho, float eps) {
+    *p -= mg_rmsprop_inc(g, ms, lr, rho, eps);
+}
+MG_HD static inline void mg_rmsprop_momentum(float *p, float g, float *ms, float *mom, float lr, float rho, float mu,
+                                             float eps) {
+    *mom = mu * *mom + mg_rmsprop_inc(g, ms, lr, rho, eps);
+    *p -= *mom;
+}
+
+#endif

@@ -1,0 +1,8 @@
+# CPU kernels: every op against a double-precision reference; kernel bench.
+add_executable(test_kernels ${MGC_SRC}/tests/kern/test_kernels.c)
+target_link_libraries(test_kernels PRIVATE mgc_runtime)
+add_test(NAME kern_kernels COMMAND test_kernels)
+
+# bench/kernels.c: ms per kernel of the mnist CNN step (run by hand, not a test)
+add_executable(bench_kernels ${MGC_SRC}/bench/kernels.c)
+target_link_libraries(bench_kernels PRIVATE mgc_runtime)

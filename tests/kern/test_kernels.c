@@ -1,0 +1,592 @@
+/* test_kernels.c - every CPU kernel against a naive double-precision
+ * reference on random inputs, one table row per case. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+
+#include "../../runtime/ops_math.h"
+#include "harness.h"
+
+typedef struct tcase tcase;
+typedef void (*ref_fn)(const one_op *t, double **in, double *out);
+
+/* how inputs are filled */
+typedef enum { R_SIGNED, R_POSITIVE, R_WIDE, R_LABELS } fill_kind;
+
+struct tcase {
+    const char *name;
+    ir_op op;
+    int n_in;
+    const char *shape[4];
+    ir_dtype dtype[4];         /* IR_F32 (0) unless given */
+    fill_kind fill[4];
+    int64_t iattr[IR_MAX_IATTR];
+    double fattr[IR_MAX_FATTR];
+    const char *given;         /* output shape for ops that carry it */
+    ir_dtype out_dtype;
+    ref_fn ref;
+};
+
+/* ---- helpers over shapes ---- */
+
+static const ir_shape *ishape(const one_op *t, int i) { return &t->in_nodes[i]->shape; }
+static const ir_shape *oshape(const one_op *t) { return &t->m->g.nodes[t->node].shape; }
+static const ir_node *onode(const one_op *t) { return &t->m->g.nodes[t->node]; }
+static int64_t numel(const ir_shape *s) { return ir_shape_numel(s); }
+
+/* flat index into s (numpy-broadcast against out) of out's flat index i */
+static int64_t bidx(const ir_shape *out, const ir_shape *s, int64_t i) {
+    int64_t r = 0, stride = 1;
+    for (int d = out->rank - 1, e = s->rank - 1; d >= 0; d--, e--) {
+        int64_t c = i % out->dim[d];
+        i /= out->dim[d];
+        if (e >= 0) {
+            if (s->dim[e] != 1) r += c * stride;
+            stride *= s->dim[e];
+        }
+    }
+    return r;
+}
+
+/* ---- references ---- */
+
+static double r_apply(ir_op op, double a, double b) {
+    switch (op) {
+    case OP_ADD: return a + b;
+    case OP_SUB: return a - b;
+    case OP_MUL: return a * b;
+    case OP_DIV: return a / b;
+    case OP_NEG: return -a;
+    case OP_EXP: return exp(a);
+    case OP_LOG: return log(a);
+    case OP_SQRT: return sqrt(a);
+    case OP_RELU: return a > 0 ? a : 0;
+    case OP_SIGMOID: return 1 / (1 + exp(-a));
+    case OP_TANH: return tanh(a);
+    case OP_RELU_GRAD: return a > 0 ? b : 0;
+    case OP_SIGMOID_GRAD: return b * a * (1 - a);
+    case OP_TANH_GRAD: return b * (1 - a * a);
+    default: return NAN;
+    }
+}
+
+static void ref_elementwise(const one_op *t, double **in, double *out) {
+    const ir_shape *o = oshape(t);
+    for (int64_t i = 0; i < numel(o); i++) {
+        double a = in[0][bidx(o, ishape(t, 0), i)], b = t->n_in > 1 ? in[1][bidx(o, ishape(t, 1), i)] : 0;
+        out[i] = r_apply(onode(t)->op, a, b);
+    }
+}
+
+static void ref_broadcast_to(const one_op *t, double **in, double *out) {
+    for (int64_t i = 0; i < numel(oshape(t)); i++) out[i] = in[0][bidx(oshape(t), ishape(t, 0), i)];
+}
+
+static void ref_copy(const one_op *t, double **in, double *out) {
+    int64_t off = onode(t)->op == OP_VIEW ? onode(t)->iattr[0] : 0;
+    if (onode(t)->op == OP_SHARD) off = onode(t)->iattr[0] * numel(oshape(t));
+    for (int64_t i = 0; i < numel(oshape(t)); i++) out[i] = in[0][off + i];
+}
+
+static void ref_cast(const one_op *t, double **in, double *out) {
+    for (int64_t i = 0; i < numel(oshape(t)); i++) {
+        double v = in[0][i];
+        if (onode(t)->dtype == IR_I32 || onode(t)->dtype == IR_U8) v = trunc(v);
+        if (onode(t)->dtype == IR_U8) v = v < 0 ? 0 : v > 255 ? 255 : v;
+        out[i] = v;
+    }
+}
+
+static void ref_matmul(const one_op *t, double **in, double *out) {
+    const ir_node *n = onode(t);
+    int ta = n->iattr[0] != 0, tb = n->iattr[1] != 0;
+    int64_t M = n->shape.dim[0], N = n->shape.dim[1], K = ishape(t, 0)->dim[!ta];
+    int64_t la = ishape(t, 0)->dim[1], lb = ishape(t, 1)->dim[1];
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double s = 0;
+            for (int64_t p = 0; p < K; p++) s += in[0][ta ? p * la + i : i * la + p] * in[1][tb ? j * lb + p : p * lb + j];
+            out[i * N + j] = s;
+        }
+}
+
+/* the forward convolution's index space: visit(x index, w index, y index) */
+typedef struct {
+    const ir_shape *x, *w, *y;
+    const int64_t *a; /* stride_h, stride_w, pad_t, pad_l */
+} conv_geom;
+
+#define CONV_LOOP(g, BODY)                                                                                   \
+    for (int64_t n_ = 0; n_ < (g).y->dim[0]; n_++)                                                           \
+        for (int64_t oh = 0; oh < (g).y->dim[1]; oh++)                                                       \
+            for (int64_t ow = 0; ow < (g).y->dim[2]; ow++)                                                   \
+                for (int64_t co = 0; co < (g).y->dim[3]; co++)                                               \
+                    for (int64_t r = 0; r < (g).w->dim[0]; r++)                                              \
+                        for (int64_t s = 0; s < (g).w->dim[1]; s++) {                                        \
+                            int64_t ih = oh * (g).a[0] - (g).a[2] + r, iw = ow * (g).a[1] - (g).a[3] + s;    \
+                            if (ih < 0 || iw < 0 || ih >= (g).x->dim[1] || iw >= (g).x->dim[2]) continue;    \
+                            for (int64_t ci = 0; ci < (g).x->dim[3]; ci++) {                                 \
+                                int64_t xi = ((n_ * (g).x->dim[1] + ih) * (g).x->dim[2] + iw) * (g).x->dim[3] + ci; \
+                                int64_t wi = ((r * (g).w->dim[1] + s) * (g).w->dim[2] + ci) * (g).w->dim[3] + co;   \
+                                int64_t yi = ((n_ * (g).y->dim[1] + oh) * (g).y->dim[2] + ow) * (g).y->dim[3] + co; \
+                                BODY;                                                                        \
+                            }                                                                                \
+                        }
+
+static void ref_conv(const one_op *t, double **in, double *out) {
+    const ir_node *n = onode(t);
+    conv_geom g = {.a = n->iattr};
+    if (n->op == OP_CONV2D) g.x = ishape(t, 0), g.w = ishape(t, 1), g.y = &n->shape;
+    else if (n->op == OP_CONV2D_GRAD_INPUT) g.x = &n->shape, g.w = ishape(t, 1), g.y = ishape(t, 0);
+    else g.x = ishape(t, 0), g.w = &n->shape, g.y = ishape(t, 1);
+    memset(out, 0, (size_t)numel(&n->shape) * sizeof *out);
+    if (n->op == OP_CONV2D) CONV_LOOP(g, out[yi] += in[0][xi] * in[1][wi])
+    else if (n->op == OP_CONV2D_GRAD_INPUT) CONV_LOOP(g, out[xi] += in[0][yi] * in[1][wi])
+    else CONV_LOOP(g, out[wi] += in[0][xi] * in[1][yi])
+}
+
+/* pooling: for each output element, the valid window positions */
+static void ref_pool(const one_op *t, double **in, double *out) {
+    const ir_node *n = onode(t);
+    const int64_t *a = n->iattr; /* k_h, k_w, stride_h, stride_w, pad_t, pad_l */
+    int grad = n->op == OP_MAX_POOL2D_GRAD || n->op == OP_AVG_POOL2D_GRAD;
+    int max = n->op == OP_MAX_POOL2D || n->op == OP_MAX_POOL2D_GRAD;
+    const ir_shape *x = ishape(t, 0), *y = grad ? ishape(t, 1) : &n->shape;
+    if (grad) memset(out, 0, (size_t)numel(x) * sizeof *out);
+    for (int64_t b = 0; b < y->dim[0]; b++)
+        for (int64_t oh = 0; oh < y->dim[1]; oh++)
+            for (int64_t ow = 0; ow < y->dim[2]; ow++)
+                for (int64_t c = 0; c < y->dim[3]; c++) {
+                    double best = -INFINITY, sum = 0;
+                    int64_t arg = -1, cnt = 0, idx[64];
+                    for (int64_t r = 0; r < a[0]; r++)
+                        for (int64_t s = 0; s < a[1]; s++) {
+                            int64_t ih = oh * a[2] - a[4] + r, iw = ow * a[3] - a[5] + s;
+                            if (ih < 0 || iw < 0 || ih >= x->dim[1] || iw >= x->dim[2]) continue;
+                            int64_t xi = ((b * x->dim[1] + ih) * x->dim[2] + iw) * x->dim[3] + c;
+                            idx[cnt++] = xi, sum += in[0][xi];
+                            if (in[0][xi] > best) best = in[0][xi], arg = xi;
+                        }
+                    int64_t yi = ((b * y->dim[1] + oh) * y->dim[2] + ow) * y->dim[3] + c;
+                    if (!grad) out[yi] = max ? best : sum / (double)cnt;
+                    else if (max) out[arg] += in[1][yi];
+                    else for (int64_t i = 0; i < cnt; i++) out[idx[i]] += in[1][yi] / (double)cnt;
+                }
+}
+
+static void ref_reduce(const one_op *t, double **in, double *out) {
+    const ir_shape *x = ishape(t, 0);
+    int64_t axes = onode(t)->iattr[0], n_out = numel(oshape(t));
+    memset(out, 0, (size_t)n_out * sizeof *out);
+    for (int64_t i = 0; i < numel(x); i++) {
+        int64_t rem = i, o = 0, stride = 1;
+        for (int d = x->rank - 1; d >= 0; d--) {
+            int64_t c = rem % x->dim[d];
+            rem /= x->dim[d];
+            if (!(axes >> d & 1)) o += c * stride, stride *= x->dim[d];
+        }
+        out[o] += in[0][i];
+    }
+    if (onode(t)->op == OP_REDUCE_MEAN)
+        for (int64_t i = 0; i < n_out; i++) out[i] *= (double)n_out / (double)numel(x);
+}
+
+static void softmax_d(const double *x, double *y, int64_t n) {
+    double mx = x[0], s = 0;
+    for (int64_t j = 1; j < n; j++) mx = fmax(mx, x[j]);
+    for (int64_t j = 0; j < n; j++) s += y[j] = exp(x[j] - mx);
+    for (int64_t j = 0; j < n; j++) y[j] /= s;
+}
+
+static void ref_softmax(const one_op *t, double **in, double *out) {
+    const ir_shape *x = ishape(t, 0);
+    int64_t C = x->dim[x->rank - 1], B = numel(x) / C;
+    for (int64_t b = 0; b < B; b++) {
+        if (onode(t)->op == OP_SOFTMAX) {
+            softmax_d(in[0] + b * C, out + b * C, C);
+            continue;
+        }
+        double dot = 0, *y = in[0] + b * C, *dy = in[1] + b * C;
+        for (int64_t j = 0; j < C; j++) dot += y[j] * dy[j];
+        for (int64_t j = 0; j < C; j++) out[b * C + j] = y[j] * (dy[j] - dot);
+    }
+}
+
+static void ref_xent(const one_op *t, double **in, double *out) {
+    int64_t B = ishape(t, 0)->dim[0], C = ishape(t, 0)->dim[1];
+    double p[256];
+    for (int64_t b = 0; b < B; b++) {
+        const double *x = in[0] + b * C;
+        int64_t lab = (int64_t)in[1][b], best = 0;
+        softmax_d(x, p, C);
+        for (int64_t j = 1; j < C; j++) best = x[j] > x[best] ? j : best;
+        if (onode(t)->op == OP_SPARSE_XENT) out[b] = -log(p[lab]);
+        else if (onode(t)->op == OP_ARGMAX_MATCH) out[b] = best == lab;
+        else for (int64_t j = 0; j < C; j++) out[b * C + j] = in[2][b] * (p[j] - (j == lab));
+    }
+}
+
+static void ref_dropout(const one_op *t, double **in, double *out) {
+    double rate = onode(t)->fattr[0];
+    for (int64_t i = 0; i < numel(oshape(t)); i++) {
+        int keep = mg_dropout_uniform((uint64_t)onode(t)->iattr[0], t->step, (uint64_t)i) >= (float)rate;
+        out[i] = keep ? in[0][i] / (1 - rate) : 0;
+    }
+}
+
+/* optimizers update in[0] and the slots in place (Keras formulas, in double) */
+static void ref_sgd(const one_op *t, double **in, double *out) {
+    (void)out;
+    double lr = onode(t)->fattr[0], mu = onode(t)->fattr[1];
+    for (int64_t i = 0; i < numel(oshape(t)); i++) {
+        double *p = &in[0][i], g = in[1][i];
+        if (t->n_in < 3) { *p -= lr * g; continue; }
+        double *v = &in[2][i];
+        *v = mu * *v - lr * g;
+        *p += onode(t)->iattr[0] ? mu * *v - lr * g : *v;
+    }
+}
+
+static void ref_adam(const one_op *t, double **in, double *out) {
+    (void)out;
+    const double *f = onode(t)->fattr;
+    double lr_t = f[0] * sqrt(1 - pow(f[2], (double)t->step)) / (1 - pow(f[1], (double)t->step));
+    for (int64_t i = 0; i < numel(oshape(t)); i++) {
+        double *p = &in[0][i], g = in[1][i], *m = &in[2][i], *v = &in[3][i];
+        *p -= f[0] * f[4] * *p;
+        *m = f[1] * *m + (1 - f[1]) * g;
+        *v = f[2] * *v + (1 - f[2]) * g * g;
+        *p -= lr_t * *m / (sqrt(*v) + f[3]);
+    }
+}
+
+static void ref_rmsprop(const one_op *t, double **in, double *out) {
+    (void)out;
+    const double *f = onode(t)->fattr; /* lr, rho, momentum, epsilon */
+    for (int64_t i = 0; i < numel(oshape(t)); i++) {
+        double *p = &in[0][i], g = in[1][i], *ms = &in[2][i];
+        *ms = f[1] * *ms + (1 - f[1]) * g * g;
+        double inc = f[0] * g / sqrt(*ms + f[3]);
+        if (t->n_in < 4) { *p -= inc; continue; }
+        in[3][i] = f[2] * in[3][i] + inc;
+        *p -= in[3][i];
+    }
+}
+
+/* ---- the table ---- */
+
+#define POOL(kh, kw, sh, sw, pt, pl, pb, pr) .iattr = {kh, kw, sh, sw, pt, pl, pb, pr}
+#define CONV(sh, sw, pt, pl, pb, pr) .iattr = {sh, sw, pt, pl, pb, pr}
+#define LAB .dtype = {0, IR_I32, 0}, .fill = {R_WIDE, R_LABELS, 0}
+
+static const tcase cases[] = {
+    {"add same", OP_ADD, 2, {"3,4,5", "3,4,5"}, .ref = ref_elementwise},
+    {"add bias row", OP_ADD, 2, {"7,10", "10"}, .ref = ref_elementwise},
+    {"add both broadcast", OP_ADD, 2, {"4,1,5", "3,5"}, .ref = ref_elementwise},
+    {"add column", OP_ADD, 2, {"6,1", "6,9"}, .ref = ref_elementwise},
+    {"sub scalar", OP_SUB, 2, {"6,7", ""}, .ref = ref_elementwise},
+    {"sub scalar left", OP_SUB, 2, {"1", "6,7"}, .ref = ref_elementwise},
+    {"sub row minus full", OP_SUB, 2, {"10", "7,10"}, .ref = ref_elementwise},
+    {"mul 4-d broadcast", OP_MUL, 2, {"2,3,1,4", "1,3,5,1"}, .ref = ref_elementwise},
+    {"mul conv bias", OP_MUL, 2, {"2,5,6,8", "8"}, .ref = ref_elementwise},
+    {"div broadcast", OP_DIV, 2, {"5,1", "5,8"}, .fill = {R_SIGNED, R_POSITIVE}, .ref = ref_elementwise},
+    {"div scalar-scalar", OP_DIV, 2, {"1,1", "1"}, .fill = {R_SIGNED, R_POSITIVE}, .ref = ref_elementwise},
+    {"neg", OP_NEG, 1, {"37"}, .ref = ref_elementwise},
+    {"exp", OP_EXP, 1, {"5,13"}, .ref = ref_elementwise},
+    {"log", OP_LOG, 1, {"5,13"}, .fill = {R_POSITIVE}, .ref = ref_elementwise},
+    {"sqrt", OP_SQRT, 1, {"5,13"}, .fill = {R_POSITIVE}, .ref = ref_elementwise},
+    {"relu", OP_RELU, 1, {"4,33"}, .ref = ref_elementwise},
+    {"sigmoid", OP_SIGMOID, 1, {"4,33"}, .fill = {R_WIDE}, .ref = ref_elementwise},
+    {"tanh", OP_TANH, 1, {"4,33"}, .fill = {R_WIDE}, .ref = ref_elementwise},
+    {"relu_grad", OP_RELU_GRAD, 2, {"3,41", "3,41"}, .ref = ref_elementwise},
+    {"sigmoid_grad", OP_SIGMOID_GRAD, 2, {"3,41", "3,41"}, .ref = ref_elementwise},
+    {"tanh_grad", OP_TANH_GRAD, 2, {"3,41", "3,41"}, .ref = ref_elementwise},
+    {"cast f32->i32", OP_CAST, 1, {"3,17"}, .fill = {R_WIDE}, .out_dtype = IR_I32, .ref = ref_cast},
+    {"cast i32->f32", OP_CAST, 1, {"3,17"}, .dtype = {IR_I32}, .fill = {R_LABELS}, .ref = ref_cast},
+    {"cast u8->f32", OP_CAST, 1, {"2,28,28"}, .dtype = {IR_U8}, .fill = {R_LABELS}, .ref = ref_cast},
+    {"cast f32->u8", OP_CAST, 1, {"40"}, .fill = {R_WIDE}, .out_dtype = IR_U8, .ref = ref_cast},
+    {"matmul", OP_MATMUL, 2, {"5,7", "7,3"}, .ref = ref_matmul},
+    {"matmul trans_a", OP_MATMUL, 2, {"7,5", "7,3"}, .iattr = {1, 0}, .ref = ref_matmul},
+    {"matmul trans_b", OP_MATMUL, 2, {"5,7", "3,7"}, .iattr = {0, 1}, .ref = ref_matmul},
+    {"matmul trans_ab", OP_MATMUL, 2, {"7,5", "3,7"}, .iattr = {1, 1}, .ref = ref_matmul},
+    {"matmul dense", OP_MATMUL, 2, {"16,300", "300,33"}, .ref = ref_matmul},
+    {"conv2d valid", OP_CONV2D, 2, {"2,9,8,3", "3,3,3,4"}, CONV(1, 1, 0, 0, 0, 0), .ref = ref_conv},
+    {"conv2d stride 2 same", OP_CONV2D, 2, {"2,9,8,3", "3,3,3,5"}, CONV(2, 2, 1, 1, 1, 1), .ref = ref_conv},
+    {"conv2d asymmetric", OP_CONV2D, 2, {"2,7,10,2", "2,3,2,5"}, CONV(2, 1, 0, 1, 1, 0), .ref = ref_conv},
+    {"conv2d mnist", OP_CONV2D, 2, {"4,28,28,1", "3,3,1,32"}, CONV(1, 1, 0, 0, 0, 0), .ref = ref_conv},
+    {"conv2d_grad_input valid", OP_CONV2D_GRAD_INPUT, 2, {"2,7,6,4", "3,3,3,4"}, CONV(1, 1, 0, 0, 0, 0),
+     .given = "2,9,8,3", .ref = ref_conv},
+    {"conv2d_grad_input stride 2", OP_CONV2D_GRAD_INPUT, 2, {"2,5,4,5", "3,3,3,5"}, CONV(2, 2, 1, 1, 1, 1),
+     .given = "2,9,8,3", .ref = ref_conv},
+    {"conv2d_grad_input asymmetric", OP_CONV2D_GRAD_INPUT, 2, {"2,4,9,5", "2,3,2,5"}, CONV(2, 1, 0, 1, 1, 0),
+     .given = "2,7,10,2", .ref = ref_conv},
+    {"conv2d_grad_filter valid", OP_CONV2D_GRAD_FILTER, 2, {"2,9,8,3", "2,7,6,4"}, CONV(1, 1, 0, 0, 0, 0),
+     .given = "3,3,3,4", .ref = ref_conv},
+    {"conv2d_grad_filter stride 2", OP_CONV2D_GRAD_FILTER, 2, {"2,9,8,3", "2,5,4,5"}, CONV(2, 2, 1, 1, 1, 1),
+     .given = "3,3,3,5", .ref = ref_conv},
+    {"conv2d_grad_filter asymmetric", OP_CONV2D_GRAD_FILTER, 2, {"2,7,10,2", "2,4,9,5"}, CONV(2, 1, 0, 1, 1, 0),
+     .given = "2,3,2,5", .ref = ref_conv},
+    {"conv2d_grad_filter mnist", OP_CONV2D_GRAD_FILTER, 2, {"8,28,28,1", "8,26,26,32"}, CONV(1, 1, 0, 0, 0, 0),
+     .given = "3,3,1,32", .ref = ref_conv},
+    {"max_pool2d 2x2", OP_MAX_POOL2D, 1, {"2,8,6,3"}, POOL(2, 2, 2, 2, 0, 0, 0, 0), .ref = ref_pool},
+    {"max_pool2d 3x3 s2 pad", OP_MAX_POOL2D, 1, {"2,9,7,3"}, POOL(3, 3, 2, 2, 1, 1, 1, 1), .ref = ref_pool},
+    {"max_pool2d 2x3 odd", OP_MAX_POOL2D, 1, {"3,7,9,2"}, POOL(2, 3, 2, 1, 0, 1, 0, 0), .ref = ref_pool},
+    {"avg_pool2d 2x2", OP_AVG_POOL2D, 1, {"2,8,6,3"}, POOL(2, 2, 2, 2, 0, 0, 0, 0), .ref = ref_pool},
+    {"avg_pool2d 3x3 s2 pad", OP_AVG_POOL2D, 1, {"2,9,7,3"}, POOL(3, 3, 2, 2, 1, 1, 1, 1), .ref = ref_pool},
+    {"max_pool2d_grad 2x2", OP_MAX_POOL2D_GRAD, 2, {"2,8,6,3", "2,4,3,3"}, POOL(2, 2, 2, 2, 0, 0, 0, 0),
+     .ref = ref_pool},
+    {"max_pool2d_grad 3x3 s2 pad", OP_MAX_POOL2D_GRAD, 2, {"2,9,7,3", "2,5,4,3"}, POOL(3, 3, 2, 2, 1, 1, 1, 1),
+     .ref = ref_pool},
+    {"max_pool2d_grad mnist", OP_MAX_POOL2D_GRAD, 2, {"4,26,26,32", "4,13,13,32"}, POOL(2, 2, 2, 2, 0, 0, 0, 0),
+     .ref = ref_pool},
+    {"avg_pool2d_grad 2x2", OP_AVG_POOL2D_GRAD, 2, {"2,8,6,3", "2,4,3,3"}, POOL(2, 2, 2, 2, 0, 0, 0, 0),
+     .ref = ref_pool},
+    {"avg_pool2d_grad 3x3 s2 pad", OP_AVG_POOL2D_GRAD, 2, {"2,9,7,3", "2,5,4,3"}, POOL(3, 3, 2, 2, 1, 1, 1, 1),
+     .ref = ref_pool},
+    {"reshape", OP_RESHAPE, 1, {"4,6"}, .given = "2,12", .ref = ref_copy},
+    {"view", OP_VIEW, 1, {"40"}, .iattr = {7}, .given = "3,5", .ref = ref_copy},
+    {"shard f32", OP_SHARD, 1, {"12,5"}, .iattr = {2, 3}, .ref = ref_copy},
+    {"shard i32", OP_SHARD, 1, {"12"}, .dtype = {IR_I32}, .fill = {R_LABELS}, .iattr = {1, 4}, .ref = ref_copy},
+    {"reduce_sum axis 0", OP_REDUCE_SUM, 1, {"64,10"}, .iattr = {1}, .ref = ref_reduce},
+    {"reduce_sum last", OP_REDUCE_SUM, 1, {"6,35"}, .iattr = {2}, .ref = ref_reduce},
+    {"reduce_sum conv bias", OP_REDUCE_SUM, 1, {"8,26,26,32"}, .iattr = {7}, .ref = ref_reduce},
+    {"reduce_sum middle keepdims", OP_REDUCE_SUM, 1, {"3,4,5"}, .iattr = {2, 1}, .ref = ref_reduce},
+    {"reduce_sum outer+inner", OP_REDUCE_SUM, 1, {"3,4,5"}, .iattr = {5}, .ref = ref_reduce},
+    {"reduce_sum all", OP_REDUCE_SUM, 1, {"3,4,5"}, .iattr = {7}, .ref = ref_reduce},
+    {"reduce_sum none", OP_REDUCE_SUM, 1, {"3,4"}, .iattr = {0}, .ref = ref_reduce},
+    {"reduce_mean batch", OP_REDUCE_MEAN, 1, {"64"}, .iattr = {1}, .ref = ref_reduce},
+    {"reduce_mean axes 1,3 keepdims", OP_REDUCE_MEAN, 1, {"2,3,4,5"}, .iattr = {10, 1}, .ref = ref_reduce},
+    {"broadcast_to", OP_BROADCAST_TO, 1, {"3,1"}, .given = "2,3,4", .ref = ref_broadcast_to},
+    {"broadcast_to row", OP_BROADCAST_TO, 1, {"5"}, .given = "4,5", .ref = ref_broadcast_to},
+    {"softmax", OP_SOFTMAX, 1, {"5,7"}, .fill = {R_WIDE}, .ref = ref_softmax},
+    {"softmax 3-d", OP_SOFTMAX, 1, {"2,3,11"}, .fill = {R_WIDE}, .ref = ref_softmax},
+    {"softmax_grad", OP_SOFTMAX_GRAD, 2, {"5,7", "5,7"}, .fill = {R_POSITIVE, R_SIGNED}, .ref = ref_softmax},
+    {"sparse_xent", OP_SPARSE_XENT, 2, {"64,10", "64"}, LAB, .ref = ref_xent},
+    {"sparse_xent_grad", OP_SPARSE_XENT_GRAD, 3, {"64,10", "64", "64"}, .dtype = {0, IR_I32, 0},
+     .fill = {R_WIDE, R_LABELS, R_SIGNED}, .ref = ref_xent},
+    {"argmax_match", OP_ARGMAX_MATCH, 2, {"64,10", "64"}, LAB, .ref = ref_xent},
+    {"dropout", OP_DROPOUT, 1, {"8,50"}, .iattr = {42}, .fattr = {0.3}, .ref = ref_dropout},
+    {"dropout_grad", OP_DROPOUT_GRAD, 1, {"8,50"}, .iattr = {42}, .fattr = {0.3}, .ref = ref_dropout},
+    {"sgd", OP_SGD_UPDATE, 2, {"33", "33"}, .fattr = {0.1}, .ref = ref_sgd},
+    {"sgd momentum", OP_SGD_UPDATE, 3, {"33", "33", "33"}, .fattr = {0.1, 0.9}, .ref = ref_sgd},
+    {"sgd nesterov", OP_SGD_UPDATE, 3, {"33", "33", "33"}, .iattr = {1}, .fattr = {0.1, 0.9}, .ref = ref_sgd},
+    {"adam", OP_ADAM_UPDATE, 4, {"4,9", "4,9", "4,9", "4,9"}, .fill = {0, 0, 0, R_POSITIVE},
+     .fattr = {1e-3, 0.9, 0.999, 1e-7, 0}, .ref = ref_adam},
+    {"adamw", OP_ADAM_UPDATE, 4, {"4,9", "4,9", "4,9", "4,9"}, .fill = {0, 0, 0, R_POSITIVE},
+     .fattr = {1e-3, 0.9, 0.999, 1e-7, 0.004}, .ref = ref_adam},
+    {"rmsprop", OP_RMSPROP_UPDATE, 3, {"21", "21", "21"}, .fill = {0, 0, R_POSITIVE},
+     .fattr = {1e-3, 0.9, 0, 1e-7}, .ref = ref_rmsprop},
+    {"rmsprop momentum", OP_RMSPROP_UPDATE, 4, {"21", "21", "21", "21"}, .fill = {0, 0, R_POSITIVE},
+     .fattr = {1e-3, 0.9, 0.5, 1e-7}, .ref = ref_rmsprop},
+};
+
+/* ---- the driver ---- */
+
+static uint64_t rng = 88172645463325252ull;
+static double uniform(void) { /* [0, 1) */
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+static double draw(fill_kind f, const one_op *t, ir_dtype dt) {
+    int64_t classes = t->in_nodes[0]->shape.rank == 2 ? t->in_nodes[0]->shape.dim[1] : 10;
+    switch (f) {
+    case R_POSITIVE: return 0.1 + 1.9 * uniform();
+    case R_WIDE: return dt == IR_F32 ? 20 * uniform() - 10 : 300 * uniform() - 20;
+    case R_LABELS: return floor(uniform() * (dt == IR_U8 ? 256 : (double)classes));
+    default: return 2 * uniform() - 1;
+    }
+}
+
+static void fill(const tcase *c, one_op *t, double **ref_in) {
+    for (int i = 0; i < t->n_in; i++) {
+        ir_dtype dt = t->in_nodes[i]->dtype;
+        int64_t n = numel(&t->in_nodes[i]->shape);
+        for (int64_t j = 0; j < n; j++) {
+            double v = draw(c->fill[i], t, dt);
+            if (dt == IR_F32) ((float *)t->in[i])[j] = (float)v, ref_in[i][j] = (float)v;
+            else if (dt == IR_I32) ((int32_t *)t->in[i])[j] = (int32_t)v, ref_in[i][j] = (int32_t)v;
+            else ((uint8_t *)t->in[i])[j] = (uint8_t)v, ref_in[i][j] = (uint8_t)v;
+        }
+    }
+}
+
+static double get(const void *p, ir_dtype dt, int64_t i) {
+    return dt == IR_F32 ? ((const float *)p)[i] : dt == IR_I32 ? ((const int32_t *)p)[i] : ((const uint8_t *)p)[i];
+}
+
+/* |got - want| <= 1e-5 (|want| + rms(want)); integers exactly */
+static int compare(const char *name, const char *what, const void *got, ir_dtype dt, const double *want, int64_t n) {
+    double rms = 0;
+    for (int64_t i = 0; i < n; i++) rms += want[i] * want[i];
+    rms = sqrt(rms / (double)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++) {
+        double g = get(got, dt, i), tol = dt == IR_F32 ? 1e-5 * (fabs(want[i]) + rms) : 0;
+        if (!(fabs(g - want[i]) <= tol)) {
+            fprintf(stderr, "FAIL %s: %s[%lld] = %.9g, reference %.9g\n", name, what, (long long)i, g, want[i]);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int run_case(const tcase *c) {
+    ir_shape shapes[4], given;
+    ir_dtype dt[4];
+    for (int i = 0; i < c->n_in; i++) shapes[i] = kh_shape(c->shape[i]), dt[i] = c->dtype[i];
+    if (c->given) given = kh_shape(c->given);
+    one_op t;
+    char err[256];
+    if (kh_build(&t, c->op, c->n_in, shapes, dt, c->iattr, c->fattr, c->given ? &given : NULL, c->out_dtype, err,
+                 sizeof err)) {
+        fprintf(stderr, "FAIL %s: shape rule: %s\n", c->name, err);
+        kh_free(&t);
+        return 1;
+    }
+    t.step = 3;
+    double *ref_in[4], *ref_out = calloc((size_t)numel(oshape(&t)) + 1, sizeof(double));
+    for (int i = 0; i < c->n_in; i++) ref_in[i] = calloc((size_t)numel(shapes + i) + 1, sizeof(double));
+    fill(c, &t, ref_in);
+    int bad = 0;
+    for (int rep = 0; rep < 2 && !bad; rep++) /* twice: the second run uses cached primitives */
+        if (rep == 0 || !(ir_ops[c->op].flags & OPF_INPLACE)) {
+            if (kh_run(&t, err, sizeof err)) {
+                fprintf(stderr, "FAIL %s: %s\n", c->name, err);
+                bad = 1;
+            }
+        }
+    c->ref(&t, ref_in, ref_out);
+    if (!bad && ir_ops[c->op].flags & OPF_INPLACE) {
+        for (int i = 0; i < c->n_in && !bad; i++)
+            if (i != 1) bad = compare(c->name, i ? "slot" : "param", t.in[i], IR_F32, ref_in[i], numel(shapes + i));
+    } else if (!bad) {
+        bad = compare(c->name, "out", t.out, onode(&t)->dtype, ref_out, numel(oshape(&t)));
+    }
+    for (int i = 0; i < c->n_in; i++) free(ref_in[i]);
+    free(ref_out);
+    kh_free(&t);
+    return bad;
+}
+
+/* labels outside [0, C) are a runtime error naming the label */
+static int test_bad_label(void) {
+    ir_shape s[2] = {kh_shape("3,10"), kh_shape("3")};
+    one_op t;
+    char err[256] = "";
+    int bad = kh_build(&t, OP_SPARSE_XENT, 2, s, (ir_dtype[]){IR_F32, IR_I32}, (int64_t[8]){0}, (double[6]){0}, NULL,
+                       0, err, sizeof err);
+    memset(t.in[0], 0, 30 * sizeof(float));
+    ((int32_t *)t.in[1])[0] = 1, ((int32_t *)t.in[1])[1] = 10, ((int32_t *)t.in[1])[2] = 2;
+    const char *want = "op 'sparse_xent': label 10 of example 1 is outside [0, 10)";
+    if (bad || kh_run(&t, err, sizeof err) != -1 || strcmp(err, want)) {
+        fprintf(stderr, "FAIL bad label: got '%s', want '%s'\n", err, want);
+        bad = 1;
+    }
+    kh_free(&t);
+    return bad;
+}
+
+/* dropout keeps about 1 - rate of the elements, and other replicas differ */
+static int test_dropout_stats(void) {
+    ir_shape s = kh_shape("100000");
+    one_op t;
+    char err[256];
+    int bad = kh_build(&t, OP_DROPOUT, 1, &s, (ir_dtype[]){IR_F32}, (int64_t[8]){7}, (double[6]){0.25}, NULL, 0, err,
+                       sizeof err);
+    for (int i = 0; i < 100000; i++) ((float *)t.in[0])[i] = 1;
+    bad |= kh_run(&t, err, sizeof err);
+    float first = ((float *)t.out)[0];
+    int kept = 0, same = 0;
+    for (int i = 0; i < 100000; i++) kept += ((float *)t.out)[i] != 0;
+    t.args.replica = 1;
+    float *r0 = malloc(100000 * sizeof *r0);
+    memcpy(r0, t.out, 100000 * sizeof *r0);
+    bad |= kh_run(&t, err, sizeof err);
+    for (int i = 0; i < 100000; i++) same += r0[i] == ((float *)t.out)[i];
+    if (bad || kept < 74000 || kept > 76000 || same > 70000 || !(first == 0 || fabsf(first - 4.0f / 3) < 1e-6f)) {
+        fprintf(stderr, "FAIL dropout stats: kept %d of 100000 at rate 0.25, %d equal across replicas\n", kept, same);
+        bad = 1;
+    }
+    free(r0);
+    kh_free(&t);
+    return bad;
+}
+
+/* the oneDNN and GEMM cases again on two threads (primitives are rebuilt) */
+static int test_two_threads(int *count) {
+    int failed = 0;
+    cpu_kernels_set_threads(2);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        ir_op op = cases[i].op;
+        if (op == OP_MATMUL || (op >= OP_CONV2D && op <= OP_AVG_POOL2D_GRAD)) failed += run_case(&cases[i]), ++*count;
+    }
+    cpu_kernels_set_threads(1);
+    return failed;
+}
+
+/* ---- device threads run kernels concurrently: each builds its primitives
+ * at the same moment as the other and gets the single-thread result ---- */
+
+typedef struct {
+    one_op op[2];      /* conv2d, max_pool2d_grad of one "replica" */
+    int failed;
+} replica_work;
+
+static int build_replica(replica_work *w) {
+    char err[256];
+    ir_shape conv_in[2] = {kh_shape("16,28,28,1"), kh_shape("3,3,1,32")};
+    ir_shape pool_in[2] = {kh_shape("16,26,26,32"), kh_shape("16,13,13,32")};
+    ir_dtype f[2] = {IR_F32, IR_F32};
+    if (kh_build(&w->op[0], OP_CONV2D, 2, conv_in, f, (int64_t[8]){1, 1}, (double[6]){0}, NULL, 0, err, sizeof err) ||
+        kh_build(&w->op[1], OP_MAX_POOL2D_GRAD, 2, pool_in, f, (int64_t[8]){2, 2, 2, 2}, (double[6]){0}, NULL, 0, err,
+                 sizeof err))
+        return fprintf(stderr, "FAIL concurrent: %s\n", err), 1;
+    for (int o = 0; o < 2; o++)
+        for (int i = 0; i < 2; i++) {
+            float *p = w->op[o].in[i];
+            for (int64_t j = 0; j < numel(&w->op[o].in_nodes[i]->shape); j++) p[j] = (float)(2 * uniform() - 1);
+        }
+    return 0;
+}
+
+static void *replica_main(void *arg) {
+    replica_work *w = arg;
+    char err[256];
+    for (int rep = 0; rep < 20 && !w->failed; rep++)
+        for (int o = 0; o < 2; o++)
+            if (kh_run(&w->op[o], err, sizeof err)) w->failed = 1, fprintf(stderr, "FAIL concurrent: %s\n", err);
+    return NULL;
+}
+
+static int test_concurrent(void) {
+    replica_work w[2] = {0};
+    int failed = build_replica(&w[0]) | build_replica(&w[1]);
+    pthread_t th[2];
+    for (int r = 0; r < 2 && !failed; r++) pthread_create(&th[r], NULL, replica_main, &w[r]);
+    for (int r = 0; r < 2 && !failed; r++) pthread_join(th[r], NULL);
+    for (int r = 0; r < 2 && !failed; r++) {
+        failed |= w[r].failed;
+        for (int o = 0; o < 2 && !failed; o++) { /* again on this thread, compared bit for bit */
+            size_t bytes = (size_t)ir_node_bytes(onode(&w[r].op[o]));
+            float *got = malloc(bytes);
+            char err[256];
+            memcpy(got, w[r].op[o].out, bytes);
+            failed |= kh_run(&w[r].op[o], err, sizeof err) || memcmp(got, w[r].op[o].out, bytes);
+            free(got);
+        }
+    }
+    for (int r = 0; r < 2; r++) kh_free(&w[r].op[0]), kh_free(&w[r].op[1]);
+    if (failed) fprintf(stderr, "FAIL concurrent: results differ from the single-thread run\n");
+    return failed;
+}
+
+int main(void) {
+    int n = (int)(sizeof cases / sizeof *cases), failed = 0;
+    for (int i = 0; i < n; i++) failed += run_case(&cases[i]);
+    failed += test_two_threads(&n);
+    failed += test_bad_label();
+    failed += test_dropout_stats();
+    failed += test_concurrent();
+    printf("%d kernel cases, %d failed\n", n + 3, failed);
+    return failed != 0;
+}

@@ -76,6 +76,8 @@ static void expect_error(const bytes *b, size_t n, const char *want) {
     CHECK_STR(err, full);
 }
 
+static bool same_mem(const void *a, const void *b, size_t n) { return n == 0 || !memcmp(a, b, n); }
+
 static bool same_str(const char *a, const char *b) { return (!a && !b) || (a && b && !strcmp(a, b)); }
 
 static void compare_nodes(const ir_module *a, const ir_module *b) {
@@ -83,7 +85,7 @@ static void compare_nodes(const ir_module *a, const ir_module *b) {
     for (int i = 0; i < a->g.n; i++) {
         const ir_node *x = &a->g.nodes[i], *y = &b->g.nodes[i];
         CHECK(x->op == y->op && x->dtype == y->dtype && ir_shape_eq(&x->shape, &y->shape) && x->n_in == y->n_in);
-        CHECK(!memcmp(x->in, y->in, (size_t)x->n_in * sizeof *x->in));
+        CHECK(same_mem(x->in, y->in, (size_t)x->n_in * sizeof *x->in));
         CHECK(!memcmp(x->iattr, y->iattr, sizeof x->iattr) && !memcmp(x->fattr, y->fattr, sizeof x->fattr));
         CHECK(same_str(x->name, y->name) && same_str(x->loc.file, y->loc.file));
         CHECK(x->loc.line == y->loc.line && x->loc.col == y->loc.col && x->programs == y->programs);
@@ -93,14 +95,17 @@ static void compare_nodes(const ir_module *a, const ir_module *b) {
 
 static void compare_interface(const ir_module *a, const ir_module *b) {
     CHECK(same_str(a->model_name, b->model_name) && same_str(a->source_file, b->source_file));
-    CHECK(a->n_inputs == b->n_inputs && !memcmp(a->inputs, b->inputs, (size_t)a->n_inputs * sizeof(int)));
+    CHECK(a->n_inputs == b->n_inputs && same_mem(a->inputs, b->inputs, (size_t)a->n_inputs * sizeof(int)));
     CHECK(a->loss == b->loss && a->output == b->output && a->n_metrics == b->n_metrics);
     for (int k = 0; k < a->n_metrics; k++)
         CHECK(same_str(a->metrics[k].name, b->metrics[k].name) && a->metrics[k].node == b->metrics[k].node);
-    CHECK(a->n_params == b->n_params && !memcmp(a->params, b->params, (size_t)a->n_params * sizeof(int)));
+    CHECK(a->n_params == b->n_params && same_mem(a->params, b->params, (size_t)a->n_params * sizeof(int)));
     CHECK((a->grads == NULL) == (b->grads == NULL));
-    if (a->grads) CHECK(!memcmp(a->grads, b->grads, (size_t)a->n_params * sizeof(int)));
-    CHECK(a->has_train == b->has_train && !memcmp(&a->opt, &b->opt, sizeof a->opt));
+    if (a->grads) CHECK(same_mem(a->grads, b->grads, (size_t)a->n_params * sizeof(int)));
+    const ir_optimizer *o = &a->opt, *q = &b->opt;
+    CHECK(a->has_train == b->has_train && o->kind == q->kind && o->lr == q->lr && o->beta1 == q->beta1);
+    CHECK(o->beta2 == q->beta2 && o->epsilon == q->epsilon && o->weight_decay == q->weight_decay);
+    CHECK(o->momentum == q->momentum && o->rho == q->rho && o->nesterov == q->nesterov);
     CHECK(a->batch_per_replica == b->batch_per_replica && a->global_batch == b->global_batch);
 }
 
@@ -111,7 +116,7 @@ static void compare_plan(const ir_module *a, const ir_module *b) {
     CHECK(a->n_buckets == b->n_buckets);
     for (int k = 0; k < a->n_buckets; k++) {
         CHECK(a->buckets[k].bytes == b->buckets[k].bytes && a->buckets[k].n_grads == b->buckets[k].n_grads);
-        CHECK(!memcmp(a->buckets[k].grads, b->buckets[k].grads, (size_t)a->buckets[k].n_grads * sizeof(int)));
+        CHECK(same_mem(a->buckets[k].grads, b->buckets[k].grads, (size_t)a->buckets[k].n_grads * sizeof(int)));
     }
     CHECK((a->arena_bytes == NULL) == (b->arena_bytes == NULL));
     for (int d = 0; a->arena_bytes && d < a->n_devices; d++)
@@ -120,7 +125,7 @@ static void compare_plan(const ir_module *a, const ir_module *b) {
     for (int s = 0; s < a->n_sched; s++) {
         const ir_sched_list *x = &a->sched[s], *y = &b->sched[s];
         CHECK(x->program == y->program && x->device == y->device && x->stream == y->stream && x->n == y->n);
-        CHECK(!memcmp(x->items, y->items, (size_t)x->n * sizeof *x->items));
+        CHECK(same_mem(x->items, y->items, (size_t)x->n * sizeof *x->items));
     }
     CHECK(a->n_sources == b->n_sources);
     for (int k = 0; k < a->n_sources; k++)

@@ -125,7 +125,7 @@ static void test_event_problems(void) {
     EXPECT_PROBLEM(m->sched[1].items[3].kind = SCHED_WAIT, "schedule: event 4 is waited on but never recorded");
     EXPECT_PROBLEM(m->sched[1].items[0].kind = SCHED_RECORD, "schedule list 1 item 0: event 0 recorded twice");
     EXPECT_PROBLEM(m->sched[1].items[0].kind = 9, "schedule list 1 item 0: kind 9 out of range");
-    EXPECT_PROBLEM(m->n_events = 100, "schedule: 100 events but only 60 items");
+    EXPECT_PROBLEM(m->n_events = 100, "schedule: 100 events but only 62 items");
 }
 
 static void test_pass_shapes(void) {

@@ -12,17 +12,17 @@ export OMP_NUM_THREADS=1
 mgc_ips() { # devices -> images/s of the training steps (history, no evaluation time)
   build/mgc compile examples/mnist_cnn.mg --devices "$1" -o "$tmp/p.mgx" 2>/dev/null
   build/mgc run "$tmp/p.mgx" --steps "$steps" --history "$tmp/h.jsonl" >/dev/null
-  python3 -c "import json,sys; print(round(json.loads(open(sys.argv[1]).readlines()[-1])['images_per_sec']))" "$tmp/h.jsonl"
+  /usr/bin/python3 -c "import json,sys; print(round(json.loads(open(sys.argv[1]).readlines()[-1])['images_per_sec']))" "$tmp/h.jsonl"
 }
 
 one=$(taskset -c 0 bash -c "$(declare -f mgc_ips); tmp=$tmp steps=$steps mgc_ips cpu:0")
-torch=$(taskset -c 0 python3 bench/torch_cnn.py "$steps" 64 1)
+torch=$(taskset -c 0 /usr/bin/python3 bench/torch_cnn.py "$steps" 64 1)
 two=$(mgc_ips cpu:0,cpu:1)
 printf "%-40s %10s\n" "run (seed CNN, Adam, batch 64/replica)" "images/s"
-printf "%-40s %10s\n" "pytorch $(python3 -c 'import torch;print(torch.__version__)'), 1 thread, 1 core" "$torch"
+printf "%-40s %10s\n" "pytorch $(/usr/bin/python3 -c 'import torch;print(torch.__version__)'), 1 thread, 1 core" "$torch"
 printf "%-40s %10s\n" "mgc, cpu:0, 1 core" "$one"
 printf "%-40s %10s\n" "mgc, cpu:0,cpu:1, 2 cores" "$two"
-python3 - "$torch" "$one" "$two" <<'PY'
+/usr/bin/python3 - "$torch" "$one" "$two" <<'PY'
 import sys
 t, one, two = map(float, sys.argv[1:])
 print(f"mgc / pytorch (1 core):        {one / t:.2f}x   (target >= 3x)")

@@ -88,6 +88,7 @@ typedef struct {
     ir_diag *d;
     ast_arena *a;
     const char *stdlib_dir;
+    const pass_options *o;
     source_file *files;
     int n_files;
     const ast_decl **fns;
@@ -968,7 +969,10 @@ static bool valid_module_name(const char *s) {
 static void load_file(elab *c, const char *path, const char *module, ir_loc use_loc) {
     for (int i = 0; i < c->n_files; i++)
         if (module && c->files[i].module && !strcmp(c->files[i].module, module)) return;
-    char *text = fe_read_file(path);
+    char *text = NULL;
+    for (int i = 0; c->o && i < c->o->n_sources && !text; i++)
+        if (!strcmp(c->o->sources[i].path, path)) text = strdup(c->o->sources[i].text);
+    if (!text) text = fe_read_file(path);
     if (!text) {
         if (module) err(c, use_loc, "no module named '%s'", module);
         else err(c, (ir_loc){0}, "cannot read %s: %s", path, strerror(errno));
@@ -1053,7 +1057,7 @@ static void elab_program(elab *c, const pass_options *o) {
 }
 
 ir_module *pass_elaborate(const char *path, const char *stdlib_dir, ir_diag *d, const pass_options *o) {
-    elab c = {.m = ir_module_new(), .d = d, .a = ast_arena_new(), .stdlib_dir = stdlib_dir ? stdlib_dir : "stdlib"};
+    elab c = {.m = ir_module_new(), .d = d, .a = ast_arena_new(), .stdlib_dir = stdlib_dir ? stdlib_dir : "stdlib", .o = o};
     int errors = ir_diag_errors(d);
     c.m->source_file = ir_intern(c.m, path);
     load_all(&c, path);

@@ -21,6 +21,8 @@ typedef struct {
     int n_devices;                /* resolved device list (the CLI resolves --devices) */
     const ir_device *devices;
     bool quiet;                   /* no announcements */
+    int n_sources;                /* elaborate reads these texts (by path) instead */
+    const ir_source *sources;     /*   of the files: re-planning a loaded plan */
 } pass_options;
 
 void pass_options_default(pass_options *o);

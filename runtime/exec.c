@@ -21,6 +21,7 @@ struct rt_session {
     char **labels;             /* per node, collectives' names in errors */
     int64_t step;
     int training;
+    int absent;                /* replica that skips collectives (fault injection), -1 none */
     uint64_t generation;
     char err[640];
 };
@@ -127,16 +128,16 @@ static int fill_constants(rt_session *s) {
 }
 
 rt_session *rt_session_new(const ir_module *m, const rt_session_options *o, char *err, size_t cap) {
-    int procs = o->ip ? o->ip->size : 1, rank = o->ip ? o->ip->rank : 0;
-    if (m->n_devices % procs) {
-        snprintf(err, cap, "the plan has %d replicas, which %d processes cannot share equally", m->n_devices, procs);
+    int first = o->local_replicas ? o->first_replica : 0, local = o->local_replicas ? o->local_replicas : m->n_devices;
+    if (first < 0 || local < 1 || first + local > m->n_devices) {
+        snprintf(err, cap, "replicas [%d, %d) are not in the plan's %d", first, first + local, m->n_devices);
         return NULL;
     }
     rt_backend *b = pick_backend(m, err, cap);
     if (!b) return NULL;
     rt_session *s = calloc(1, sizeof *s);
     s->m = m, s->b = b;
-    s->local = m->n_devices / procs, s->first = rank * s->local;
+    s->local = local, s->first = first, s->absent = o->absent_replica - 1;
     b->n_devices = s->local, b->n_events = m->n_events;
     b->threads_per_device = o->threads_per_device > 0 ? o->threads_per_device : 1;
     b->replica_base = s->first, b->replica_total = m->n_devices;
@@ -194,6 +195,7 @@ static int issue(rt_session *s, int i) {
     const ir_node *n = &s->m->g.nodes[i];
     rt_backend *b = s->b;
     int dev = n->device - s->first;
+    if (ir_ops[n->op].flags & OPF_COLLECTIVE && n->device == s->absent) return 0;
     switch (n->op) {
     case OP_SHARD: { /* rows of the host batch straight to the device */
         size_t bytes = (size_t)ir_node_bytes(n);

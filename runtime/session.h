@@ -17,11 +17,13 @@ typedef struct {
     int threads_per_device;       /* CPU threads each device's kernels use */
     double collective_timeout;    /* seconds */
     const rt_interprocess *ip;    /* set when running under MPI with several processes */
+    int first_replica;            /* this process holds replicas [first, first + local): */
+    int local_replicas;           /*   0 means all of them */
+    int absent_replica;           /* fault injection for tests: replica N-1 never joins a collective (0: none) */
 } rt_session_options;
 
-/* Binds the plan's replicas to local devices: all of them in one process;
- * with ip, process `rank` of `size` holds replicas [rank*D, (rank+1)*D) where
- * D = n_devices / size. Returns NULL with a message in err. */
+/* Binds the plan's replicas [first, first + local) to this process's devices
+ * (local device d runs replica first + d). Returns NULL with a message in err. */
 rt_session *rt_session_new(const ir_module *m, const rt_session_options *o, char *err, size_t cap);
 void rt_session_free(rt_session *s);
 const ir_module *rt_session_module(const rt_session *s);

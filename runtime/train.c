@@ -16,12 +16,18 @@ static double now(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-void rt_input_specs(const ir_module *m, rt_input_spec *specs) {
+int rt_input_specs(const ir_module *m, unsigned program, rt_input_spec *specs, int *which) {
+    int count = 0;
     for (int k = 0; k < m->n_inputs; k++) {
         const ir_node *n = &m->g.nodes[m->inputs[k]];
-        specs[k] = (rt_input_spec){.name = n->name, .dtype = n->dtype, .shape = {.rank = n->shape.rank - 1}};
-        for (int d = 1; d < n->shape.rank; d++) specs[k].shape.dim[d - 1] = n->shape.dim[d];
+        if (program && !(n->programs & program)) continue;
+        rt_input_spec *s = &specs[count];
+        *s = (rt_input_spec){.name = n->name, .dtype = n->dtype, .shape = {.rank = n->shape.rank - 1}};
+        for (int d = 1; d < n->shape.rank; d++) s->shape.dim[d - 1] = n->shape.dim[d];
+        if (which) which[count] = k;
+        count++;
     }
+    return count;
 }
 
 /* ---- checkpoints ---- */
@@ -125,8 +131,9 @@ static rt_loader *ordered_loader(rt_session *s, const rt_dataset *ds, char *err,
     return rt_loader_new(ds, &o, err, cap);
 }
 
-static void set_inputs(rt_session *s, const rt_batch *b) {
-    for (int k = 0; k < b->n; k++) rt_session_set_input(s, k, b->data[k]);
+/* Batch buffer k feeds model input which[k] (all inputs in order when NULL). */
+static void set_inputs(rt_session *s, const rt_batch *b, const int *which) {
+    for (int k = 0; k < b->n; k++) rt_session_set_input(s, which ? which[k] : k, b->data[k]);
 }
 
 /* Adds the first `valid` entries of replica r's copy of per-example vector `node`. */
@@ -147,7 +154,7 @@ int rt_evaluate(rt_session *s, const rt_dataset *ds, rt_scores *out, char *err, 
     int rc = 0, first = rt_session_first_replica(s);
     for (int64_t step = rt_loader_steps_per_epoch(l); step > 0 && !rc; step--) {
         const rt_batch *b = rt_loader_next(l);
-        set_inputs(s, b);
+        set_inputs(s, b, NULL);
         rc = rt_session_run(s, PROG_EVAL);
         for (int r = first; r < first + rt_session_local_replicas(s) && !rc; r++) {
             int64_t valid = b->valid - (r - first) * per;
@@ -177,13 +184,16 @@ int rt_predict(rt_session *s, const rt_dataset *ds, rt_tensor *out, char *err, s
     int64_t per = m->global_batch / m->n_devices, row = ir_node_bytes(o) / per, n = rt_dataset_count(ds);
     out->dtype = o->dtype, out->shape = o->shape, out->shape.dim[0] = n;
     out->data = malloc((size_t)(n * row) + 1);
+    rt_input_spec specs[m->n_inputs + 1];
+    int which[m->n_inputs + 1];
+    rt_input_specs(m, PROG_PREDICT, specs, which);
     rt_loader *l = ordered_loader(s, ds, err, cap);
     if (!l) return -1;
     char *buf = malloc((size_t)(per * row));
     int rc = 0, first = rt_session_first_replica(s);
     for (int64_t step = 0, at = 0; step < rt_loader_steps_per_epoch(l) && !rc; step++) {
         const rt_batch *b = rt_loader_next(l);
-        set_inputs(s, b);
+        set_inputs(s, b, which);
         rc = rt_session_run(s, PROG_PREDICT);
         for (int r = first; r < first + rt_session_local_replicas(s) && !rc && at < n; r++) {
             int64_t take = n - at < per ? n - at : per;
@@ -267,7 +277,7 @@ static int end_epoch(rt_session *s, progress *p, const rt_dataset *test, char *e
 static int train_step(rt_session *s, progress *p, const rt_batch *b, int report, char *err, size_t cap) {
     const ir_module *m = p->m;
     float r[17];
-    set_inputs(s, b);
+    set_inputs(s, b, NULL);
     if (rt_session_run(s, PROG_TRAIN) || rt_session_read(s, report, r)) {
         snprintf(err, cap, "%s", rt_session_error(s));
         return -1;

@@ -9,9 +9,10 @@
 #include "data.h"
 #include "session.h"
 
-/* The model's inputs as per-example specs (batch axis removed); specs has
- * room for m->n_inputs. */
-void rt_input_specs(const ir_module *m, rt_input_spec *specs);
+/* The model inputs that `program` (an ir_program bit, 0 for all) reads, as
+ * per-example specs (batch axis removed); which[k] is spec k's input index.
+ * Both have room for m->n_inputs. Returns the count. */
+int rt_input_specs(const ir_module *m, unsigned program, rt_input_spec *specs, int *which);
 
 /* Saves replica 0's variables (params and optimizer slots, hierarchical
  * names) with the step counter and seed as metadata. Only the process that
@@ -33,7 +34,8 @@ typedef struct {
  * batch padded and masked). */
 int rt_evaluate(rt_session *s, const rt_dataset *ds, rt_scores *out, char *err, size_t cap);
 
-/* Model outputs for every example of ds, as one tensor [N, ...]. */
+/* Model outputs for every example of ds (whose inputs are those of
+ * rt_input_specs(m, PROG_PREDICT, ...)), as one tensor [N, ...]. */
 int rt_predict(rt_session *s, const rt_dataset *ds, rt_tensor *out, char *err, size_t cap);
 
 typedef struct {

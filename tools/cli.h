@@ -23,6 +23,13 @@ bool cli_resolve_devices(cli_compile_options *o);
 /* Elaborates and runs every pass. NULL after printing errors. */
 ir_module *cli_compile(const char *path, cli_compile_options *o, FILE *dump_out);
 
+/* Compiles a loaded plan again from the sources it carries, for other
+ * devices, keeping its global batch, cross-device ops and bucket size. */
+ir_module *cli_replan(const ir_module *plan, const ir_device *devices, int n_devices);
+
+/* Usable CUDA devices (0 with the reason in why). */
+int cli_gpu_count(char *why, size_t cap);
+
 /* Loads a plan, printing "mgc: <error>" on failure. */
 ir_module *cli_load_plan(const char *path);
 

@@ -13,7 +13,7 @@
 int rt_cuda_device_count(char *why, size_t cap);
 #endif
 
-static int gpu_count(char *why, size_t cap) {
+int cli_gpu_count(char *why, size_t cap) {
 #ifdef MGC_HAVE_CUDA
     return rt_cuda_device_count(why, cap);
 #else
@@ -79,30 +79,30 @@ bool cli_resolve_devices(cli_compile_options *o) {
     if (o->devices) {
         if (!parse_devices(o->devices, &d, &n)) return false;
     } else if (o->replicas > 0) {
-        int gpus = gpu_count(why, sizeof why);
+        int gpus = cli_gpu_count(why, sizeof why);
         n = o->replicas;
         d = cpu_devices(n);
         if (gpus >= n)
             for (int k = 0; k < n; k++) d[k].name = "gpu";
     } else {
-        int gpus = gpu_count(why, sizeof why);
+        int gpus = cli_gpu_count(why, sizeof why);
         n = gpus > 0 ? gpus : 1;
         d = cpu_devices(n);
         for (int k = 0; k < gpus; k++) d[k].name = "gpu";
-        if (!gpus && !o->pass.quiet) fprintf(stderr, "mgc: no GPU (%s); using one CPU device, cpu:0\n", why);
+        if (!gpus && !o->pass.quiet) fprintf(stderr, "mgc: no GPU (%s): using one CPU device, cpu:0\n", why);
     }
     if (!strcmp(d[0].name, "gpu")) {
-        int gpus = gpu_count(why, sizeof why);
+        int gpus = cli_gpu_count(why, sizeof why);
         int missing = -1;
         for (int k = 0; k < n; k++)
             if (d[k].index >= gpus) missing = d[k].index;
         if (missing >= 0) {
             if (o->strict_devices) {
-                fprintf(stderr, "mgc: gpu:%d is not available (%s)\n", missing, why);
+                fprintf(stderr, "mgc: gpu:%d is not available: %s\n", missing, why);
                 free(d);
                 return false;
             }
-            fprintf(stderr, "mgc: gpu:%d is not available (%s); using %d CPU device%s instead\n", missing, why, n,
+            fprintf(stderr, "mgc: gpu:%d is not available: %s; using %d CPU device%s instead\n", missing, why, n,
                     n > 1 ? "s" : "");
             free(d);
             d = cpu_devices(n);
@@ -123,6 +123,17 @@ ir_module *cli_compile(const char *path, cli_compile_options *o, FILE *dump_out)
     }
     ir_diag_free(d);
     return m;
+}
+
+ir_module *cli_replan(const ir_module *plan, const ir_device *devices, int n_devices) {
+    cli_compile_options o = {0};
+    pass_options_default(&o.pass);
+    o.pass.devices = devices, o.pass.n_devices = n_devices;
+    o.pass.global_batch = plan->global_batch;
+    o.pass.cross_device = plan->cross_device;
+    o.pass.bucket_bytes = plan->bucket_bytes;
+    o.pass.sources = plan->sources, o.pass.n_sources = plan->n_sources;
+    return cli_compile(plan->source_file, &o, NULL);
 }
 
 ir_module *cli_load_plan(const char *path) {

@@ -15,11 +15,11 @@ typedef struct {
     int n_bindings;
     int threads, check_replicas;
     double timeout;
-    bool json, check_numerics;
+    bool json, check_numerics, strict_devices, seed_given;
 } run_options;
 
 enum { O_EPOCHS = 256, O_STEPS, O_SEED, O_SAVE, O_LOAD, O_HISTORY, O_DATA, O_INPUT, O_THREADS, O_TIMEOUT,
-       O_CHECK_REPLICAS, O_CHECK_NUMERICS, O_JSON };
+       O_CHECK_REPLICAS, O_CHECK_NUMERICS, O_JSON, O_STRICT };
 
 static const char run_help[] =
     "usage: mgc run PLAN.mgx [options]\n"
@@ -34,7 +34,8 @@ static const char run_help[] =
     "  --threads-per-device T     CPU threads of each device's kernels (default 1)\n"
     "  --collective-timeout S     seconds a collective waits for every device (default 60)\n"
     "  --check-replicas K         compare every replica's variables bit for bit every K steps\n"
-    "  --check-numerics           stop at the first non-finite loss\n";
+    "  --check-numerics           stop at the first non-finite loss\n"
+    "  --strict-devices           fail if the plan's GPUs are not here (default: run on CPU devices)\n";
 static const char eval_help[] =
     "usage: mgc eval PLAN.mgx --load CKPT [--json] [--data DIR | --input NAME=FILE ...]\n";
 static const char predict_help[] =
@@ -62,6 +63,7 @@ static int parse_run_options(int argc, char **argv, run_options *o, const char *
         {"collective-timeout", required_argument, 0, O_TIMEOUT},
         {"check-replicas", required_argument, 0, O_CHECK_REPLICAS},
         {"check-numerics", no_argument, 0, O_CHECK_NUMERICS}, {"json", no_argument, 0, O_JSON},
+        {"strict-devices", no_argument, 0, O_STRICT},
         {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     *o = (run_options){.epochs = 1, .seed = 1, .threads = 1, .timeout = 60};
     optind = 1;
@@ -72,7 +74,7 @@ static int parse_run_options(int argc, char **argv, run_options *o, const char *
         case 'o': o->out = optarg; break;
         case O_EPOCHS: if (!parse_count("--epochs", optarg, 1, &o->epochs)) return -1; break;
         case O_STEPS: if (!parse_count("--steps", optarg, 1, &o->steps)) return -1; break;
-        case O_SEED: if (!parse_count("--seed", optarg, 0, &v)) return -1; o->seed = (uint64_t)v; break;
+        case O_SEED: if (!parse_count("--seed", optarg, 0, &v)) return -1; o->seed = (uint64_t)v, o->seed_given = true; break;
         case O_THREADS: if (!parse_count("--threads-per-device", optarg, 1, &v)) return -1; o->threads = (int)v; break;
         case O_CHECK_REPLICAS:
             if (!parse_count("--check-replicas", optarg, 1, &v)) return -1;
@@ -98,6 +100,7 @@ static int parse_run_options(int argc, char **argv, run_options *o, const char *
             break;
         case O_CHECK_NUMERICS: o->check_numerics = true; break;
         case O_JSON: o->json = true; break;
+        case O_STRICT: o->strict_devices = true; break;
         default: fputs(help, stderr); return -1;
         }
     }
@@ -108,13 +111,14 @@ static int parse_run_options(int argc, char **argv, run_options *o, const char *
     return optind;
 }
 
-static rt_dataset *open_data(const ir_module *m, const run_options *o, const char *split) {
+/* The inputs `program` reads, from --input bindings or the --data directory. */
+static rt_dataset *open_data(const ir_module *m, const run_options *o, const char *split, unsigned program) {
     rt_input_spec specs[m->n_inputs + 1];
     char err[512];
-    rt_input_specs(m, specs);
+    int n = rt_input_specs(m, program, specs, NULL);
     rt_dataset *ds = o->n_bindings ? rt_dataset_from_bindings((const char *const *)o->bindings, o->n_bindings, specs,
-                                                              m->n_inputs, err, sizeof err)
-                                   : rt_dataset_from_dir(o->data, split, specs, m->n_inputs, err, sizeof err);
+                                                              n, err, sizeof err)
+                                   : rt_dataset_from_dir(o->data, split, specs, n, err, sizeof err);
     if (!ds) fprintf(stderr, "mgc: %s\n", err);
     return ds;
 }
@@ -125,20 +129,47 @@ typedef struct {
     uint64_t seed;
 } bound_plan;
 
+/* A plan for GPUs that are not here runs on as many CPU devices, re-planned
+ * from the sources it carries (or fails, with --strict-devices). */
+static ir_module *fit_devices(ir_module *plan, const char *path, bool strict) {
+    char why[256];
+    if (strcmp(plan->devices[0].name, "gpu")) return plan;
+    int gpus = cli_gpu_count(why, sizeof why), missing = -1;
+    for (int d = 0; d < plan->n_devices; d++)
+        if (plan->devices[d].index >= gpus) missing = plan->devices[d].index;
+    if (missing < 0) return plan;
+    if (strict) {
+        fprintf(stderr, "mgc: %s: gpu:%d is not available: %s\n", path, missing, why);
+        ir_module_free(plan);
+        return NULL;
+    }
+    fprintf(stderr, "mgc: %s: gpu:%d is not available: %s; re-planned for %d CPU device%s\n", path, missing, why,
+            plan->n_devices, plan->n_devices > 1 ? "s" : "");
+    ir_device cpus[plan->n_devices];
+    for (int d = 0; d < plan->n_devices; d++) cpus[d] = (ir_device){"cpu", d};
+    ir_module *m = cli_replan(plan, cpus, plan->n_devices);
+    ir_module_free(plan);
+    return m;
+}
+
 /* Loads the plan, starts a session and sets its variables (initializers or --load). */
 static bool bind_plan(const char *path, const run_options *o, bound_plan *bp) {
     char err[640];
     bp->seed = o->seed;
     bp->m = cli_load_plan(path);
+    if (bp->m) bp->m = fit_devices(bp->m, path, o->strict_devices);
     if (!bp->m) return false;
-    rt_session_options so = {.threads_per_device = o->threads, .collective_timeout = o->timeout};
+    const char *absent = getenv("MGC_FAULT_ABSENT_REPLICA"); /* tests: a replica that never arrives */
+    rt_session_options so = {.threads_per_device = o->threads, .collective_timeout = o->timeout,
+                             .absent_replica = absent ? atoi(absent) + 1 : 0};
     bp->s = rt_session_new(bp->m, &so, err, sizeof err);
     if (!bp->s) {
         fprintf(stderr, "mgc: %s: %s\n", path, err);
         ir_module_free(bp->m);
         return false;
     }
-    int rc = o->load ? rt_load_variables(bp->s, o->load, NULL, err, sizeof err)
+    /* a resumed run shuffles as the run that wrote the checkpoint, unless told otherwise */
+    int rc = o->load ? rt_load_variables(bp->s, o->load, o->seed_given ? NULL : &bp->seed, err, sizeof err)
                      : rt_session_init_variables(bp->s, o->seed);
     if (rc && !o->load) snprintf(err, sizeof err, "%s", rt_session_error(bp->s));
     if (rc) {
@@ -167,22 +198,22 @@ int cmd_run(int argc, char **argv) {
         return 1;
     }
     FILE *history = NULL;
-    rt_dataset *train = open_data(bp.m, &o, "train");
-    rt_dataset *test = train && !o.n_bindings ? open_data(bp.m, &o, "test") : NULL;
+    rt_dataset *train = open_data(bp.m, &o, "train", 0);
+    rt_dataset *test = train && !o.n_bindings ? open_data(bp.m, &o, "test", 0) : NULL;
     int rc = train && (o.n_bindings || test) ? 0 : 1;
     if (!rc && o.history && !(history = fopen(o.history, "w"))) {
         perror(o.history);
         rc = 1;
     }
     char err[640];
-    rt_train_options to = {.epochs = o.epochs, .steps = o.steps, .seed = o.seed, .check_replicas = o.check_replicas,
+    rt_train_options to = {.epochs = o.epochs, .steps = o.steps, .seed = bp.seed, .check_replicas = o.check_replicas,
                            .check_numerics = o.check_numerics, .quiet = rt_session_rank(bp.s) != 0,
                            .history = history};
     if (!rc && rt_train(bp.s, train, test, &to, err, sizeof err)) {
         fprintf(stderr, "mgc: %s\n", err);
         rc = 1;
     }
-    if (!rc && o.save && rt_save_variables(bp.s, o.save, o.seed, err, sizeof err)) {
+    if (!rc && o.save && rt_save_variables(bp.s, o.save, bp.seed, err, sizeof err)) {
         fprintf(stderr, "mgc: %s\n", err);
         rc = 1;
     }
@@ -203,7 +234,7 @@ int cmd_eval(int argc, char **argv) {
     }
     bound_plan bp;
     if (!bind_plan(argv[k], &o, &bp)) return 1;
-    rt_dataset *test = open_data(bp.m, &o, "test");
+    rt_dataset *test = open_data(bp.m, &o, "test", 0);
     rt_scores v;
     char err[640];
     int rc = test ? 0 : 1;
@@ -238,7 +269,7 @@ int cmd_predict(int argc, char **argv) {
     }
     bound_plan bp;
     if (!bind_plan(argv[k], &o, &bp)) return 1;
-    rt_dataset *ds = open_data(bp.m, &o, "test");
+    rt_dataset *ds = open_data(bp.m, &o, "test", PROG_PREDICT);
     rt_tensor out = {0};
     char err[640];
     int rc = ds ? 0 : 1;

@@ -24,13 +24,13 @@ typedef struct {
     int src[MAX_ARGS + 1];      /* SRC_* per argument */
 } bound;
 
-/* what a primitive was built for; a node freed and another allocated at its
- * address must not reuse the primitive */
+/* what a primitive was built for, as numbers (op, threads, the three shapes,
+ * the attributes); a node freed and another allocated at its address must
+ * not reuse the primitive, nor one built for another thread count (oneDNN
+ * fixes it at creation) */
+enum { SIG_SHAPE = 1 + IR_MAX_RANK, SIG_LEN = 2 + 3 * SIG_SHAPE + IR_MAX_IATTR };
 typedef struct {
-    ir_op op;
-    ir_shape out, in0, in1;
-    int64_t iattr[IR_MAX_IATTR];
-    int threads;                /* oneDNN fixes a primitive's thread count when creating it */
+    int64_t v[SIG_LEN];
 } signature;
 
 typedef struct entry {
@@ -274,15 +274,17 @@ static void entry_free(entry *e) {
     free(e);
 }
 
+static void put_shape(int64_t *v, const ir_shape *s) {
+    v[0] = s->rank;
+    for (int i = 0; i < s->rank; i++) v[1 + i] = s->dim[i];
+}
+
 static signature signature_of(const rt_kernel_args *k) {
-    signature s;
-    memset(&s, 0, sizeof s); /* compared with memcmp: padding zeroed */
-    s.op = k->node->op;
-    memcpy(&s.out, &k->node->shape, sizeof s.out);
-    memcpy(&s.in0, IN_SHAPE(k, 0), sizeof s.in0);
-    if (k->node->n_in > 1) memcpy(&s.in1, IN_SHAPE(k, 1), sizeof s.in1);
-    memcpy(s.iattr, k->node->iattr, sizeof s.iattr);
-    s.threads = cpu_kernels_threads();
+    signature s = {{k->node->op, cpu_kernels_threads()}};
+    put_shape(s.v + 2, &k->node->shape);
+    put_shape(s.v + 2 + SIG_SHAPE, IN_SHAPE(k, 0));
+    if (k->node->n_in > 1) put_shape(s.v + 2 + 2 * SIG_SHAPE, IN_SHAPE(k, 1));
+    memcpy(s.v + 2 + 3 * SIG_SHAPE, k->node->iattr, sizeof k->node->iattr);
     return s;
 }
 

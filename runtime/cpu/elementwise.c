@@ -21,20 +21,20 @@ typedef struct {
 } binop;
 
 #define DEF_BINOP(NAME, F)                                                                         \
-    static void NAME##_vv(float *o, const float *a, const float *b, int64_t n) {                   \
+    CPU_CLONES static void NAME##_vv(float *o, const float *a, const float *b, int64_t n) {                   \
         for (int64_t i = 0; i < n; i++) o[i] = F(a[i], b[i]);                                      \
     }                                                                                              \
-    static void NAME##_vs(float *o, const float *a, float b, int64_t n) {                          \
+    CPU_CLONES static void NAME##_vs(float *o, const float *a, float b, int64_t n) {                          \
         for (int64_t i = 0; i < n; i++) o[i] = F(a[i], b);                                         \
     }                                                                                              \
-    static void NAME##_sv(float *o, float a, const float *b, int64_t n) {                          \
+    CPU_CLONES static void NAME##_sv(float *o, float a, const float *b, int64_t n) {                          \
         for (int64_t i = 0; i < n; i++) o[i] = F(a, b[i]);                                         \
     }                                                                                              \
-    static void NAME##_vr(float *o, const float *a, const float *b, int64_t rows, int64_t n) {     \
+    CPU_CLONES static void NAME##_vr(float *o, const float *a, const float *b, int64_t rows, int64_t n) {     \
         for (int64_t r = 0; r < rows; r++, o += n, a += n)                                         \
             for (int64_t i = 0; i < n; i++) o[i] = F(a[i], b[i]);                                  \
     }                                                                                              \
-    static void NAME##_rv(float *o, const float *a, const float *b, int64_t rows, int64_t n) {     \
+    CPU_CLONES static void NAME##_rv(float *o, const float *a, const float *b, int64_t rows, int64_t n) {     \
         for (int64_t r = 0; r < rows; r++, o += n, b += n)                                         \
             for (int64_t i = 0; i < n; i++) o[i] = F(a[i], b[i]);                                  \
     }                                                                                              \
@@ -131,7 +131,7 @@ int cpu_k_broadcast_to(const rt_kernel_args *k, char *err, size_t cap) {
 /* ---- unary ops and their gradients ---- */
 
 #define DEF_UNARY(NAME, F)                                                                         \
-    static void NAME(float *o, const float *x, int64_t n) {                                        \
+    CPU_CLONES static void NAME(float *o, const float *x, int64_t n) {                                        \
         for (int64_t i = 0; i < n; i++) o[i] = F(x[i]);                                            \
     }
 DEF_UNARY(u_neg, mg_neg)

@@ -7,6 +7,14 @@
 
 #include "cpu_kernels.h"
 
+/* Compute-bound loops (division, square root) are compiled for AVX-512 and
+ * AVX2 as well, picked at load time; the project itself builds for x86-64. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CPU_CLONES
+#endif
+
 typedef int (*cpu_kernel_fn)(const rt_kernel_args *k, char *err, size_t cap);
 
 /* Writes "op 'name': <message>" into err and returns -1. */

@@ -10,7 +10,7 @@
 #include "kernels_impl.h"
 
 /* sum of x[0..n) with 16 float lanes, combined in double */
-static double sum_lanes(const float *x, int64_t n) {
+CPU_CLONES static double sum_lanes(const float *x, int64_t n) {
     float acc[16] = {0};
     int64_t i = 0;
     for (; i + 16 <= n; i += 16)
@@ -25,7 +25,7 @@ enum { COLS = 256, ROWS = 64 };
 
 /* out[i] = scale * sum_r x[r * inner + i]: columns in chunks, rows in blocks
  * summed in float, blocks combined in double */
-static void sum_columns(float *out, const float *x, int64_t rows, int64_t inner, double scale) {
+CPU_CLONES static void sum_columns(float *out, const float *x, int64_t rows, int64_t inner, double scale) {
     for (int64_t c0 = 0; c0 < inner; c0 += COLS) {
         int64_t w = inner - c0 < COLS ? inner - c0 : COLS;
         double acc[COLS] = {0};

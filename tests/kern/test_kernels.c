@@ -1,6 +1,7 @@
 /* test_kernels.c - every CPU kernel against a naive double-precision
  * reference on random inputs, one table row per case. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 
 #include "../../runtime/ops_math.h"
@@ -511,11 +512,81 @@ static int test_dropout_stats(void) {
     return bad;
 }
 
+/* the oneDNN and GEMM cases again on two threads (primitives are rebuilt) */
+static int test_two_threads(int *count) {
+    int failed = 0;
+    cpu_kernels_set_threads(2);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        ir_op op = cases[i].op;
+        if (op == OP_MATMUL || (op >= OP_CONV2D && op <= OP_AVG_POOL2D_GRAD)) failed += run_case(&cases[i]), ++*count;
+    }
+    cpu_kernels_set_threads(1);
+    return failed;
+}
+
+/* ---- device threads run kernels concurrently: each builds its primitives
+ * at the same moment as the other and gets the single-thread result ---- */
+
+typedef struct {
+    one_op op[2];      /* conv2d, max_pool2d_grad of one "replica" */
+    int failed;
+} replica_work;
+
+static int build_replica(replica_work *w) {
+    char err[256];
+    ir_shape conv_in[2] = {kh_shape("16,28,28,1"), kh_shape("3,3,1,32")};
+    ir_shape pool_in[2] = {kh_shape("16,26,26,32"), kh_shape("16,13,13,32")};
+    ir_dtype f[2] = {IR_F32, IR_F32};
+    if (kh_build(&w->op[0], OP_CONV2D, 2, conv_in, f, (int64_t[8]){1, 1}, (double[6]){0}, NULL, 0, err, sizeof err) ||
+        kh_build(&w->op[1], OP_MAX_POOL2D_GRAD, 2, pool_in, f, (int64_t[8]){2, 2, 2, 2}, (double[6]){0}, NULL, 0, err,
+                 sizeof err))
+        return fprintf(stderr, "FAIL concurrent: %s\n", err), 1;
+    for (int o = 0; o < 2; o++)
+        for (int i = 0; i < 2; i++) {
+            float *p = w->op[o].in[i];
+            for (int64_t j = 0; j < numel(&w->op[o].in_nodes[i]->shape); j++) p[j] = (float)(2 * uniform() - 1);
+        }
+    return 0;
+}
+
+static void *replica_main(void *arg) {
+    replica_work *w = arg;
+    char err[256];
+    for (int rep = 0; rep < 20 && !w->failed; rep++)
+        for (int o = 0; o < 2; o++)
+            if (kh_run(&w->op[o], err, sizeof err)) w->failed = 1, fprintf(stderr, "FAIL concurrent: %s\n", err);
+    return NULL;
+}
+
+static int test_concurrent(void) {
+    replica_work w[2] = {0};
+    int failed = build_replica(&w[0]) | build_replica(&w[1]);
+    pthread_t th[2];
+    for (int r = 0; r < 2 && !failed; r++) pthread_create(&th[r], NULL, replica_main, &w[r]);
+    for (int r = 0; r < 2 && !failed; r++) pthread_join(th[r], NULL);
+    for (int r = 0; r < 2 && !failed; r++) {
+        failed |= w[r].failed;
+        for (int o = 0; o < 2 && !failed; o++) { /* again on this thread, compared bit for bit */
+            size_t bytes = (size_t)ir_node_bytes(onode(&w[r].op[o]));
+            float *got = malloc(bytes);
+            char err[256];
+            memcpy(got, w[r].op[o].out, bytes);
+            failed |= kh_run(&w[r].op[o], err, sizeof err) || memcmp(got, w[r].op[o].out, bytes);
+            free(got);
+        }
+    }
+    for (int r = 0; r < 2; r++) kh_free(&w[r].op[0]), kh_free(&w[r].op[1]);
+    if (failed) fprintf(stderr, "FAIL concurrent: results differ from the single-thread run\n");
+    return failed;
+}
+
 int main(void) {
     int n = (int)(sizeof cases / sizeof *cases), failed = 0;
     for (int i = 0; i < n; i++) failed += run_case(&cases[i]);
+    failed += test_two_threads(&n);
     failed += test_bad_label();
     failed += test_dropout_stats();
-    printf("%d kernel cases, %d failed\n", n + 2, failed);
+    failed += test_concurrent();
+    printf("%d kernel cases, %d failed\n", n + 3, failed);
     return failed != 0;
 }

@@ -67,7 +67,7 @@ int main(int argc, char **argv) {
     char err[640];
     ir_module *m1 = compile(argv[1], argv[2], 1, xdev);
     rt_input_spec specs[8];
-    rt_input_specs(m1, specs);
+    rt_input_specs(m1, 0, specs, NULL);
     rt_dataset *ds = rt_dataset_from_dir(NULL, "train", specs, m1->n_inputs, err, sizeof err);
     if (!ds) {
         fprintf(stderr, "SKIP: %s\n", err);

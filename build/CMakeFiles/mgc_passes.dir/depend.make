@@ -1,2 +1,0 @@
-# Empty dependencies file for mgc_passes.
-# This may be replaced when dependencies are built.

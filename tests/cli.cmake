@@ -1,0 +1,8 @@
+# The command line end to end (shell scripts under tests/cli/).
+if(TARGET mgc)
+  foreach(script compile_inspect errors train)
+    add_test(NAME cli_${script} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/${script}.sh)
+    set_tests_properties(cli_${script} PROPERTIES
+      ENVIRONMENT "MGC=$<TARGET_FILE:mgc>;SRC=${MGC_SRC};MGC_STDLIB=${MGC_SRC}/stdlib" TIMEOUT 300)
+  endforeach()
+endif()

@@ -1,0 +1,8 @@
+use nn
+
+model m {
+  input image: f32[batch, 28, 28, 1]
+  input label: i32[batch]
+  logits = dense(flatten(image))
+  loss = sparse_softmax_cross_entropy(logits, label)
+}

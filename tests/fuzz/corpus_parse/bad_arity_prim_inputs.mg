@@ -1,0 +1,8 @@
+use nn
+
+model m {
+  input image: f32[batch, 28, 28, 1]
+  input label: i32[batch]
+  logits = dense(prim.relu(flatten(image), image), 10)
+  loss = sparse_softmax_cross_entropy(logits, label)
+}

@@ -1,0 +1,9 @@
+use nn
+
+model m {
+  input image: f32[batch, 28, 28, 1]
+  input label: i32[batch]
+  x = flatten(image) $ 2
+  logits = dense(x, 10)
+  loss = sparse_softmax_cross_entropy(logits, label)
+}

@@ -1,0 +1,3 @@
+model m {
+  input x: f32[batch, 4]
+}

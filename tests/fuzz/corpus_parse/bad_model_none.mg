@@ -1,0 +1,5 @@
+use nn
+
+fn f(x) {
+  return x
+}

@@ -1,0 +1,4 @@
+model m {
+  input x: f32[batch, 4]
+  output y
+}

@@ -1,0 +1,6 @@
+use nnn
+
+model m {
+  input x: f32[batch, 4]
+  output x
+}

@@ -1,0 +1,10 @@
+use nn
+
+model m {
+  input image: f32[batch, 28, 28, 1]
+  input label: i32[batch]
+  x = flatten(image)
+  y = x + prim.reshape(image, batch, 28, 28)
+  logits = dense(x, 10)
+  loss = sparse_softmax_cross_entropy(logits, label)
+}

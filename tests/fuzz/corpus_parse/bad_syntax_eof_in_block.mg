@@ -1,0 +1,4 @@
+use nn
+
+model m {
+  input image: f32[batch, 784]

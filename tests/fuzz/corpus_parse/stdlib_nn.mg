@@ -1,0 +1,82 @@
+# nn.mg - layers, activations, losses and metrics of the model language,
+# written on the primitives of ir/ops.def (called as prim.NAME). Layers follow
+# Keras: channels-last images, HWIO filters, glorot_uniform kernels and zero
+# biases by default. Initializers (zeros, ones, glorot_uniform, he_normal) are
+# built-in names.
+
+# ---- activations ----
+
+fn identity(x) {
+  return x
+}
+
+fn relu(x: f32) {
+  return prim.relu(x)
+}
+
+fn sigmoid(x: f32) {
+  return prim.sigmoid(x)
+}
+
+fn tanh(x: f32) {
+  return prim.tanh(x)
+}
+
+fn softmax(x: f32) {
+  return prim.softmax(x)
+}
+
+# ---- layers ----
+
+# y = activation(x W + b); params dense/kernel f32[k, units], dense/bias f32[units]
+fn dense(x: f32[b, k], units: int, activation: fn = identity,
+         kernel_initializer = glorot_uniform, bias_initializer = zeros) {
+  param kernel: f32[k, units] = kernel_initializer
+  param bias:   f32[units]    = bias_initializer
+  return activation(prim.matmul(x, kernel) + bias)
+}
+
+# 2-D convolution of NHWC images with a square window; padding "valid" or "same"
+fn conv2d(x: f32[b, h, w, cin], filters: int, kernel: int, strides: int = 1,
+          padding: str = "valid", activation: fn = identity,
+          kernel_initializer = glorot_uniform, bias_initializer = zeros) {
+  param kernel: f32[kernel, kernel, cin, filters] = kernel_initializer
+  param bias:   f32[filters]                      = bias_initializer
+  return activation(prim.conv2d(x, kernel, strides: strides, padding: padding) + bias)
+}
+
+# pooling windows pool x pool, moving by strides (default: the window)
+fn max_pool2d(x: f32[b, h, w, c], pool: int = 2, strides: int = pool, padding: str = "valid") {
+  return prim.max_pool2d(x, k_h: pool, k_w: pool, strides: strides, padding: padding)
+}
+
+fn avg_pool2d(x: f32[b, h, w, c], pool: int = 2, strides: int = pool, padding: str = "valid") {
+  return prim.avg_pool2d(x, k_h: pool, k_w: pool, strides: strides, padding: padding)
+}
+
+# [b, ...] -> [b, everything else]
+fn flatten(x: f32) {
+  return prim.reshape(x, dim(x, 0), size(x) / dim(x, 0))
+}
+
+# zeroes a fraction `rate` of the elements while training, scales the rest by 1/(1-rate)
+fn dropout(x: f32, rate: float, seed: int = 0) {
+  return prim.dropout(x, rate: rate, seed: seed)
+}
+
+# ---- losses: the batch mean of a per-example loss ----
+
+fn sparse_softmax_cross_entropy(logits: f32[b, c], labels: i32[b]) {
+  return prim.reduce_mean(prim.sparse_xent(logits, labels), axes: 1)
+}
+
+fn mean_squared_error(predictions: f32[b, n], targets: f32[b, n]) {
+  d = predictions - targets
+  return prim.reduce_mean(prim.reduce_mean(d * d, axes: 2), axes: 1)
+}
+
+# ---- metrics: the batch mean of a per-example score ----
+
+fn sparse_categorical_accuracy(logits: f32[b, c], labels: i32[b]) {
+  return prim.reduce_mean(prim.argmax_match(logits, labels), axes: 1)
+}

@@ -27,6 +27,7 @@ typedef struct {
     const int64_t *step;        /* optimizer step counter, 1-based at the update; dropout seed */
     int replica, replicas;      /* global replica index and count (dropout masks by global row) */
     const int *training;        /* nonzero in the train program; OPF_TRAIN_ONLY ops are identity otherwise */
+    const int *check_numerics;  /* nonzero: a kernel whose f32 output holds NaN or Inf fails, naming its op */
 } rt_kernel_args;
 
 typedef enum { COLL_ALL_REDUCE, COLL_BROADCAST } rt_coll_kind;

@@ -22,6 +22,7 @@ struct rt_session {
     int64_t step;
     int training;
     int absent;                /* replica that skips collectives (fault injection), -1 none */
+    int check_numerics;
     uint64_t generation;
     char err[640];
 };
@@ -94,6 +95,7 @@ static void bind_nodes(rt_session *s) {
         const ir_node *n = &m->g.nodes[i];
         rt_kernel_args *a = &s->args[i];
         a->m = m, a->node = n, a->out = s->ptr[i], a->step = &s->step, a->training = &s->training;
+        a->check_numerics = &s->check_numerics;
         a->replica = n->device, a->replicas = m->n_devices;
         a->in_nodes = &s->in_nodes[at], a->in = &s->in_ptrs[at];
         for (int k = 0; k < n->n_in; k++, at++) {
@@ -137,7 +139,7 @@ rt_session *rt_session_new(const ir_module *m, const rt_session_options *o, char
     if (!b) return NULL;
     rt_session *s = calloc(1, sizeof *s);
     s->m = m, s->b = b;
-    s->local = local, s->first = first, s->absent = o->absent_replica - 1;
+    s->local = local, s->first = first, s->absent = o->absent_replica - 1, s->check_numerics = o->check_numerics;
     b->n_devices = s->local, b->n_events = m->n_events;
     b->threads_per_device = o->threads_per_device > 0 ? o->threads_per_device : 1;
     b->replica_base = s->first, b->replica_total = m->n_devices;

@@ -19,6 +19,7 @@ typedef struct {
     const rt_interprocess *ip;    /* set when running under MPI with several processes */
     int first_replica;            /* this process holds replicas [first, first + local): */
     int local_replicas;           /*   0 means all of them */
+    bool check_numerics;          /* every kernel's f32 output is checked for NaN and Inf */
     int absent_replica;           /* fault injection for tests: replica N-1 never joins a collective (0: none) */
 } rt_session_options;
 

@@ -43,7 +43,7 @@ typedef struct {
     int64_t steps;           /* total optimizer steps, 0: epochs */
     uint64_t seed;
     int check_replicas;      /* every K steps, 0: never */
-    bool check_numerics;     /* stop at the first non-finite loss */
+    bool check_numerics;     /* stop at the first non-finite loss (ops: rt_session_options) */
     bool quiet;              /* no progress lines (other ranks) */
     FILE *history;           /* JSON Lines, one object per epoch, or NULL */
 } rt_train_options;

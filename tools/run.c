@@ -35,7 +35,7 @@ static const char run_help[] =
     "  --threads-per-device T     CPU threads of each device's kernels (default 1)\n"
     "  --collective-timeout S     seconds a collective waits for every device (default 60)\n"
     "  --check-replicas K         compare every replica's variables bit for bit every K steps\n"
-    "  --check-numerics           stop at the first non-finite loss\n"
+    "  --check-numerics           stop at the first op whose output holds NaN or Inf, naming it\n"
     "  --strict-devices           fail if the plan's GPUs are not here (default: run on CPU devices)\n";
 static const char eval_help[] =
     "usage: mgc eval PLAN.mgx --load CKPT [--json] [--data DIR | --input NAME=FILE ...]\n";
@@ -219,6 +219,7 @@ static bool bind_plan(const char *path, const run_options *o, bound_plan *bp) {
     const char *absent = getenv("MGC_FAULT_ABSENT_REPLICA"); /* tests: a replica that never arrives */
     rt_session_options so = {.threads_per_device = o->threads, .collective_timeout = o->timeout, .ip = bp->ip,
                              .first_replica = bp->first, .local_replicas = bp->local,
+                             .check_numerics = o->check_numerics,
                              .absent_replica = absent ? atoi(absent) + 1 : 0};
     bp->s = rt_session_new(bp->m, &so, err, sizeof err);
     if (!bp->s) {

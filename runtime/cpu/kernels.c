@@ -1,5 +1,6 @@
 /* kernels.c - the CPU kernel table: dispatch by op, GEMM, copies and threads. */
 #include <cblas.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -104,10 +105,27 @@ static bool f32_only(ir_op op) {
     return op != OP_CAST && op != OP_SHARD && op != OP_RESHAPE && op != OP_VIEW;
 }
 
+/* --check-numerics: the first non-finite element of an f32 output, named
+ * with the op's source position so the user can find the expression. */
+static int check_finite(const rt_kernel_args *k, char *err, size_t cap) {
+    const float *y = k->out;
+    int64_t n = ir_shape_numel(&k->node->shape);
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(y[i])) {
+            const ir_loc *l = &k->node->loc;
+            return cpu_kerr(k, err, cap, "produced %s (element %lld, replica %d, step %lld) at %s:%d:%d",
+                            isnan(y[i]) ? "NaN" : y[i] < 0 ? "-Inf" : "Inf", (long long)i, k->replica, (long long)*k->step,
+                            l->file ? l->file : "?", l->line, l->col);
+        }
+    return 0;
+}
+
 int cpu_kernel_run(const rt_kernel_args *k, char *err, size_t cap) {
     ir_op op = k->node->op;
     if (!kernels[op]) return cpu_kerr(k, err, cap, "has no CPU kernel");
     if (f32_only(op) && k->node->dtype != IR_F32)
         return cpu_kerr(k, err, cap, "the CPU kernel takes f32, got %s", ir_dtype_name(k->node->dtype));
-    return kernels[op](k, err, cap);
+    int rc = kernels[op](k, err, cap);
+    if (!rc && k->check_numerics && *k->check_numerics && k->node->dtype == IR_F32) rc = check_finite(k, err, cap);
+    return rc;
 }

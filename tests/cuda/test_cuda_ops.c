@@ -58,7 +58,8 @@ static rt_kernel_args args_of(const kase *c, const ir_node **in_nodes, const voi
     static int training = 1;
     const ir_node *n = node_of(c, c->node);
     for (int i = 0; i < n->n_in; i++) in_nodes[i] = node_of(c, n->in[i]);
-    rt_kernel_args k = {c->m, n, in_nodes, in, out, &step, 1, 2, &training};
+    rt_kernel_args k = {.m = c->m, .node = n, .in_nodes = in_nodes, .in = in, .out = out, .step = &step,
+                        .replica = 1, .replicas = 2, .training = &training};
     return k;
 }
 

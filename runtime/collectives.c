@@ -302,8 +302,10 @@ static int barrier(part *p) {
 
 /* ---- element loops: vectorized (O3 here only), AVX2 where the CPU has it ---- */
 
+#if defined(__GNUC__) && !defined(__clang__) /* clang vectorizes these at -O2 */
 #pragma GCC push_options
 #pragma GCC optimize("O3")
+#endif
 #define DEFINE_LOOPS(T, NAME)                                                                 \
     __attribute__((target_clones("avx2", "default"))) static void add_##NAME(                 \
         T *restrict dst, const T *restrict src, int64_t n) {                                  \
@@ -315,7 +317,9 @@ static int barrier(part *p) {
 DEFINE_LOOPS(float, f32)
 DEFINE_LOOPS(double, f64)
 DEFINE_LOOPS(int32_t, i32)
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC pop_options
+#endif
 
 /* dst[0..n) += src[0..n) */
 static void add_into(ir_dtype t, void *dst, const void *src, int64_t n) {

@@ -1,7 +1,8 @@
 /* allreduce.c - all-reduce bandwidth of the shared-memory collectives on 2
  * and 4 logical devices, 1 KiB .. 64 MiB, beside memcpy measured in the same
  * run. algbw = bytes / time; busbw = algbw * 2(n-1)/n (nccl-tests).
- * usage: bench_allreduce [ring|one-device|hierarchical] [max MiB] */
+ * usage: bench_allreduce [ring|one-device|hierarchical] [max MiB] [devices...]
+ * (default devices: 2 4; more devices than cores oversubscribe them) */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,7 +98,14 @@ int main(int argc, char **argv) {
     for (int k = 0; argc > 1 && k < XDEV_COUNT; k++)
         if (!strcmp(argv[1], ir_cross_device_names[k])) algo = (ir_cross_device)k;
     size_t max_mib = argc > 2 ? (size_t)atoi(argv[2]) : 64;
-    bench(2, algo, max_mib << 20);
-    bench(4, algo, max_mib << 20);
+    if (argc <= 3) {
+        bench(2, algo, max_mib << 20);
+        bench(4, algo, max_mib << 20);
+    }
+    for (int k = 3; k < argc; k++) {
+        int n = atoi(argv[k]);
+        if (n < 1 || n > 8) return fprintf(stderr, "bench_allreduce: devices must be 1..8, not '%s'\n", argv[k]), 2;
+        bench(n, algo, max_mib << 20);
+    }
     return 0;
 }

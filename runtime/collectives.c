@@ -2,14 +2,14 @@
  * and broadcast among local devices, each participant on its own thread.
  *
  * A meeting ("slot") holds every participant's buffer and one progress
- * counter per participant. Participants work in parallel and synchronize
- * only through those counters: a value is (phase << 16) + step, a barrier of
- * phase k waits until every counter reaches k << 16, a ring step waits for
- * the ring predecessor's step. Waits spin briefly, then sleep on one
+ * counter per participant. Participants work in parallel on disjoint chunks
+ * and synchronize only through those counters: a barrier of phase k waits
+ * until every counter reaches k. Waits spin briefly, then sleep on one
  * condition variable, and every wait ends at the meeting's deadline.
  *
- * Summation order depends only on the algorithm and the device count, and
- * every device ends with a copy of the same bytes. */
+ * Every algorithm sums the devices' values in device order (ring and
+ * one-device give the same bits; hierarchical sums groups first), and every
+ * device ends with a copy of the same bytes. */
 #include "collectives.h"
 
 #include <errno.h>
@@ -21,8 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#define PHASE(k) ((int64_t)(k) << 16)
-#define BLOCK_ELEMS 2048 /* one-device / group reduction works block by block (stays in L1) */
+#define BLOCK_ELEMS 2048 /* reductions work block by block, so a partial sum stays in L1 */
 #define MSG_CAP 400
 
 typedef struct {
@@ -293,7 +292,7 @@ static void publish(part *p, int64_t value) {
 
 /* Everyone reaches the next phase before anyone goes on. */
 static int barrier(part *p) {
-    int64_t value = PHASE(++p->phase);
+    int64_t value = ++p->phase;
     publish(p, value);
     for (int j = 0; j < p->c->n; j++)
         if (j != p->me && wait_for(p, j, value)) return -1;
@@ -349,69 +348,36 @@ static int64_t chunk_start(int64_t count, int k, int m) {
     return start < count ? start : count;
 }
 
-/* to[lo, hi) += from[0][lo, hi) + ... in order, block by block. */
-static void reduce_range(const part *p, int to, const int *from, int n_from, int64_t lo, int64_t hi) {
-    for (int64_t b = lo; b < hi; b += BLOCK_ELEMS) {
-        int64_t len = hi - b < BLOCK_ELEMS ? hi - b : BLOCK_ELEMS;
-        for (int k = 0; k < n_from; k++) add_into(p->a->dtype, at(p, to, b), at(p, from[k], b), len);
-    }
-}
-
 static void mean_range(const part *p, int j, int64_t lo, int64_t hi) {
     if (p->a->mean) divide(p->a->dtype, at(p, j, lo), hi - lo, p->c->total);
 }
 
 /* ---- algorithms ---- */
 
-/* Ring over ring[0..m): reduce-scatter, in m-1 steps each adding the
- * predecessor's partial chunk; member r then holds the sum of chunk r+1.
- * to_all: all-gather (m-1 steps, means applied once by the chunk's owner);
- * else each member copies its finished chunk into ring[0]'s buffer. */
-static int ring(part *p, const int *ring, int m, int to_all) {
+/* Reduce-scatter and all-gather in one pass over shared memory (the `ring`
+ * algorithm; with to_all = 0 also the reduction of one-device and of
+ * hierarchical's groups). Member r of members[0..m) owns chunk r: it sums that chunk of every member's buffer into
+ * members[0]'s, in member order, block by block (so the partial sum stays in
+ * L1), applies the mean, and copies the finished block into every other
+ * member's buffer (to_all) or leaves it in members[0]'s only. Every byte is
+ * read once and written once per member, as in a memcpy, and no member waits
+ * on another until the final barrier, since each chunk has one writer. The
+ * summation order is the one-device algorithm's, so both give the same bits. */
+static int sum_members(part *p, const int *members, int m, int to_all) {
     int r = 0;
-    while (r < m && ring[r] != p->me) r++;
-    int64_t n = p->a->count, rs = PHASE(++p->phase);
+    while (r < m && members[r] != p->me) r++;
     if (r < m && m > 1) {
-        int prev = ring[(r + m - 1) % m];
-        for (int s = 0; s < m - 1; s++) {
-            int ch = ((r - s - 1) % m + m) % m;
-            if (s > 0 && wait_for(p, prev, rs + s)) return -1;
-            int64_t lo = chunk_start(n, ch, m), hi = chunk_start(n, ch + 1, m);
-            add_into(p->a->dtype, at(p, p->me, lo), at(p, prev, lo), hi - lo);
-            publish(p, rs + s + 1);
+        int64_t n = p->a->count, hi = chunk_start(n, r + 1, m);
+        int to = members[0];
+        for (int64_t b = chunk_start(n, r, m); b < hi; b += BLOCK_ELEMS) {
+            int64_t len = hi - b < BLOCK_ELEMS ? hi - b : BLOCK_ELEMS;
+            for (int k = 1; k < m; k++) add_into(p->a->dtype, at(p, to, b), at(p, members[k], b), len);
+            if (!to_all) continue;
+            mean_range(p, to, b, b + len);
+            for (int k = 1; k < m; k++) memcpy(at(p, members[k], b), at(p, to, b), (size_t)len * p->esize);
         }
     }
-    int own = (r + 1) % m; /* finished here; nobody reads it before the all-gather */
-    int64_t lo = chunk_start(n, own, m), hi = chunk_start(n, own + 1, m);
-    if (r < m && m > 1 && to_all) mean_range(p, p->me, lo, hi);
-    if (barrier(p)) return -1; /* nobody reads a partial sum any more */
-    if (r == m || m == 1) return 0;
-    if (!to_all) {
-        if (r != 0) memcpy(at(p, ring[0], lo), at(p, p->me, lo), (size_t)(hi - lo) * p->esize);
-        return 0;
-    }
-    int64_t ag = PHASE(p->phase);
-    int prev = ring[(r + m - 1) % m];
-    for (int s = 0; s < m - 1; s++) {
-        int ch = ((r - s) % m + m) % m;
-        if (s > 0 && wait_for(p, prev, ag + s)) return -1;
-        lo = chunk_start(n, ch, m), hi = chunk_start(n, ch + 1, m);
-        memcpy(at(p, p->me, lo), at(p, prev, lo), (size_t)(hi - lo) * p->esize);
-        publish(p, ag + s + 1);
-    }
-    return 0;
-}
-
-/* Members [first, first+size) reduce into first's buffer, member i doing
- * slice i of size. */
-static int reduce_group(part *p, int first, int size) {
-    int i = p->me - first, from[size > 1 ? size - 1 : 1];
-    for (int k = 1; k < size; k++) from[k - 1] = first + k;
-    if (i >= 0 && i < size) {
-        int64_t n = p->a->count;
-        reduce_range(p, first, from, size - 1, chunk_start(n, i, size), chunk_start(n, i + 1, size));
-    }
-    return barrier(p);
+    return barrier(p); /* nobody reads a chunk before its owner has finished it */
 }
 
 static int group_size(int n) {
@@ -451,19 +417,17 @@ static int all_reduce(part *p) {
     int n = c->n, procs = c->ip && c->ip->size > 1, all[n];
     for (int j = 0; j < n; j++) all[j] = j;
     if (p->a->algo == XDEV_ONE_DEVICE || n == 1 || (p->a->algo == XDEV_HIERARCHICAL && group_size(n) >= n)) {
-        if (reduce_group(p, 0, n)) return -1;
+        if (sum_members(p, all, n, 0)) return -1;
     } else if (p->a->algo == XDEV_RING) {
-        if (ring(p, all, n, !procs)) return -1;
+        if (sum_members(p, all, n, !procs)) return -1;
         if (!procs) return 0;
-        if (barrier(p)) return -1;
-    } else { /* hierarchical: groups, then a ring of the group leaders (m >= 2) */
-        int g = group_size(n), leaders[n], m = 0;
-        for (int first = 0; first < n; first += g) leaders[m++] = first;
-        if (reduce_group(p, p->me / g * g, p->me / g * g + g <= n ? g : n - p->me / g * g)) return -1;
-        if (ring(p, leaders, m, !procs) || barrier(p)) return -1;
+    } else { /* hierarchical: sums within groups, then across the group leaders (m >= 2) */
+        int g = group_size(n), first = p->me / g * g, leaders[n], m = 0;
+        for (int l = 0; l < n; l += g) leaders[m++] = l;
+        if (sum_members(p, all + first, first + g <= n ? g : n - first, 0)) return -1;
+        if (sum_members(p, leaders, m, !procs)) return -1;
         if (!procs) {
-            int leader = p->me / g * g;
-            if (p->me != leader) memcpy(p->s->buf[p->me], p->s->buf[leader], (size_t)p->a->count * p->esize);
+            if (p->me != first) memcpy(p->s->buf[p->me], p->s->buf[first], (size_t)p->a->count * p->esize);
             return 0;
         }
     }

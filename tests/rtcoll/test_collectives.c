@@ -1,6 +1,7 @@
 /* test_collectives.c - shared-memory all-reduce and broadcast through the
  * direct API: 1..8 devices, sizes 1 .. 16M elements, the three algorithms
- * against a double-precision sum, bit-identical on every device; a fake
+ * against a double-precision sum, bit-identical on every device, ring and
+ * one-device bit-identical to each other; a fake
  * process level; a participant that never arrives. */
 #include <math.h>
 #include <pthread.h>
@@ -248,6 +249,23 @@ static void test_timeout(void) {
     rt_coll_free(c);
 }
 
+/* Ring and one-device sum in the same order, so they give the same bits. */
+static void test_ring_matches_one_device(void) {
+    const int64_t count = (1 << 18) + 5;
+    float *bufs[8], *ring = malloc((size_t)count * sizeof(float));
+    for (int d = 0; d < 8; d++) bufs[d] = malloc((size_t)count * sizeof(float));
+    for (int n = 2; n <= 8; n++) {
+        rt_coll *c = rt_coll_new(n, 0, n, NULL);
+        check_all_reduce(c, n, count, XDEV_RING, 1, bufs);
+        memcpy(ring, bufs[0], (size_t)count * sizeof(float));
+        check_all_reduce(c, n, count, XDEV_ONE_DEVICE, 1, bufs);
+        CHECK(!memcmp(ring, bufs[0], (size_t)count * sizeof(float)), "n=%d: ring and one-device differ", n);
+        rt_coll_free(c);
+    }
+    for (int d = 0; d < 8; d++) free(bufs[d]);
+    free(ring);
+}
+
 int main(void) {
     test_timeout();
     test_dtypes();
@@ -255,6 +273,7 @@ int main(void) {
     test_processes();
     test_repeated();
     test_all_reduce();
+    test_ring_matches_one_device();
     if (failures) {
         fprintf(stderr, "%d checks failed\n", failures);
         return 1;

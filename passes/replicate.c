@@ -35,6 +35,11 @@ static int add(replicator *R, ir_op op, const int *in, int n_in, ir_loc loc, int
     return i;
 }
 
+/* Collectives run on the communication stream, to overlap the compute
+ * stream; with one replica they are identities, and a second stream would
+ * only add hand-offs between threads. */
+static int comm_stream(const replicator *R) { return R->n_dev > 1 ? STREAM_COMM : STREAM_COMPUTE; }
+
 static void infer_or_die(ir_module *m, int i) {
     char err[256];
     if (!ir_infer_node(m, i, err, sizeof err)) {
@@ -120,7 +125,7 @@ static int **reduce_gradients(replicator *R) {
         for (int r = 0; r < R->n_dev; r++) {
             int in[bk->n_grads];
             for (int j = 0; j < bk->n_grads; j++) in[j] = R->map[r][m->grads[bk->grads[j]]];
-            int ar = add(R, OP_ALL_REDUCE, in, bk->n_grads, R->old.nodes[m->grads[bk->grads[0]]].loc, r, STREAM_COMM);
+            int ar = add(R, OP_ALL_REDUCE, in, bk->n_grads, R->old.nodes[m->grads[bk->grads[0]]].loc, r, comm_stream(R));
             ir_node_at(m, ar)->iattr[0] = b, ir_node_at(m, ar)->iattr[1] = 1;
             infer_or_die(m, ar);
             int64_t offset = 0;
@@ -149,7 +154,7 @@ static void reduce_report(replicator *R, const int *old_metrics, int old_loss) {
             ir_node_at(m, in[k])->iattr[0] = 1;
             infer_or_die(m, in[k]);
         }
-        int ar = add(R, OP_ALL_REDUCE, in, 1 + m->n_metrics, ir_node_at(m, in[0])->loc, r, STREAM_COMM);
+        int ar = add(R, OP_ALL_REDUCE, in, 1 + m->n_metrics, ir_node_at(m, in[0])->loc, r, comm_stream(R));
         ir_node_at(m, ar)->iattr[0] = m->n_buckets, ir_node_at(m, ar)->iattr[1] = 1;
         infer_or_die(m, ar);
     }
@@ -184,7 +189,7 @@ static void add_broadcasts(replicator *R) {
     for (int i = 0; i < R->old.n; i++) {
         if (!(ir_ops[R->old.nodes[i].op].flags & OPF_VARIABLE)) continue;
         for (int r = 0; r < R->n_dev; r++) {
-            int b = add(R, OP_BROADCAST, &R->map[r][i], 1, R->old.nodes[i].loc, r, STREAM_COMM);
+            int b = add(R, OP_BROADCAST, &R->map[r][i], 1, R->old.nodes[i].loc, r, comm_stream(R));
             ir_node_at(R->m, b)->iattr[0] = group;
             infer_or_die(R->m, b);
         }

@@ -349,7 +349,7 @@ static int64_t chunk_start(int64_t count, int k, int m) {
 }
 
 static void mean_range(const part *p, int j, int64_t lo, int64_t hi) {
-    if (p->a->mean) divide(p->a->dtype, at(p, j, lo), hi - lo, p->c->total);
+    if (p->a->mean && p->c->total > 1) divide(p->a->dtype, at(p, j, lo), hi - lo, p->c->total);
 }
 
 /* ---- algorithms ---- */

@@ -16,6 +16,14 @@
 
 enum { IR_MAX_RANK = 6, IR_MAX_IATTR = 8, IR_MAX_FATTR = 6 };
 
+/* Limits of a model (docs/errors.md, resource limits): every tensor has
+ * fewer than IR_MAX_ELEMENTS elements (ir/verify.c), a model at most
+ * IR_MAX_METRICS metrics (the runtime reports loss + metrics + an example
+ * count in 17 slots) and, to run, at most IR_MAX_INPUTS inputs (one --input
+ * binding each). */
+#define IR_MAX_ELEMENTS (INT64_C(1) << 40)
+enum { IR_MAX_METRICS = 15, IR_MAX_INPUTS = 16 };
+
 typedef enum { IR_F32, IR_I32, IR_F64, IR_U8, IR_DTYPE_COUNT } ir_dtype;
 
 typedef struct {

@@ -8,7 +8,7 @@
 #include "ir.h"
 
 /* Limits that keep every later computation on a node free of overflow. */
-#define MAX_ELEMS (INT64_C(1) << 40)
+#define MAX_ELEMS IR_MAX_ELEMENTS
 #define MAX_IATTR (INT64_C(1) << 40)
 
 typedef struct {
@@ -50,7 +50,11 @@ static bool check_type(checker *c, int i, const ir_node *n) {
     if (safe_bytes(n) >= 0) return true;
     if ((unsigned)n->dtype >= IR_DTYPE_COUNT) problem(c, "node %d: dtype %d out of range", i, (int)n->dtype);
     else if (n->shape.rank < 0 || n->shape.rank > IR_MAX_RANK) problem(c, "node %d: rank %d out of range", i, n->shape.rank);
-    else problem(c, "node %d: shape has a negative dimension or 2^40 elements or more", i);
+    else {
+        char t[96];
+        problem(c, "node %d (%s): %s has a negative dimension or 2^40 elements or more", i, op_name(n->op),
+                ir_type_str(n->dtype, &n->shape, t, sizeof t));
+    }
     return false;
 }
 

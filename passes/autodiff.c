@@ -331,7 +331,8 @@ bool pass_autodiff(ir_module *m, ir_diag *d, const pass_options *o) {
         ASSERT(!(ir_ops[op].flags & OPF_DIFF) == !rules[op] || op == OP_CAST, "op '%s': OPF_DIFF and rules disagree",
                ir_ops[op].name);
     if (m->loss < 0) {
-        ir_diag_error(d, (ir_loc){0}, "model '%s' trains but declares no loss", m->model_name ? m->model_name : "?");
+        ir_diag_error(d, (ir_loc){0}, "%s: model '%s' has a train block but no loss", m->source_file ? m->source_file : "?",
+                      m->model_name ? m->model_name : "?");
         return false;
     }
     ad_ctx c = {.m = m, .n_fwd = m->g.n};

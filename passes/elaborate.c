@@ -12,8 +12,7 @@
 #include "passes.h"
 
 enum { MAX_CALL_DEPTH = 64, MAX_PRIM_INPUTS = 64 };
-static const int64_t MAX_DIM = (int64_t)1 << 31;
-static const int64_t MAX_NUMEL = (int64_t)1 << 40;
+static const int64_t MAX_DIM = (int64_t)1 << 31; /* of any dimension and of the batch */
 
 /* ---- values ---- */
 
@@ -231,10 +230,11 @@ static const char *scope_path(elab *c, scope *s) {
 
 /* ---- nodes ---- */
 
+/* Fewer than IR_MAX_ELEMENTS elements (what a plan may hold). */
 static bool checked_numel(const ir_shape *s, int64_t *out) {
     int64_t n = 1;
     for (int i = 0; i < s->rank; i++)
-        if (s->dim[i] < 0 || __builtin_mul_overflow(n, s->dim[i], &n) || n > MAX_NUMEL) return false;
+        if (s->dim[i] < 0 || __builtin_mul_overflow(n, s->dim[i], &n) || n >= IR_MAX_ELEMENTS) return false;
     *out = n;
     return true;
 }
@@ -249,7 +249,8 @@ static value finish(elab *c, int i) {
         return ERR;
     }
     if (!checked_numel(&n->shape, &numel)) {
-        ir_diag_error(c->d, n->loc, "tensor %s is too large", ir_type_str(n->dtype, &n->shape, b, sizeof b));
+        ir_diag_error(c->d, n->loc, "the result of '%s' is too large: %s has 2^40 elements or more",
+                      ir_ops[n->op].name, ir_type_str(n->dtype, &n->shape, b, sizeof b));
         return ERR;
     }
     return vtensor(i);
@@ -618,9 +619,10 @@ static bool prim_shape(elab *c, ir_node *n, const arg *a, int n_dims, const char
         if (a[i].v.k != V_INT) return err(c, a[i].loc, "a dimension of '%s' must be an int, got %s", name, describe(c, a[i].v)), false;
         int64_t d = a[i].v.i;
         if (d == -1 && n->op == OP_RESHAPE && infer_at < 0) infer_at = i, d = 1;
-        else if (d < 1 || d > MAX_DIM) return err(c, a[i].loc, "dimension %lld of '%s' is out of range", (long long)d, name), false;
+        else if (d < 1 || d > MAX_DIM) return err(c, a[i].loc, "dimension %lld of '%s' is out of range (1 to 2^31)", (long long)d, name), false;
         n->shape.dim[i] = d;
-        if (__builtin_mul_overflow(known, d, &known) || known > MAX_NUMEL) return err(c, a[i].loc, "tensor too large"), false;
+        if (__builtin_mul_overflow(known, d, &known) || known >= IR_MAX_ELEMENTS)
+            return err(c, a[i].loc, "the shape given to '%s' is too large: 2^40 elements or more", name), false;
     }
     if (infer_at >= 0) n->shape.dim[infer_at] = ir_shape_numel(&node(c, n->in[0])->shape) / known;
     return true;
@@ -692,11 +694,14 @@ static bool eval_shape(elab *c, const ast_type *t, const char *what, const char 
         value d = eval(c, e);
         if (d.k == V_ERR) ok = false;
         else if (d.k != V_INT) err(c, e->loc, "a dimension must be an int, got %s", describe(c, d)), ok = false;
-        else if (d.i < 1 || d.i > MAX_DIM) err(c, e->loc, "dimension %lld of %s '%s' is out of range", (long long)d.i, what, name), ok = false;
+        else if (d.i < 1 || d.i > MAX_DIM) err(c, e->loc, "dimension %lld of %s '%s' is out of range (1 to 2^31)", (long long)d.i, what, name), ok = false;
         else s->dim[i] = d.i;
     }
     int64_t numel;
-    if (ok && !checked_numel(s, &numel)) return err(c, t->loc, "%s '%s' is too large", what, name), false;
+    char b[128];
+    if (ok && !checked_numel(s, &numel))
+        return err(c, t->loc, "%s '%s' is too large: %s has 2^40 elements or more", what, name,
+                   ir_type_str((ir_dtype)t->dtype, s, b, sizeof b)), false;
     return ok;
 }
 
@@ -815,6 +820,8 @@ static void stmt_metric(elab *c, const ast_stmt *st) {
         if (c->m->metrics[i].name == name) return err(c, st->name_loc, "metric '%s' is declared twice", name);
     int id = per_example(c, eval(c, st->expr), st, "metric");
     if (id < 0) return;
+    if (c->m->n_metrics == IR_MAX_METRICS)
+        return err(c, st->name_loc, "metric '%s' is one too many: a model has at most %d metrics", name, IR_MAX_METRICS);
     c->m->metrics = xrealloc(c->m->metrics, (size_t)(c->m->n_metrics + 1) * sizeof *c->m->metrics);
     c->m->metrics[c->m->n_metrics++] = (ir_metric){name, id};
 }
@@ -974,8 +981,9 @@ static void load_file(elab *c, const char *path, const char *module, ir_loc use_
         if (!strcmp(c->o->sources[i].path, path)) text = strdup(c->o->sources[i].text);
     if (!text) text = fe_read_file(path);
     if (!text) {
-        if (module) err(c, use_loc, "no module named '%s'", module);
-        else err(c, (ir_loc){0}, "cannot read %s: %s", path, strerror(errno));
+        const char *why = errno == EILSEQ ? "it holds a NUL byte (not model source)" : strerror(errno);
+        if (module) err(c, use_loc, "no module named '%s' (%s: %s)", module, path, why);
+        else err(c, (ir_loc){0}, "%s: cannot read: %s", path, why);
         return;
     }
     const char *ipath = ir_intern(c->m, path);

@@ -69,7 +69,8 @@ static void test_graph_problems(void) {
     EXPECT_PROBLEM(N(x.image)->dtype = 9, want);
     snprintf(want, sizeof want, "node %d: rank 7 out of range", x.image);
     EXPECT_PROBLEM(N(x.image)->shape.rank = 7, want);
-    snprintf(want, sizeof want, "node %d: shape has a negative dimension or 2^40 elements or more", x.kernel[1]);
+    snprintf(want, sizeof want, "node %d (param): f32[-4,3] has a negative dimension or 2^40 elements or more",
+             x.kernel[1]);
     EXPECT_PROBLEM(N(x.kernel[1])->shape.dim[0] = -4, want);
     snprintf(want, sizeof want, "node %d (shard): attribute 1 is out of range", x.shard_x[0]);
     EXPECT_PROBLEM(N(x.shard_x[0])->iattr[1] = INT64_C(1) << 50, want);

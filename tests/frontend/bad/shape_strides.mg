@@ -1,0 +1,5 @@
+model m {
+  input x: f32[batch, 8, 8, 1]
+  y = prim.max_pool2d(x, k_h: 2, k_w: 2, strides: 0)
+  output y
+}

@@ -1,0 +1,10 @@
+model m {
+  input x: f32[batch, 8]
+  output x
+}
+
+train m {
+  optimizer = adam
+  optimizer = sgd
+  batch = 8 global
+}

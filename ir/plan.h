@@ -18,4 +18,13 @@ ir_module *mgx_read(const char *path, char *err, size_t cap);
 /* Same from memory (for tests and fuzzing); name is used in messages. */
 ir_module *mgx_read_mem(const void *data, size_t size, const char *name, char *err, size_t cap);
 
+/* What the runtime relies on beyond ir_verify: devices, a global batch of
+ * batch_per_replica x devices on axis 0 of every input (at most
+ * IR_MAX_INPUTS, on the host), loss, metrics (at most IR_MAX_METRICS) and
+ * output on every replica, the report all-reduce when training, every other
+ * node in its device's arena, arenas no larger than their tensors, and one
+ * schedule list per (program, device, stream). Returns 0, or -1 with
+ * "NAME: invalid plan: ..." in err. */
+int mgx_check_runnable(const ir_module *m, const char *name, char *err, size_t cap);
+
 #endif

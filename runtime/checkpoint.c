@@ -368,11 +368,12 @@ static cJSON *parse_header(const unsigned char *buf, size_t len, const char *nam
     if (len < 8) return fail(err, cap, "%s: truncated (%zu bytes, no 8-byte header length)", name, len), NULL;
     uint64_t h = 0;
     for (int i = 7; i >= 0; i--) h = h << 8 | buf[i];
+    if (h > MAX_HEADER)
+        return fail(err, cap, "%s: header length %llu exceeds the 100 MiB limit (not a safetensors file?)", name,
+                    (unsigned long long)h), NULL;
     if (h > len - 8)
         return fail(err, cap, "%s: header length %llu exceeds the file size (%zu bytes)", name, (unsigned long long)h,
                     len), NULL;
-    if (h > MAX_HEADER)
-        return fail(err, cap, "%s: header length %llu exceeds the 100 MiB limit", name, (unsigned long long)h), NULL;
     const char *text = (const char *)buf + 8, *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, (size_t)h, &end, 0);
     if (!root) {

@@ -490,7 +490,7 @@ static int npy_parse(const unsigned char *buf, size_t len, const char *name, rt_
     if (h.fortran) return fail(err, cap, "%s: fortran_order arrays are not supported (save in C order)", name);
     int t = 0, nt = (int)(sizeof npy_types / sizeof npy_types[0]);
     while (t < nt && strcmp(npy_types[t].descr, h.descr)) t++;
-    if (t == nt) return fail(err, cap, "%s: unsupported dtype '%s' (supported: <f4 <f8 <i4 <i8 |u1)", name, h.descr);
+    if (t == nt) return fail(err, cap, "%s: unsupported dtype '%s' (supported: <f4 <f8 <i4 <i8 |u1 |i1)", name, h.descr);
     char dims[128];
     int64_t n = bounded_numel(&h.shape);
     if (n < 0)
@@ -549,7 +549,9 @@ int rt_load_tensor_file(const char *path, rt_tensor *out, char *err, size_t cap)
     size_t k = fread(magic, 1, sizeof magic, f);
     fclose(f);
     if (k == 6 && !memcmp(magic, "\x93NUMPY", 6)) return rt_load_npy(path, out, err, cap);
-    return rt_load_idx(path, out, err, cap);
+    if (k < 4 || (magic[0] == 0 && magic[1] == 0) || is_gzip(magic, k)) return rt_load_idx(path, out, err, cap);
+    return fail(err, cap, "%s: neither an NPY nor an IDX file (it starts with %02x %02x %02x %02x)", path,
+                magic[0], magic[1], magic[2], magic[3]);
 }
 
 /* ---- datasets ---- */
@@ -558,18 +560,33 @@ struct rt_dataset {
     int n;
     int64_t count;
     rt_tensor *t; /* t[i]: [count, per-example of input i] */
+    char **source; /* source[i]: the file of input i */
 };
 
 void rt_dataset_free(rt_dataset *ds) {
     if (!ds) return;
-    for (int i = 0; i < ds->n; i++) rt_tensor_free(&ds->t[i]);
+    for (int i = 0; i < ds->n; i++) rt_tensor_free(&ds->t[i]), free(ds->source[i]);
     free(ds->t);
+    free(ds->source);
     free(ds);
 }
 
 int64_t rt_dataset_count(const rt_dataset *ds) { return ds->count; }
 int rt_dataset_inputs(const rt_dataset *ds) { return ds->n; }
 const rt_tensor *rt_dataset_tensor(const rt_dataset *ds, int i) { return &ds->t[i]; }
+const char *rt_dataset_source(const rt_dataset *ds, int i) { return ds->source[i]; }
+
+int rt_dataset_check_range(const rt_dataset *ds, int i, int64_t limit, const char *what, char *err, size_t cap) {
+    const rt_tensor *t = &ds->t[i];
+    if (t->dtype != IR_I32) return 0;
+    int64_t per = t->shape.dim[0] ? ir_shape_numel(&t->shape) / t->shape.dim[0] : 1;
+    const int32_t *v = t->data;
+    for (int64_t k = 0, n = ir_shape_numel(&t->shape); k < n; k++)
+        if (v[k] < 0 || v[k] >= limit)
+            return fail(err, cap, "%s: %s %d of example %lld is outside [0, %lld)", ds->source[i], what, (int)v[k],
+                        (long long)(k / per), (long long)limit);
+    return 0;
+}
 
 static bool convertible(ir_dtype from, ir_dtype to) {
     if (from == to) return true;
@@ -630,8 +647,8 @@ static int bind_input(const rt_tensor *src, const char *name, const rt_input_spe
 
 static rt_dataset *dataset_new(int n) {
     rt_dataset *ds = calloc(1, sizeof *ds);
-    if (ds) ds->t = calloc((size_t)(n ? n : 1), sizeof *ds->t);
-    if (ds && !ds->t) free(ds), ds = NULL;
+    if (ds) ds->t = calloc((size_t)(n ? n : 1), sizeof *ds->t), ds->source = calloc((size_t)(n ? n : 1), sizeof(char *));
+    if (ds && (!ds->t || !ds->source)) free(ds->t), free(ds->source), free(ds), ds = NULL;
     if (ds) ds->n = n;
     return ds;
 }
@@ -642,6 +659,10 @@ rt_dataset *rt_dataset_from_tensors(const rt_tensor *tensors, const char *const 
     if (!ds) return fail(err, cap, "out of memory"), NULL;
     for (int i = 0; i < n_inputs; i++) {
         if (bind_input(&tensors[i], names[i], &inputs[i], &ds->t[i], err, cap) < 0) goto bad;
+        if (!(ds->source[i] = strdup(names[i]))) {
+            fail(err, cap, "out of memory");
+            goto bad;
+        }
         int64_t n = tensors[i].shape.dim[0];
         if (i > 0 && n != ds->count) {
             fail(err, cap, "%s has %lld examples but %s has %lld", names[i], (long long)n, names[0],

@@ -87,6 +87,11 @@ int64_t rt_dataset_count(const rt_dataset *ds);
 int rt_dataset_inputs(const rt_dataset *ds);
 /* Input i as [N, per-example...] in the model's dtype. */
 const rt_tensor *rt_dataset_tensor(const rt_dataset *ds, int i);
+/* The file (or name) input i came from. */
+const char *rt_dataset_source(const rt_dataset *ds, int i);
+/* Every value of input i (i32) lies in [0, limit): else -1 and
+ * "FILE: WHAT V of example E is outside [0, LIMIT)" in err. */
+int rt_dataset_check_range(const rt_dataset *ds, int i, int64_t limit, const char *what, char *err, size_t cap);
 
 /* ---- batch loader ----
  * Yields global batches of `batch` examples, one contiguous host buffer per

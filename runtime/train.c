@@ -111,7 +111,13 @@ int rt_load_variables(rt_session *s, const char *path, uint64_t *seed, char *err
         if (rc) snprintf(err, cap, "%s", rt_session_error(s));
     }
     const char *step = rt_checkpoint_meta(ck, "step"), *seed_s = rt_checkpoint_meta(ck, "seed");
-    if (!rc) rt_session_set_step(s, step && has_slots ? strtoll(step, NULL, 10) : 0);
+    char *end = NULL;
+    long long at = step && has_slots ? strtoll(step, &end, 10) : 0;
+    if (!rc && end && (end == step || *end || at < 0)) {
+        snprintf(err, cap, "%s: metadata \"step\" is \"%s\", not a step count", path, step);
+        rc = -1;
+    }
+    if (!rc) rt_session_set_step(s, at);
     if (!rc && seed && seed_s) *seed = strtoull(seed_s, NULL, 10);
     rt_checkpoint_free(ck);
     if (!rc && rt_session_broadcast_variables(s)) {

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../ir/diag.h"
@@ -277,7 +278,12 @@ static int print_svg(const ir_module *m, bool replicated) {
     }
     ir_print_dot(m, p, replicated);
     int status = pclose(p);
-    if (status) fprintf(stderr, "mgc: dot (Graphviz) failed with status %d\n", status);
+    if (status == -1 || !WIFEXITED(status))
+        fprintf(stderr, "mgc: dot (Graphviz) did not finish (status %d)\n", status);
+    else if (WEXITSTATUS(status) == 127)
+        fprintf(stderr, "mgc: cannot run dot: is Graphviz installed? (--format dot prints the graph without it)\n");
+    else if (WEXITSTATUS(status))
+        fprintf(stderr, "mgc: dot (Graphviz) failed with exit status %d\n", WEXITSTATUS(status));
     return status ? 1 : 0;
 }
 
@@ -314,7 +320,9 @@ int cmd_dump(int argc, char **argv) {
 }
 
 static void print_bytes(int64_t b) {
-    if (b >= 1 << 20) printf("%.2f MiB", (double)b / (1 << 20));
+    if (b >= INT64_C(1) << 40) printf("%.2f TiB", (double)b / (double)(INT64_C(1) << 40));
+    else if (b >= 1 << 30) printf("%.2f GiB", (double)b / (1 << 30));
+    else if (b >= 1 << 20) printf("%.2f MiB", (double)b / (1 << 20));
     else if (b >= 1 << 10) printf("%.1f KiB", (double)b / (1 << 10));
     else printf("%lld B", (long long)b);
 }

@@ -33,8 +33,13 @@ int main(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
+    char name[32];
     for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++)
-        if (!strcmp(argv[1], commands[k].name)) return commands[k].run(argc - 1, argv + 1);
+        if (!strcmp(argv[1], commands[k].name)) {
+            snprintf(name, sizeof name, "mgc %s", commands[k].name); /* getopt's messages: "mgc run: ..." */
+            argv[1] = name;
+            return commands[k].run(argc - 1, argv + 1);
+        }
     fprintf(stderr, "mgc: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 1;

@@ -1,9 +1,12 @@
 /* run.c - mgc run, eval and predict: bind a plan to devices and data. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysinfo.h>
 
+#include "../ir/plan.h"
 #include "../runtime/mpi.h"
 #include "../runtime/train.h"
 #include "cli.h"
@@ -12,7 +15,7 @@ typedef struct {
     int64_t epochs, steps;
     uint64_t seed;
     const char *save, *load, *history, *data, *out;
-    const char *bindings[16];
+    const char *bindings[IR_MAX_INPUTS];
     int n_bindings;
     int threads, check_replicas;
     double timeout;
@@ -81,20 +84,26 @@ static int parse_run_options(int argc, char **argv, run_options *o, const char *
             if (!parse_count("--check-replicas", optarg, 1, &v)) return -1;
             o->check_replicas = (int)v;
             break;
-        case O_TIMEOUT:
-            o->timeout = strtod(optarg, NULL);
-            if (!(o->timeout > 0)) {
+        case O_TIMEOUT: {
+            char *end;
+            o->timeout = strtod(optarg, &end);
+            if (*end || !(o->timeout > 0)) {
                 fprintf(stderr, "mgc: --collective-timeout: '%s' is not a positive number of seconds\n", optarg);
                 return -1;
             }
             break;
+        }
         case O_SAVE: o->save = optarg; break;
         case O_LOAD: o->load = optarg; break;
         case O_HISTORY: o->history = optarg; break;
         case O_DATA: o->data = optarg; break;
         case O_INPUT:
-            if (o->n_bindings == 16 || !strchr(optarg, '=')) {
+            if (!strchr(optarg, '=')) {
                 fprintf(stderr, "mgc: --input: expected NAME=FILE, got '%s'\n", optarg);
+                return -1;
+            }
+            if (o->n_bindings == IR_MAX_INPUTS) {
+                fprintf(stderr, "mgc: --input: at most %d bindings\n", IR_MAX_INPUTS);
                 return -1;
             }
             o->bindings[o->n_bindings++] = optarg;
@@ -112,14 +121,34 @@ static int parse_run_options(int argc, char **argv, run_options *o, const char *
     return optind;
 }
 
-/* The inputs `program` reads, from --input bindings or the --data directory. */
+/* The classes of the logits that model input `input` labels (sparse_xent
+ * or argmax_match, directly or through a shard), 0 if it labels none. */
+static int64_t label_classes(const ir_module *m, int input) {
+    for (int i = 0; i < m->g.n; i++) {
+        const ir_node *n = &m->g.nodes[i];
+        if (n->op != OP_SPARSE_XENT && n->op != OP_ARGMAX_MATCH) continue;
+        const ir_node *lab = &m->g.nodes[n->in[1]], *logits = &m->g.nodes[n->in[0]];
+        if (n->in[1] == input || (lab->op == OP_SHARD && lab->in[0] == input))
+            return logits->shape.dim[logits->shape.rank - 1];
+    }
+    return 0;
+}
+
+/* The inputs `program` reads, from --input bindings or the --data directory;
+ * labels are checked against the classes of the model. */
 static rt_dataset *open_data(const ir_module *m, const run_options *o, const char *split, unsigned program) {
     rt_input_spec specs[m->n_inputs + 1];
+    int which[m->n_inputs + 1];
     char err[512];
-    int n = rt_input_specs(m, program, specs, NULL);
+    int n = rt_input_specs(m, program, specs, which);
     rt_dataset *ds = o->n_bindings ? rt_dataset_from_bindings((const char *const *)o->bindings, o->n_bindings, specs,
                                                               n, err, sizeof err)
                                    : rt_dataset_from_dir(o->data, split, specs, n, err, sizeof err);
+    for (int k = 0; ds && k < n; k++) {
+        int64_t classes = label_classes(m, m->inputs[which[k]]);
+        if (classes > 0 && rt_dataset_check_range(ds, k, classes, "label", err, sizeof err))
+            rt_dataset_free(ds), ds = NULL;
+    }
     if (!ds) fprintf(stderr, "mgc: %s\n", err);
     return ds;
 }
@@ -200,6 +229,22 @@ static ir_module *fit_devices(ir_module *plan, const char *path, bool strict) {
     return m;
 }
 
+/* A plan on CPU devices must fit in this machine's memory (RAM and swap):
+ * the arenas of the devices this process runs, plus its host inputs. */
+static bool fits_memory(const bound_plan *bp, const char *path) {
+    const ir_module *m = bp->m;
+    struct sysinfo si;
+    if (strcmp(m->devices[0].name, "cpu") || sysinfo(&si) != 0) return true;
+    double have = ((double)si.totalram + (double)si.totalswap) * si.mem_unit, need = 0;
+    int first = bp->ip ? bp->first : 0, local = bp->ip ? bp->local : m->n_devices;
+    for (int d = first; d < first + local; d++) need += (double)m->arena_bytes[d];
+    for (int k = 0; k < m->n_inputs; k++) need += (double)ir_node_bytes(&m->g.nodes[m->inputs[k]]);
+    if (need <= have) return true;
+    fprintf(stderr, "mgc: %s: the plan needs %.1f GiB of memory, this machine has %.1f GiB\n", path,
+            need / (1 << 30), have / (1 << 30));
+    return false;
+}
+
 /* Loads the plan, starts a session and sets its variables (initializers or --load). */
 static bool bind_plan(const char *path, const run_options *o, bound_plan *bp) {
     char err[640] = "";
@@ -210,8 +255,13 @@ static bool bind_plan(const char *path, const run_options *o, bound_plan *bp) {
         return false;
     }
     bp->m = cli_load_plan(path);
+    if (bp->m && mgx_check_runnable(bp->m, path, err, sizeof err)) {
+        fprintf(stderr, "mgc: %s\n", err);
+        ir_module_free(bp->m), bp->m = NULL;
+    }
     if (bp->m) bp->m = fit_devices(bp->m, path, o->strict_devices);
     if (bp->m && bp->ip) bp->m = fit_workers(bp->m, path, bp);
+    if (bp->m && !fits_memory(bp, path)) ir_module_free(bp->m), bp->m = NULL;
     if (!bp->m) {
         rt_mpi_finalize(bp->ip);
         return false;
@@ -266,8 +316,13 @@ int cmd_run(int argc, char **argv) {
     rt_dataset *train = open_data(bp.m, &o, "train", 0);
     rt_dataset *test = train && !o.n_bindings ? open_data(bp.m, &o, "test", 0) : NULL;
     int rc = train && (o.n_bindings || test) ? 0 : 1;
+    if (!rc && rt_dataset_inputs(train) > 0 && rt_dataset_count(train) < bp.m->global_batch) {
+        fprintf(stderr, "mgc: %s: %lld examples, fewer than one global batch of %lld\n", rt_dataset_source(train, 0),
+                (long long)rt_dataset_count(train), (long long)bp.m->global_batch);
+        rc = 1;
+    }
     if (!rc && o.history && !(history = fopen(o.history, "w"))) {
-        perror(o.history);
+        fprintf(stderr, "mgc: %s: cannot write: %s\n", o.history, strerror(errno));
         rc = 1;
     }
     char err[640];
@@ -326,12 +381,18 @@ int cmd_predict(int argc, char **argv) {
     run_options o;
     int k = parse_run_options(argc, argv, &o, predict_help);
     if (k < 0) return k == -2 ? 0 : 1;
-    if (!o.load || !o.out || !o.n_bindings) {
+    const char *missing = !o.load ? "--load CKPT" : !o.n_bindings ? "--input NAME=FILE" : !o.out ? "-o OUT.npy" : NULL;
+    if (missing) {
+        fprintf(stderr, "mgc: predict needs %s\n", missing);
         fputs(predict_help, stderr);
         return 1;
     }
     bound_plan bp;
     if (!bind_plan(argv[k], &o, &bp)) return 1;
+    if (bp.m->output < 0) {
+        fprintf(stderr, "mgc: %s: model '%s' has no output to predict\n", argv[k], bp.m->model_name);
+        return unbind_plan(&bp, 1);
+    }
     rt_dataset *ds = open_data(bp.m, &o, "test", PROG_PREDICT);
     rt_tensor out = {0};
     char err[640];

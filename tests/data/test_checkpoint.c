@@ -135,10 +135,14 @@ static void case_malformed(void) {
               "ck.safetensors: header is not valid JSON (error at byte 23 of the header)");
     CHECK_ERR(!load("[1,2]", 0), err, "ck.safetensors: header is not one JSON object");
     CHECK_ERR(!load("{\"a\":[1]}", 0), err, "ck.safetensors: tensor 'a': entry is not a JSON object");
-    /* a header length of 1 GiB on a small file, a file shorter than the length field */
+    /* a header length of 1 GiB (refused before the file size is looked at), a header
+     * longer than a small file, a file shorter than the length field */
     unsigned char b[64] = {0, 0, 0, 0x40};
     CHECK_ERR(!rt_checkpoint_load_mem(b, 64, "ck.safetensors", err, sizeof err), err,
-              "ck.safetensors: header length 1073741824 exceeds the file size (64 bytes)");
+              "ck.safetensors: header length 1073741824 exceeds the 100 MiB limit (not a safetensors file?)");
+    b[3] = 0, b[1] = 1;
+    CHECK_ERR(!rt_checkpoint_load_mem(b, 64, "ck.safetensors", err, sizeof err), err,
+              "ck.safetensors: header length 256 exceeds the file size (64 bytes)");
     CHECK_ERR(!rt_checkpoint_load_mem(b, 5, "ck.safetensors", err, sizeof err), err,
               "ck.safetensors: truncated (5 bytes, no 8-byte header length)");
     rt_checkpoint *ck = load("{}", 0); /* empty is valid */

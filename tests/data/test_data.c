@@ -193,7 +193,7 @@ static void case_npy_errors(void) {
               "x.npy: fortran_order arrays are not supported (save in C order)");
     n = npy(b, "{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", 8);
     CHECK_ERR(rt_load_npy_mem(b, n, "x.npy", &t, err, sizeof err) < 0, err,
-              "x.npy: unsupported dtype '>f4' (supported: <f4 <f8 <i4 <i8 |u1)");
+              "x.npy: unsupported dtype '>f4' (supported: <f4 <f8 <i4 <i8 |u1 |i1)");
     n = npy(b, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 20);
     CHECK_ERR(rt_load_npy_mem(b, n, "x.npy", &t, err, sizeof err) < 0, err,
               "x.npy: truncated (expected 24 bytes of data, got 20)");

@@ -160,12 +160,33 @@ edit "$tmp/m2.mgx" "$tmp/gpu.mgx" device-kind gpu
 expect_line "$tmp/err" "^mgc: $tmp/gpu.mgx: gpu:1 is not available: .+; re-planned for 2 CPU devices$"
 why=$(sed -n 's/^mgc: .*gpu\.mgx: gpu:1 is not available: \(.*\); re-planned for 2 CPU devices$/\1/p' "$tmp/err")
 expect_fail "mgc: $tmp/gpu.mgx: gpu:1 is not available: $why" "$MGC" run "$tmp/gpu.mgx" --strict-devices
+# fields behind a valid CRC (the section decoders; offsets in docs/plan-format.md)
+while IFS='|' read -r args want; do
+  edit "$tmp/m.mgx" "$tmp/p.mgx" $args
+  expect_fail "mgc: $tmp/p.mgx: $want" "$MGC" inspect "$tmp/p.mgx"
+done <<'EOF'
+cut 4 3|section 'train': payload ends early (8 bytes needed at offset 70, 5 remain)
+pad 8 3|section 'sources': 3 unread bytes at the end
+poke 1 8 <B 0|section 'strings': string 0 contains a NUL byte
+poke 2 8 <I 9|section 'graph': dtype 9 out of range (0..3)
+poke 2 12 <I 7|section 'graph': node 0: rank 7 exceeds 6
+poke 2 16 <q -5|section 'graph': node 0: dimension 0 is negative (-5)
+poke 2 16 <q 4611686018427387904|section 'graph': node 0: element count overflows
+poke 2 52 <B 9|section 'graph': node 0: 9 integer attributes (at most 8)
+poke 4 0 <B 2|section 'train': training flag is 2, not 0 or 1
+poke 7 0 <I 4294967295|section 'schedule': event count 4294967295 out of range
+item-kind 7|section 'schedule': schedule item kind 7 out of range
+EOF
 edit "$tmp/m.mgx" "$tmp/dims.mgx" dims 0 4 1048576 1048576 1
 expect_fail "mgc: $tmp/dims.mgx: invalid plan: node 0 (input): f32[4,1048576,1048576,1] has a negative dimension or 2^40 elements or more" \
   "$MGC" inspect "$tmp/dims.mgx"
 edit "$tmp/m2.mgx" "$tmp/batch.mgx" global-batch 66
 expect_fail "mgc: $tmp/batch.mgx: invalid plan: global batch 66 is not 64 per replica x 2 devices" \
   "$MGC" run "$tmp/batch.mgx"
+edit "$tmp/m.mgx" "$tmp/p.mgx" poke 4 62 '<q' 8   # batch per replica 8 (the last 16 bytes: per replica, global)
+edit "$tmp/p.mgx" "$tmp/batch8.mgx" global-batch 8
+expect_fail "mgc: $tmp/batch8.mgx: invalid plan: input 'image' does not hold the global batch of 8 on axis 0" \
+  "$MGC" run "$tmp/batch8.mgx"
 edit "$tmp/m.mgx" "$tmp/arena.mgx" arena 1125899906842624
 expect_fail "mgc: $tmp/arena.mgx: invalid plan: the arena of device 0 (1125899906842624 bytes) exceeds its tensors ($("$MGC" inspect "$tmp/m.mgx" >/dev/null; "$MGC" dump "$tmp/m.mgx" | sed -n 's/^# memory cpu:0 arena=[0-9]* unplanned=//p') bytes)" \
   "$MGC" run "$tmp/arena.mgx"

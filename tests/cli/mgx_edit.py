@@ -8,6 +8,10 @@
 #   arena BYTES             device 0's planned arena size
 #   dims NODE D0 D1 ...     node NODE's dimensions (same rank)
 #   crc SECTION             flips the stored CRC of section SECTION (1..8)
+#   poke SECTION AT FMT V   packs V with struct format FMT at byte AT of a payload
+#   cut SECTION N           drops the payload's last N bytes
+#   pad SECTION N           appends N zero bytes to the payload
+#   item-kind V             the kind of the first item of the first non-empty schedule list
 import struct
 import sys
 import zlib
@@ -84,6 +88,21 @@ def main():
         assert len(dims) == rank, (dims, rank)
         for k, d in enumerate(dims):
             struct.pack_into("<q", secs[1][1], at + 4 + 8 * k, d)
+    elif edit == "poke":
+        struct.pack_into(args[2], secs[int(args[0]) - 1][1], int(args[1]), int(args[3]))
+    elif edit == "cut":
+        del secs[int(args[0]) - 1][1][-int(args[1]):]
+    elif edit == "pad":
+        secs[int(args[0]) - 1][1] += bytes(int(args[1]))
+    elif edit == "item-kind":
+        sched = secs[6][1]
+        pos = 8
+        while True:
+            n, = struct.unpack_from("<I", sched, pos + 12)
+            if n:
+                sched[pos + 16] = int(args[0])
+                break
+            pos += 16
     elif edit == "crc":
         fix = False
         secs[int(args[0]) - 1][2] ^= 1

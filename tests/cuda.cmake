@@ -1,4 +1,4 @@
-# cuda.cmake - CUDA backend tests: built when the backend is (cmake/cuda.cmake).
+# cuda.cmake - CUDA backend tests: built when the backend is (runtime/cuda/cuda.cmake).
 # GPU tests exit 77 ("SKIP: no CUDA device") where there is no GPU.
 if(TARGET mgc_cuda)
   add_executable(test_cuda_init ${MGC_SRC}/tests/cuda/test_cuda_init.c)

@@ -35,15 +35,6 @@ if(MGC_LIBFUZZER)
   endforeach()
 endif()
 
-# Targets that need a stage not yet in the tree register a skipped test.
-function(fuzz_needs_missing target out)
-  set(missing "")
-  if(target STREQUAL "parse" AND NOT EXISTS ${CMAKE_SOURCE_DIR}/frontend/parser.y)
-    set(missing "the frontend (frontend/parser.y)")
-  endif()
-  set(${out} "${missing}" PARENT_SCOPE)
-endfunction()
-
 # Harnesses keep a checksum in a volatile sink so the reads are not optimized
 # away; clang (not gcc) calls that "set but not used".
 set(FUZZ_HARNESS_OPTS "")
@@ -55,13 +46,6 @@ file(GLOB FUZZ_TARGETS CONFIGURE_DEPENDS ${FUZZ_DIR}/fuzz_*.c)
 foreach(src ${FUZZ_TARGETS})
   get_filename_component(name ${src} NAME_WE)
   string(REGEX REPLACE "^fuzz_" "" target ${name})
-  fuzz_needs_missing(${target} missing)
-  if(missing)
-    add_test(NAME fuzz_replay_${target} COMMAND sh -c "echo 'SKIP: needs ${missing}'; exit 77")
-    set_tests_properties(fuzz_replay_${target} PROPERTIES SKIP_RETURN_CODE 77)
-    continue()
-  endif()
-
   add_executable(fuzz_replay_${target} ${src} ${FUZZ_DIR}/replay.c)
   target_link_libraries(fuzz_replay_${target} PRIVATE ${FUZZ_LIBS})
   target_compile_definitions(fuzz_replay_${target} PRIVATE MGC_FUZZ_STDLIB="${MGC_SRC}/stdlib")

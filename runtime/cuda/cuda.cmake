@@ -14,12 +14,6 @@ if(NOT CUDAToolkit_FOUND OR NOT MGC_CUDNN_LIB OR NOT MGC_NCCL_LIB
   return()
 endif()
 
-# the kernels' per-element math is shared with the CPU kernels (branch kern)
-if(NOT EXISTS ${CMAKE_SOURCE_DIR}/runtime/ops_math.h)
-  message(STATUS "CUDA backend: not built (runtime/ops_math.h is not in the tree yet)")
-  return()
-endif()
-
 if(NOT CMAKE_CUDA_COMPILER)
   set(CMAKE_CUDA_COMPILER ${CUDAToolkit_NVCC_EXECUTABLE})
 endif()

@@ -135,8 +135,10 @@ static int64_t label_classes(const ir_module *m, int input) {
 }
 
 /* The inputs `program` reads, from --input bindings or the --data directory;
- * labels are checked against the classes of the model. */
-static rt_dataset *open_data(const ir_module *m, const run_options *o, const char *split, unsigned program) {
+ * labels are checked against the classes of the model, and there must be
+ * `need` examples at least. */
+static rt_dataset *open_data(const ir_module *m, const run_options *o, const char *split, unsigned program,
+                             int64_t need) {
     rt_input_spec specs[m->n_inputs + 1];
     int which[m->n_inputs + 1];
     char err[512];
@@ -148,6 +150,13 @@ static rt_dataset *open_data(const ir_module *m, const run_options *o, const cha
         int64_t classes = label_classes(m, m->inputs[which[k]]);
         if (classes > 0 && rt_dataset_check_range(ds, k, classes, "label", err, sizeof err))
             rt_dataset_free(ds), ds = NULL;
+    }
+    if (ds && n > 0 && rt_dataset_count(ds) < need) {
+        if (need > 1)
+            snprintf(err, sizeof err, "%s: %lld examples, fewer than one global batch of %lld", rt_dataset_source(ds, 0),
+                     (long long)rt_dataset_count(ds), (long long)need);
+        else snprintf(err, sizeof err, "%s: holds no examples", rt_dataset_source(ds, 0));
+        rt_dataset_free(ds), ds = NULL;
     }
     if (!ds) fprintf(stderr, "mgc: %s\n", err);
     return ds;
@@ -313,14 +322,9 @@ int cmd_run(int argc, char **argv) {
         return unbind_plan(&bp, 1);
     }
     FILE *history = NULL;
-    rt_dataset *train = open_data(bp.m, &o, "train", 0);
-    rt_dataset *test = train && !o.n_bindings ? open_data(bp.m, &o, "test", 0) : NULL;
+    rt_dataset *train = open_data(bp.m, &o, "train", 0, bp.m->global_batch);
+    rt_dataset *test = train && !o.n_bindings ? open_data(bp.m, &o, "test", 0, 1) : NULL;
     int rc = train && (o.n_bindings || test) ? 0 : 1;
-    if (!rc && rt_dataset_inputs(train) > 0 && rt_dataset_count(train) < bp.m->global_batch) {
-        fprintf(stderr, "mgc: %s: %lld examples, fewer than one global batch of %lld\n", rt_dataset_source(train, 0),
-                (long long)rt_dataset_count(train), (long long)bp.m->global_batch);
-        rc = 1;
-    }
     if (!rc && o.history && !(history = fopen(o.history, "w"))) {
         fprintf(stderr, "mgc: %s: cannot write: %s\n", o.history, strerror(errno));
         rc = 1;
@@ -353,7 +357,7 @@ int cmd_eval(int argc, char **argv) {
     }
     bound_plan bp;
     if (!bind_plan(argv[k], &o, &bp)) return 1;
-    rt_dataset *test = open_data(bp.m, &o, "test", 0);
+    rt_dataset *test = open_data(bp.m, &o, "test", 0, 1);
     rt_scores v;
     char err[640];
     int rc = test ? 0 : 1;
@@ -393,7 +397,7 @@ int cmd_predict(int argc, char **argv) {
         fprintf(stderr, "mgc: %s: model '%s' has no output to predict\n", argv[k], bp.m->model_name);
         return unbind_plan(&bp, 1);
     }
-    rt_dataset *ds = open_data(bp.m, &o, "test", PROG_PREDICT);
+    rt_dataset *ds = open_data(bp.m, &o, "test", PROG_PREDICT, 1);
     rt_tensor out = {0};
     char err[640];
     int rc = ds ? 0 : 1;

@@ -25,6 +25,7 @@ npy("x32.npy", np.zeros((8, 32, 32, 1), np.float32))          # CIFAR-sized imag
 npy("x3.npy", np.zeros((3, 28, 28, 1), np.float32))           # fewer than a batch
 npy("y3.npy", np.zeros(3, np.int32))
 npy("scalar.npy", np.float32(1))
+npy("x0.npy", np.zeros((0, 28, 28, 1), np.float32))
 npy("bool.npy", np.zeros(8, bool))
 np.save(f"{d}/fortran.npy", np.asfortranarray(np.zeros((8, 2), np.float32)))
 def npy_header(shape, descr="<f4"):
@@ -141,6 +142,16 @@ expect_fail "mgc: $tmp/half.mgx: the plan needs 6144.0 GiB of memory, this machi
 import os; print("%.1f" % ((os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") + int(open("/proc/meminfo").read().split("SwapTotal:")[1].split()[0]) * 1024) / 2**30))') GiB" \
   "$MGC" predict "$tmp/half.mgx" --load "$tmp/ok.safetensors" --input x="$tmp/x.npy" -o "$tmp/o.npy"
 [ $(( ($(date +%s%N) - start) / 1000000 )) -lt 2000 ] || fail "refusing an absurd plan took over 2 s"
+
+# ... and one of 2 GiB that fits the machine but not the process's address space (not under ASan,
+# which needs terabytes of it for its shadow memory)
+if ! ldd "$MGC" | grep -q libasan; then
+  printf 'model m {\n  input x: f32[batch, 1048576, 256]\n  y = x * 2.0\n  output y\n}\n' > "$tmp/gib.mg"
+  "$MGC" compile "$tmp/gib.mg" --devices cpu:0 -o "$tmp/gib.mgx"
+  expect_fail "mgc: $tmp/gib.mgx: cannot allocate 2147483712 bytes for device cpu:0: out of memory (2147483776 bytes)" \
+    bash -c 'ulimit -v 1500000 && exec "$@"' sh "$MGC" predict "$tmp/gib.mgx" --load "$tmp/empty.safetensors" \
+    --input x="$tmp/x.npy" -o "$tmp/o.npy"
+fi
 
 # ---- plans ----
 expect_fail "mgc: $tmp: cannot read: Is a directory" "$MGC" inspect "$tmp"
@@ -292,6 +303,8 @@ expect_fail "mgc: $tmp/x3.npy: 3 examples, fewer than one global batch of 4" \
   run_m --input image="$tmp/x3.npy" --input label="$tmp/y3.npy"
 expect_fail "mgc: $tmp/y10.npy: label 10 of example 3 is outside [0, 10)" \
   "$MGC" eval "$tmp/m.mgx" --load "$tmp/ok.safetensors" --input "$x" --input label="$tmp/y10.npy"
+expect_fail "mgc: $tmp/x0.npy: holds no examples" \
+  "$MGC" predict "$tmp/m.mgx" --load "$tmp/ok.safetensors" --input image="$tmp/x0.npy" -o "$tmp/o.npy"
 run_m --input "$x" --input label="$tmp/y1.npy" > /dev/null || fail "labels 1..8 of 10 classes were refused"
 
 # ---- outputs that cannot be written (what was there survives) ----

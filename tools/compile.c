@@ -1,5 +1,6 @@
 /* compile.c - mgc compile, dump and inspect. */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,16 +269,21 @@ static const char dump_help[] =
     "  A model is shown as elaborated (one replica, forward) unless --replicated,\n"
     "  which compiles it fully; a plan is shown as compiled.\n";
 
-/* Pipes Graphviz output through `dot -Tsvg` to stdout. */
+/* Pipes Graphviz output through `dot -Tsvg` to stdout. A dot that is
+ * missing or stops reading makes the writes fail (SIGPIPE is ignored
+ * meanwhile), and its exit status says why. */
 static int print_svg(const ir_module *m, bool replicated) {
     fflush(stdout);
+    void (*old)(int) = signal(SIGPIPE, SIG_IGN);
     FILE *p = popen("dot -Tsvg", "w");
     if (!p) {
         perror("mgc: cannot run dot (Graphviz)");
+        signal(SIGPIPE, old);
         return 1;
     }
     ir_print_dot(m, p, replicated);
     int status = pclose(p);
+    signal(SIGPIPE, old);
     if (status == -1 || !WIFEXITED(status))
         fprintf(stderr, "mgc: dot (Graphviz) did not finish (status %d)\n", status);
     else if (WEXITSTATUS(status) == 127)

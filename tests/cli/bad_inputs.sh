@@ -320,6 +320,8 @@ expect_fail "mgc: $tmp/x.npy/m.mgx: cannot write: Not a directory" \
 expect_same "$tmp/x.npy" "$tmp/keep.npy"
 expect_fail "mgc: cannot run dot: is Graphviz installed? (--format dot prints the graph without it)" \
   env PATH=/nonexistent "$MGC" dump "$tmp/m.mgx" --format svg
+mkdir "$tmp/bin"; printf '#!/bin/sh\nexit 3\n' > "$tmp/bin/dot"; chmod +x "$tmp/bin/dot"   # a dot that reads nothing
+expect_fail "mgc: dot (Graphviz) failed with exit status 3" env PATH="$tmp/bin:$PATH" "$MGC" dump "$tmp/m.mgx" --format svg
 
 # ---- several workers (mpirun): plans that do not agree ----
 if command -v mpirun > /dev/null; then

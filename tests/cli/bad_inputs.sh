@@ -60,6 +60,8 @@ open(f"{d}/hlen.safetensors", "wb").write(struct.pack("<Q", 1 << 30) + b"{}" + b
 open(f"{d}/json.safetensors", "wb").write(struct.pack("<Q", 8) + b'{"a": 1,')
 open(f"{d}/model.pt", "wb").write(b"PK\x03\x04" + b"\0" * 60)
 open(f"{d}/empty.safetensors", "wb").write(st({}))
+open(f"{d}/meta2.safetensors", "wb").write(struct.pack("<Q", 40) + b'{"__metadata__":{},"__metadata__":{}}   ')
+open(f"{d}/v2.npy", "wb").write(b"\x93NUMPY\x02\x00\x10\x00")
 PY
 "$MGC" run "$tmp/m.mgx" --steps 1 --input image="$tmp/x.npy" --input label="$tmp/y.npy" --save "$tmp/ok.safetensors" > /dev/null
 cp "$tmp/ok.safetensors" "$tmp/keep.safetensors"
@@ -216,6 +218,7 @@ expect_fail "mgc: $tmp/hlen.safetensors: header length 1073741824 exceeds the 10
   run_m --load "$tmp/hlen.safetensors"
 expect_fail "mgc: $tmp/json.safetensors: header is not valid JSON (error at byte 7 of the header)" \
   run_m --load "$tmp/json.safetensors"
+expect_fail "mgc: $tmp/meta2.safetensors: \"__metadata__\" appears twice" run_m --load "$tmp/meta2.safetensors"
 expect_fail "mgc: $tmp/lying.safetensors: tensor 'dense/kernel': data_offsets [0, 802816) exceed the data section (64 bytes)" \
   run_m --load "$tmp/lying.safetensors"
 expect_fail "mgc: $tmp/huge.safetensors: tensor 'w': data_offsets [0, 4398046511104) exceed the data section (64 bytes)" \
@@ -287,6 +290,8 @@ expect_fail "mgc: $tmp/huge.npy: shape 1048576x1048576 exceeds the limit of 2^31
   run_m --input image="$tmp/huge.npy" --input "$y"
 expect_fail "mgc: $tmp/short.npy: truncated (expected 25088 bytes of data, got 100)" \
   run_m --input image="$tmp/short.npy" --input "$y"
+expect_fail "mgc: $tmp/v2.npy: truncated (expected 12 bytes of preamble, got 10)" \
+  run_m --input image="$tmp/v2.npy" --input "$y"
 expect_fail "mgc: $tmp/fortran.npy: fortran_order arrays are not supported (save in C order)" \
   run_m --input image="$tmp/fortran.npy" --input "$y"
 expect_fail "mgc: $tmp/bool.npy: unsupported dtype '|b1' (supported: <f4 <f8 <i4 <i8 |u1 |i1)" \

@@ -91,7 +91,12 @@ static void clone_replica(replicator *R, int r) {
 }
 
 /* Packs params into buckets in the order their gradients are produced (the
- * last layer first), each at most bucket_bytes unless one gradient is larger. */
+ * last layer first), as PyTorch DDP does: a bucket closes once it holds
+ * bucket_bytes, the first one already at FIRST_BUCKET_BYTES, so that the
+ * all-reduce of the last layers' gradients starts early and overlaps the
+ * backward pass of the first layers, and only a small tail waits at its end. */
+#define FIRST_BUCKET_BYTES (1 << 20)
+
 static void make_buckets(ir_module *m, const ir_graph *old, int64_t bucket_bytes) {
     int n = m->n_params, *order = malloc((size_t)n * sizeof *order);
     for (int i = 0; i < n; i++) { /* insertion sort by gradient node: few params */
@@ -101,15 +106,16 @@ static void make_buckets(ir_module *m, const ir_graph *old, int64_t bucket_bytes
     }
     m->buckets = calloc((size_t)n, sizeof *m->buckets);
     m->n_buckets = 0;
+    ir_bucket *open = NULL;
     for (int k = 0; k < n; k++) {
-        int64_t bytes = ir_node_bytes(&old->nodes[m->grads[order[k]]]);
-        ir_bucket *b = m->n_buckets ? &m->buckets[m->n_buckets - 1] : NULL;
-        if (!b || b->bytes + bytes > bucket_bytes) {
-            b = &m->buckets[m->n_buckets++];
-            b->grads = malloc((size_t)n * sizeof *b->grads);
+        if (!open) {
+            open = &m->buckets[m->n_buckets++];
+            open->grads = malloc((size_t)n * sizeof *open->grads);
         }
-        b->grads[b->n_grads++] = order[k]; /* param index for now */
-        b->bytes += bytes;
+        open->grads[open->n_grads++] = order[k]; /* param index for now */
+        open->bytes += ir_node_bytes(&old->nodes[m->grads[order[k]]]);
+        int64_t cap = m->n_buckets == 1 && bucket_bytes > FIRST_BUCKET_BYTES ? FIRST_BUCKET_BYTES : bucket_bytes;
+        if (open->bytes >= cap) open = NULL;
     }
     free(order);
 }

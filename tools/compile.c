@@ -159,7 +159,8 @@ static const char compile_help[] =
     "  --replicas N              N devices of the default kind\n"
     "  --global-batch B          override the model's batch (split across replicas)\n"
     "  --cross-device-ops ALG    ring (default), one-device or hierarchical\n"
-    "  --bucket-bytes N          gradient bucket size (default 4194304)\n"
+    "  --bucket-bytes N          a gradient bucket closes once it holds N bytes\n"
+    "                            (default 4194304; the first bucket at 1 MiB)\n"
     "  --strict-devices          fail instead of falling back to CPU devices\n"
     "  --dump-after PASS         print the IR after PASS (elaborate, shapes, autodiff, optimizer,\n"
     "                            replicate, memplan, schedule)\n";
@@ -379,9 +380,9 @@ static void inspect(const char *path, const ir_module *m) {
     }
     printf("trainable parameters: %s\n", thousands(total, num));
     if (m->n_buckets) {
-        printf("gradient buckets (at most ");
+        printf("gradient buckets (each closes at ");
         print_bytes(m->bucket_bytes);
-        printf(", in the order the backward pass fills them)\n");
+        printf("%s; in the order the backward pass fills them)\n", m->bucket_bytes > (1 << 20) ? ", the first at 1 MiB" : "");
     }
     for (int b = 0; b < m->n_buckets; b++) {
         printf("  bucket %d: ", b);

@@ -253,16 +253,30 @@ static int issue_program(rt_session *s, int p) {
     return 0;
 }
 
-int rt_session_run(rt_session *s, ir_program program) {
+static int download(rt_session *s, int node, void *dst) {
+    const ir_node *n = &s->m->g.nodes[node];
+    if (!s->ptr[node]) return fail(s, "internal error: node is not on a local device");
+    if (s->b->i->download(s->b, n->device - s->first, n->stream, dst, s->ptr[node], (size_t)ir_node_bytes(n)))
+        return fail(s, s->b->err);
+    return 0;
+}
+
+int rt_session_run_read(rt_session *s, ir_program program, int read, void *dst) {
     int p = 0;
     while (p < IR_PROGRAM_COUNT && program_bits[p] != (unsigned)program) p++;
     if (program == PROG_TRAIN) s->step++;
     s->training = program == PROG_TRAIN;
     s->generation++;
-    int rc = issue_program(s, p);
-    if (s->b->i->sync(s->b) || rc) return fail(s, s->b->err);
+    int issued = issue_program(s, p);
+    if (!issued && read >= 0 && download(s, read, dst)) {
+        s->b->i->sync(s->b);
+        return -1;
+    }
+    if (s->b->i->sync(s->b) || issued) return fail(s, s->b->err);
     return 0;
 }
+
+int rt_session_run(rt_session *s, ir_program program) { return rt_session_run_read(s, program, -1, NULL); }
 
 int rt_session_broadcast_variables(rt_session *s) { return rt_session_run(s, PROG_INIT); }
 

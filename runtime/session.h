@@ -41,6 +41,9 @@ int rt_session_broadcast_variables(rt_session *s);
 void rt_session_set_input(rt_session *s, int k, const void *host);
 /* Runs one program to completion. PROG_TRAIN advances the step counter. */
 int rt_session_run(rt_session *s, ir_program program);
+/* The same, then copies node `read`'s tensor to dst, with one wait for the
+ * device instead of two (the training loop's loss and metrics each step). */
+int rt_session_run_read(rt_session *s, ir_program program, int read, void *dst);
 
 int64_t rt_session_step(const rt_session *s);
 void rt_session_set_step(rt_session *s, int64_t step);

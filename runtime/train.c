@@ -284,7 +284,7 @@ static int train_step(rt_session *s, progress *p, const rt_batch *b, int report,
     const ir_module *m = p->m;
     float r[17];
     set_inputs(s, b, NULL);
-    if (rt_session_run(s, PROG_TRAIN) || rt_session_read(s, report, r)) {
+    if (rt_session_run_read(s, PROG_TRAIN, report, r)) {
         snprintf(err, cap, "%s", rt_session_error(s));
         return -1;
     }

@@ -3,12 +3,16 @@
  * events as counters with a condition variable, collectives through
  * runtime/collectives. The first failing item stops all streams' later work
  * until sync() reports it. */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cpu_backend_impl.h"
 #include "cpu_kernels.h"
+
+#define SPIN_SECONDS 50e-6
 
 static cpu_state *state(rt_backend *b) { return b->impl; }
 
@@ -31,20 +35,63 @@ static void set_failure(cpu_state *st, const char *msg) {
 }
 
 static int run_record(cpu_state *st, int event, uint64_t generation) {
-    pthread_mutex_lock(&st->event_mu);
-    if (st->event_value[event] < generation) st->event_value[event] = generation;
-    pthread_cond_broadcast(&st->event_cv);
-    pthread_mutex_unlock(&st->event_mu);
+    if (atomic_load(&st->event_value[event]) < generation) atomic_store(&st->event_value[event], generation);
+    if (atomic_load(&st->event_sleepers)) { /* seq_cst: a waiter either sees the value or is counted */
+        pthread_mutex_lock(&st->event_mu);
+        pthread_cond_broadcast(&st->event_cv);
+        pthread_mutex_unlock(&st->event_mu);
+    }
     return 0;
 }
 
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Spins for up to SPIN_SECONDS until done(arg); false if it never was. A
+ * thread that sleeps costs tens of microseconds (more in a VM) to wake, and
+ * the short waits here (a stream waiting for an all-reduce or for the next
+ * step's work) end sooner; the spin yields the core to any runnable thread. */
+static bool spin_until(bool (*done)(const void *), const void *arg) {
+    double until = now_s() + SPIN_SECONDS;
+    for (int i = 0;; i++) {
+        if (done(arg)) return true;
+        if (i % 64 == 63 && now_s() > until) return false;
+        if (i < 256) __builtin_ia32_pause();
+        else sched_yield();
+    }
+}
+
+typedef struct {
+    cpu_state *st;
+    int event;
+    uint64_t generation;
+} event_wait;
+
+static bool event_done(const void *arg) {
+    const event_wait *w = arg;
+    return atomic_load(&w->st->event_value[w->event]) >= w->generation || atomic_load(&w->st->failed);
+}
+
 static int run_wait(cpu_state *st, int event, uint64_t generation) {
+    event_wait w = {st, event, generation};
+    if (spin_until(event_done, &w)) return 0;
+    atomic_fetch_add(&st->event_sleepers, 1);
     pthread_mutex_lock(&st->event_mu);
-    while (st->event_value[event] < generation && !atomic_load(&st->failed))
-        pthread_cond_wait(&st->event_cv, &st->event_mu);
+    while (!event_done(&w)) pthread_cond_wait(&st->event_cv, &st->event_mu);
     pthread_mutex_unlock(&st->event_mu);
+    atomic_fetch_sub(&st->event_sleepers, 1);
     return 0;
 }
+
+static bool has_work(const void *arg) {
+    const cpu_stream *s = arg;
+    return atomic_load(&s->count) || s->stop;
+}
+
+static bool is_idle(const void *arg) { return !atomic_load(&((const cpu_stream *)arg)->count); }
 
 static int run_item(cpu_stream *s, const cpu_work *w, char *msg, size_t cap) {
     cpu_state *st = s->st;
@@ -64,6 +111,7 @@ static void *stream_main(void *arg) {
     cpu_stream *s = arg;
     char msg[sizeof s->st->b->err];
     for (;;) {
+        spin_until(has_work, s);
         pthread_mutex_lock(&s->mu);
         while (!s->count && !s->stop) pthread_cond_wait(&s->more, &s->mu);
         if (!s->count) {
@@ -197,6 +245,7 @@ static int cpu_sync(rt_backend *b) {
     cpu_state *st = state(b);
     for (int k = 0; k < b->n_devices * STREAM_COUNT; k++) {
         cpu_stream *s = &st->streams[k];
+        if (spin_until(is_idle, s)) continue;
         pthread_mutex_lock(&s->mu);
         while (s->count) pthread_cond_wait(&s->idle, &s->mu);
         pthread_mutex_unlock(&s->mu);

@@ -35,11 +35,13 @@ typedef struct {
     cpu_state *st;
     int device, stream;
     pthread_t thread;
-    bool started, stop;
+    bool started;
+    _Atomic bool stop;        /* set under mu */
     pthread_mutex_t mu;
     pthread_cond_t more, idle;
     cpu_work *items;          /* ring buffer (cap) */
-    size_t head, count, cap;  /* count includes the item running now */
+    size_t head, cap;
+    _Atomic size_t count;     /* items queued, with the one running now (changed under mu) */
 } cpu_stream;
 
 typedef struct {
@@ -52,7 +54,8 @@ struct cpu_state {
     cpu_stream *streams;      /* (n_devices * STREAM_COUNT), device-major */
     cpu_arena *arenas;        /* (n_devices) */
     pthread_mutex_t arena_mu;
-    uint64_t *event_value;    /* (n_events) under event_mu */
+    _Atomic uint64_t *event_value; /* (n_events) the generation last recorded */
+    _Atomic int event_sleepers;    /* waits asleep on event_cv (under event_mu) */
     pthread_mutex_t event_mu;
     pthread_cond_t event_cv;
     _Atomic int failed;       /* first error is in b->err; every stream skips its work */

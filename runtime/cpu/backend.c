@@ -51,9 +51,10 @@ static double now_s(void) {
 }
 
 /* Spins for up to SPIN_SECONDS until done(arg); false if it never was. A
- * thread that sleeps costs tens of microseconds (more in a VM) to wake, and
- * the short waits here (a stream waiting for an all-reduce or for the next
- * step's work) end sooner; the spin yields the core to any runnable thread. */
+ * thread that sleeps costs tens of microseconds (more in a VM) to wake. Only
+ * compute streams spin: their waits (for an all-reduce, for the next step's
+ * work) are short, while a comm stream waits for the backward pass and its
+ * spinning would take the core from a compute stream. */
 static bool spin_until(bool (*done)(const void *), const void *arg) {
     double until = now_s() + SPIN_SECONDS;
     for (int i = 0;; i++) {
@@ -75,9 +76,9 @@ static bool event_done(const void *arg) {
     return atomic_load(&w->st->event_value[w->event]) >= w->generation || atomic_load(&w->st->failed);
 }
 
-static int run_wait(cpu_state *st, int event, uint64_t generation) {
+static int run_wait(cpu_state *st, int stream, int event, uint64_t generation) {
     event_wait w = {st, event, generation};
-    if (spin_until(event_done, &w)) return 0;
+    if (stream == STREAM_COMPUTE && spin_until(event_done, &w)) return 0;
     atomic_fetch_add(&st->event_sleepers, 1);
     pthread_mutex_lock(&st->event_mu);
     while (!event_done(&w)) pthread_cond_wait(&st->event_cv, &st->event_mu);
@@ -91,15 +92,13 @@ static bool has_work(const void *arg) {
     return atomic_load(&s->count) || s->stop;
 }
 
-static bool is_idle(const void *arg) { return !atomic_load(&((const cpu_stream *)arg)->count); }
-
 static int run_item(cpu_stream *s, const cpu_work *w, char *msg, size_t cap) {
     cpu_state *st = s->st;
     switch (w->kind) {
     case WORK_KERNEL: return cpu_kernel_run(&w->kernel, msg, cap);
     case WORK_COPY: memcpy(w->copy.dst, w->copy.src, w->copy.bytes); return 0;
     case WORK_RECORD: return run_record(st, w->event.event, w->event.generation);
-    case WORK_WAIT: return run_wait(st, w->event.event, w->event.generation);
+    case WORK_WAIT: return run_wait(st, s->stream, w->event.event, w->event.generation);
     case WORK_COLLECTIVE:
         return rt_coll_run(st->coll, s->device, &w->coll, st->b->collective_timeout, msg, cap);
     }
@@ -111,7 +110,7 @@ static void *stream_main(void *arg) {
     cpu_stream *s = arg;
     char msg[sizeof s->st->b->err];
     for (;;) {
-        spin_until(has_work, s);
+        if (s->stream == STREAM_COMPUTE) spin_until(has_work, s);
         pthread_mutex_lock(&s->mu);
         while (!s->count && !s->stop) pthread_cond_wait(&s->more, &s->mu);
         if (!s->count) {
@@ -245,7 +244,6 @@ static int cpu_sync(rt_backend *b) {
     cpu_state *st = state(b);
     for (int k = 0; k < b->n_devices * STREAM_COUNT; k++) {
         cpu_stream *s = &st->streams[k];
-        if (spin_until(is_idle, s)) continue;
         pthread_mutex_lock(&s->mu);
         while (s->count) pthread_cond_wait(&s->idle, &s->mu);
         pthread_mutex_unlock(&s->mu);

@@ -1,7 +1,8 @@
 /* test_equivalence.c - N replicas at global batch B follow one device at
  * batch B: train a model 20 steps on 1, 2 and 4 logical CPU devices (same
  * seed, same global batch) and compare every param (relative 1e-5 per
- * tensor); every replica must be bit-identical to replica 0.
+ * tensor); every replica must be bit-identical to replica 0, and one bit
+ * flipped on the last replica must make the replica check name it.
  *   test_equivalence MODEL.mg STDLIB_DIR [cross-device-ops] */
 #include <math.h>
 #include <stdio.h>
@@ -33,7 +34,7 @@ static ir_module *compile(const char *path, const char *stdlib, int n_dev, ir_cr
 
 /* Trains and returns replica 0's params, concatenated. */
 static float *train(ir_module *m, const rt_dataset *ds, int64_t *count) {
-    char err[640];
+    char err[640] = "";
     rt_session_options so = {.threads_per_device = 1, .collective_timeout = 30};
     rt_session *s = rt_session_new(m, &so, err, sizeof err);
     if (!s || rt_session_init_variables(s, 7)) {
@@ -48,6 +49,21 @@ static float *train(ir_module *m, const rt_dataset *ds, int64_t *count) {
     if (rt_session_check_replicas(s, err, sizeof err)) {
         fprintf(stderr, "FAIL: %s\n", err);
         exit(1);
+    }
+    if (m->n_devices > 1) {
+        int p = m->params[m->n_params - 1], last = rt_session_peer(s, p, m->n_devices - 1);
+        size_t bytes = (size_t)ir_node_bytes(&m->g.nodes[p]);
+        unsigned char *v = malloc(bytes);
+        char want[256];
+        snprintf(want, sizeof want, "replicas diverged at step %d: '%s' on cpu:%d differs from cpu:0", STEPS,
+                 m->g.nodes[p].name, m->n_devices - 1);
+        if (rt_session_read(s, last, v)) exit(1);
+        v[bytes - 1] ^= 1;
+        if (rt_session_write(s, last, v) || !rt_session_check_replicas(s, err, sizeof err) || strcmp(err, want)) {
+            fprintf(stderr, "FAIL: a flipped bit on cpu:%d: got '%s', want '%s'\n", m->n_devices - 1, err, want);
+            exit(1);
+        }
+        free(v);
     }
     *count = 0;
     for (int p = 0; p < m->n_params; p++) *count += ir_shape_numel(&m->g.nodes[m->params[p]].shape);

@@ -131,7 +131,8 @@ static int **reduce_gradients(replicator *R) {
         for (int r = 0; r < R->n_dev; r++) {
             int in[bk->n_grads];
             for (int j = 0; j < bk->n_grads; j++) in[j] = R->map[r][m->grads[bk->grads[j]]];
-            int ar = add(R, OP_ALL_REDUCE, in, bk->n_grads, R->old.nodes[m->grads[bk->grads[0]]].loc, r, comm_stream(R));
+            ir_loc loc = R->old.nodes[m->grads[bk->grads[0]]].loc;
+            int ar = add(R, OP_ALL_REDUCE, in, bk->n_grads, loc, r, comm_stream(R));
             ir_node_at(m, ar)->iattr[0] = b, ir_node_at(m, ar)->iattr[1] = 1;
             infer_or_die(m, ar);
             int64_t offset = 0;

@@ -356,10 +356,11 @@ static void mean_range(const part *p, int j, int64_t lo, int64_t hi) {
 
 /* Reduce-scatter and all-gather in one pass over shared memory (the `ring`
  * algorithm; with to_all = 0 also the reduction of one-device and of
- * hierarchical's groups). Member r of members[0..m) owns chunk r: it sums that chunk of every member's buffer into
- * members[0]'s, in member order, block by block (so the partial sum stays in
- * L1), applies the mean, and copies the finished block into every other
- * member's buffer (to_all) or leaves it in members[0]'s only. Every byte is
+ * hierarchical's groups). Member r of members[0..m) owns chunk r: it sums
+ * that chunk of every member's buffer into members[0]'s, in member order,
+ * block by block (so the partial sum stays in L1), applies the mean, and
+ * copies the finished block into every other member's buffer (to_all) or
+ * leaves it in members[0]'s only. Every byte is
  * read once and written once per member, as in a memcpy, and no member waits
  * on another until the final barrier, since each chunk has one writer. The
  * summation order is the one-device algorithm's, so both give the same bits. */

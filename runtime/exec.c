@@ -253,11 +253,16 @@ static int issue_program(rt_session *s, int p) {
     return 0;
 }
 
-static int download(rt_session *s, int node, void *dst) {
-    const ir_node *n = &s->m->g.nodes[node];
-    if (!s->ptr[node]) return fail(s, "internal error: node is not on a local device");
-    if (s->b->i->download(s->b, n->device - s->first, n->stream, dst, s->ptr[node], (size_t)ir_node_bytes(n)))
-        return fail(s, s->b->err);
+/* Queues a copy of node i's tensor to dst, or from src, on the node's stream. */
+static int queue_copy(rt_session *s, int i, void *dst, const void *src) {
+    const ir_node *n = &s->m->g.nodes[i];
+    if (!s->ptr[i]) return fail(s, "internal error: node is not on a local device");
+    rt_backend *b = s->b;
+    int dev = n->device - s->first;
+    size_t bytes = (size_t)ir_node_bytes(n);
+    int rc = dst ? b->i->download(b, dev, n->stream, dst, s->ptr[i], bytes)
+                 : b->i->upload(b, dev, n->stream, s->ptr[i], src, bytes);
+    if (rc) return fail(s, b->err);
     return 0;
 }
 
@@ -268,7 +273,7 @@ int rt_session_run_read(rt_session *s, ir_program program, int read, void *dst) 
     s->training = program == PROG_TRAIN;
     s->generation++;
     int issued = issue_program(s, p);
-    if (!issued && read >= 0 && download(s, read, dst)) {
+    if (!issued && read >= 0 && queue_copy(s, read, dst, NULL)) {
         s->b->i->sync(s->b);
         return -1;
     }
@@ -296,14 +301,9 @@ int rt_session_init_variables(rt_session *s, uint64_t seed) {
 }
 
 static int copy_node(rt_session *s, int i, void *dst, const void *src) {
-    const ir_node *n = &s->m->g.nodes[i];
-    if (!s->ptr[i]) return fail(s, "internal error: node is not on a local device");
-    rt_backend *b = s->b;
-    int dev = n->device - s->first;
-    int rc = dst ? b->i->download(b, dev, STREAM_COMPUTE, dst, s->ptr[i], (size_t)ir_node_bytes(n))
-                 : b->i->upload(b, dev, STREAM_COMPUTE, s->ptr[i], src, (size_t)ir_node_bytes(n));
-    if (b->i->sync(b) || rc) return fail(s, b->err);
-    return 0;
+    int queued = queue_copy(s, i, dst, src);
+    if (s->b->i->sync(s->b)) return fail(s, s->b->err);
+    return queued;
 }
 
 int rt_session_read(rt_session *s, int node, void *dst) { return copy_node(s, node, dst, NULL); }

@@ -1,8 +1,8 @@
 /* test_collectives.c - shared-memory all-reduce and broadcast through the
  * direct API: 1..8 devices, sizes 1 .. 16M elements, the three algorithms
  * against a double-precision sum, bit-identical on every device, ring and
- * one-device bit-identical to each other; a fake
- * process level; a participant that never arrives. */
+ * one-device bit-identical to each other; a fake process level; a
+ * participant that never arrives. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>

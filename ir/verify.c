@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ir.h"
+#include "order.h"
 
 /* Limits that keep every later computation on a node free of overflow. */
 #define MAX_ELEMS IR_MAX_ELEMENTS
@@ -195,7 +196,13 @@ static void check_devices(checker *c) {
     }
 }
 
-/* Every planned tensor lies inside its device's arena. */
+/* Where a view or reshape must lie: on its input's bytes (it has no kernel). */
+static int64_t view_offset(const ir_module *m, const ir_node *n) {
+    int64_t shift = n->op == OP_VIEW ? n->iattr[0] * (int64_t)ir_dtype_size(n->dtype) : 0;
+    return m->g.nodes[n->in[0]].offset + shift;
+}
+
+/* Every planned tensor lies inside its device's arena; views on their input. */
 static void check_memory(checker *c) {
     const ir_module *m = c->m;
     for (int d = 0; m->arena_bytes && d < m->n_devices; d++)
@@ -212,6 +219,9 @@ static void check_memory(checker *c) {
             problem(c, "node %d (%s): bytes [%lld, +%lld) outside the %lld-byte arena of device %d", i,
                     op_name(n->op), (long long)n->offset, (long long)safe_bytes(n),
                     (long long)m->arena_bytes[n->device], n->device);
+        } else if (ir_is_view(n) && node_ok(m, n->in[0]) && n->offset != view_offset(m, n)) {
+            problem(c, "node %d (%s): at offset %lld, not on its input's bytes (%lld)", i, op_name(n->op),
+                    (long long)n->offset, (long long)view_offset(m, n));
         }
     }
 }
@@ -234,6 +244,8 @@ static void check_list(checker *c, int s, const ir_sched_list *l, int *recorded,
             if (n->device != l->device || n->stream != l->stream)
                 problem(c, "schedule list %d item %d: node %d runs on device %d stream %d, not this list's", s, k,
                         it->arg, n->device, n->stream);
+            else if ((unsigned)n->op < OP_COUNT && (ir_ops[n->op].flags & OPF_SOURCE || ir_is_view(n)))
+                problem(c, "schedule list %d item %d: node %d (%s) has no kernel", s, k, it->arg, op_name(n->op));
         } else if (!is_event) {
             problem(c, "schedule list %d item %d: kind %d out of range", s, k, (int)it->kind);
         } else if (it->arg < 0 || it->arg >= m->n_events) {
@@ -268,6 +280,20 @@ static void check_sources(checker *c) {
         if (!c->m->sources[k].path || !c->m->sources[k].text) problem(c, "source %d has no path or text", k);
 }
 
+/* A memory plan and one schedule list per (program, device, stream), in
+ * order: what the race check walks. */
+static bool planned_and_scheduled(const ir_module *m) {
+    int per = m->n_devices * STREAM_COUNT;
+    if (!m->arena_bytes || m->n_devices < 1 || m->n_sched != IR_PROGRAM_COUNT * per) return false;
+    for (int s = 0; s < m->n_sched; s++)
+        if (m->sched[s].program != s / per || m->sched[s].device != s % per / STREAM_COUNT ||
+            m->sched[s].stream != s % STREAM_COUNT)
+            return false;
+    for (int i = 0; i < m->g.n; i++)
+        if (m->g.nodes[i].device >= 0 && m->g.nodes[i].offset < 0) return false;
+    return true;
+}
+
 int ir_verify(const ir_module *m, ir_report_fn report, void *ctx) {
     checker c = {m, report, ctx, 0};
     check_graph(&c);
@@ -277,5 +303,6 @@ int ir_verify(const ir_module *m, ir_report_fn report, void *ctx) {
     check_memory(&c);
     check_schedule(&c);
     check_sources(&c);
+    if (!c.problems && planned_and_scheduled(m)) c.problems += ir_check_races(m, report, ctx, NULL);
     return c.problems;
 }

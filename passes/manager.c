@@ -12,9 +12,13 @@ void pass_options_default(pass_options *o) {
 
 const pass_info pass_pipeline[] = {
     {"shapes", pass_shapes},       {"autodiff", pass_autodiff}, {"optimizer", pass_optimizer},
-    {"replicate", pass_replicate}, {"memplan", pass_memplan},   {"schedule", pass_schedule},
+    {"replicate", pass_replicate}, {"schedule", pass_schedule},   {"memplan", pass_memplan},
 };
 const int pass_pipeline_count = sizeof pass_pipeline / sizeof pass_pipeline[0];
+
+static void report_problem(void *ctx, const char *msg) {
+    ir_diag_error(ctx, (ir_loc){0}, "internal error: the compiled plan fails its check: %s", msg);
+}
 
 bool pass_run_all(ir_module *m, ir_diag *d, const pass_options *o, const char *dump_after, FILE *dump_out) {
     if (dump_after && !strcmp(dump_after, "elaborate")) ir_print(m, dump_out);
@@ -22,5 +26,6 @@ bool pass_run_all(ir_module *m, ir_diag *d, const pass_options *o, const char *d
         if (!pass_pipeline[k].run(m, d, o) || ir_diag_errors(d)) return false;
         if (dump_after && !strcmp(dump_after, pass_pipeline[k].name)) ir_print(m, dump_out);
     }
-    return true;
+    /* every plan is checked as run/eval/predict check it when they load it: structure, then races */
+    return ir_verify(m, report_problem, d) == 0;
 }

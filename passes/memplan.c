@@ -1,37 +1,54 @@
 /* memplan.c - one arena per device, laid out at compile time.
  *
- * Rule: variables (params, optimizer slots) and constants get their own region at the start
- * of the arena; every other tensor lives from the node that writes it to the
- * last node that reads it (graph order is the execution order of every
- * program), and tensors whose lifetimes overlap never share bytes. Aliasing
- * ops (reshape, view, in-place updates) share their input's bytes and extend
- * its lifetime. Tensors that a communication-stream node touches are kept
- * for the whole step, since the compute stream may run ahead of the comm
- * stream. Gradients are written straight into their all-reduce bucket, so
- * packing a bucket copies nothing. Placement is greedy by size (largest
- * first, lowest free offset).
+ * Rule: variables (params, optimizer slots) and constants get their own
+ * region at the start of the arena. Every other tensor that owns bytes (a
+ * "root": views and in-place updates use their input's bytes, gradients are
+ * written straight into their all-reduce bucket) is live, in each program,
+ * from its first access to its last in the happens-before order of the
+ * schedule (ir/order.h) - a partial order, since a device's streams run
+ * concurrently. Two roots share bytes only when, in every program that
+ * touches both, every access of one happens before every access of the
+ * other; a result the host reads after a program lives to its end. So the
+ * plan needs no synchronization beyond the schedule's, and the verifier's
+ * race check (ir/races.c) proves it. Placement is greedy by size (largest
+ * first, lowest offset free of every placed root it conflicts with).
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/order.h"
 #include "passes.h"
 
 enum { ALIGN = 64 };
 
+/* A root's accesses on one stream of its device in one program. */
+typedef struct {
+    int first, last;           /* positions on the stream's list, -1: none */
+    int first_node;            /* the node at `first` */
+    int seen[STREAM_COUNT];    /* what first_node has seen of each stream */
+} span;
+
+typedef struct {
+    bool used, to_end;         /* touched in this program; read by the host after it */
+    span on[STREAM_COUNT];
+} life;
+
 typedef struct {
     int node;
-    int64_t bytes, first, last, offset;
-} interval;
-
-static int64_t align_up(int64_t x) { return (x + ALIGN - 1) / ALIGN * ALIGN; }
+    int64_t bytes, offset;
+    life life[IR_PROGRAM_COUNT];
+} root;
 
 typedef struct {
     ir_module *m;
-    interval *iv;
-    int *root_iv;     /* node -> its interval, -1 if it has none */
-    int *packed_into; /* gradient node -> the all_reduce whose bucket holds it, else -1 */
+    ir_order *order[IR_PROGRAM_COUNT];
+    root *roots;
+    int *root_of;       /* node -> its root, -1 if it owns no scratch bytes */
+    int *packed_into;   /* gradient node -> the all_reduce whose bucket holds it, else -1 */
     int64_t *packed_at; /* its byte offset in that bucket */
 } planner;
+
+static int64_t align_up(int64_t x) { return (x + ALIGN - 1) / ALIGN * ALIGN; }
 
 static bool aliases_input(const ir_node *n) { return ir_ops[n->op].flags & (OPF_ALIAS | OPF_INPLACE); }
 
@@ -73,21 +90,83 @@ static void find_packed(planner *P) {
     }
 }
 
+/* Node i (a kernel of program p) accesses the bytes of node j. */
+static void touch(planner *P, int p, int i, int j) {
+    int64_t extra;
+    int r = P->root_of[storage_root(P, j, &extra)];
+    if (r < 0) return;
+    const ir_order *o = P->order[p];
+    life *l = &P->roots[r].life[p];
+    span *s = &l->on[P->m->g.nodes[i].stream];
+    int pos = ir_order_pos(o, i);
+    l->used = true;
+    if (s->first < 0 || pos < s->first) s->first = pos, s->first_node = i;
+    if (pos > s->last) s->last = pos;
+}
+
+/* Lifetimes of device dev's roots in program p. */
+static void find_lives(planner *P, int p, int dev) {
+    const ir_module *m = P->m;
+    const ir_order *o = P->order[p];
+    for (int i = 0; i < m->g.n; i++) {
+        const ir_node *n = &m->g.nodes[i];
+        if (n->device != dev) continue;
+        if (ir_order_list(o, i) >= 0) {
+            touch(P, p, i, i);
+            for (int k = 0; k < n->n_in; k++)
+                if (m->g.nodes[n->in[k]].device == dev) touch(P, p, i, n->in[k]);
+        }
+        int64_t extra;
+        int r = P->root_of[storage_root(P, i, &extra)];
+        if (r >= 0 && ir_host_reads(m, p, i)) P->roots[r].life[p].used = P->roots[r].life[p].to_end = true;
+    }
+}
+
+static void first_clocks(planner *P, int count, int dev) {
+    for (int r = 0; r < count; r++)
+        for (int p = 0; p < IR_PROGRAM_COUNT; p++)
+            for (int s = 0; s < STREAM_COUNT; s++) {
+                span *sp = &P->roots[r].life[p].on[s];
+                for (int t = 0; sp->first >= 0 && t < STREAM_COUNT; t++)
+                    sp->seen[t] = ir_order_seen(P->order[p], sp->first_node, dev * STREAM_COUNT + t);
+            }
+}
+
+/* Every access of a happens before every access of b. */
+static bool all_before(const life *a, const life *b) {
+    if (a->to_end) return false;
+    for (int s1 = 0; s1 < STREAM_COUNT; s1++) {
+        if (a->on[s1].last < 0) continue;
+        for (int s2 = 0; s2 < STREAM_COUNT; s2++) {
+            const span *f = &b->on[s2];
+            if (f->first >= 0 && (s1 == s2 ? a->on[s1].last >= f->first : a->on[s1].last > f->seen[s1])) return false;
+        }
+    }
+    return true;
+}
+
+static bool conflict(const root *a, const root *b) {
+    for (int p = 0; p < IR_PROGRAM_COUNT; p++) {
+        const life *x = &a->life[p], *y = &b->life[p];
+        if (x->used && y->used && !all_before(x, y) && !all_before(y, x)) return true;
+    }
+    return false;
+}
+
 static int cmp_size_desc(const void *a, const void *b) {
-    const interval *x = a, *y = b;
+    const root *x = a, *y = b;
     if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
     return x->node - y->node;
 }
 
-/* Lowest offset where `t` fits beside the already placed intervals it overlaps in time. */
-static int64_t place(const interval *placed, int n_placed, const interval *t) {
+/* Lowest offset where t fits beside the placed roots it conflicts with. */
+static int64_t place(const root *placed, int n_placed, const root *t) {
     int64_t offset = 0;
     for (bool moved = true; moved;) {
         moved = false;
         for (int k = 0; k < n_placed; k++) {
-            const interval *p = &placed[k];
-            if (p->last < t->first || t->last < p->first) continue;
-            if (p->offset < offset + t->bytes && offset < p->offset + p->bytes) {
+            const root *p = &placed[k];
+            if (p->offset < offset + t->bytes && offset < p->offset + p->bytes && conflict(p, t)) {
                 offset = align_up(p->offset + p->bytes);
                 moved = true;
             }
@@ -96,49 +175,44 @@ static int64_t place(const interval *placed, int n_placed, const interval *t) {
     return offset;
 }
 
+/* Variables first, then the roots; returns how many roots there are. */
+static int collect_roots(planner *P, int dev, int64_t *vars, int64_t *unplanned) {
+    ir_module *m = P->m;
+    int count = 0;
+    for (int i = 0; i < m->g.n; i++) {
+        ir_node *node = &m->g.nodes[i];
+        P->root_of[i] = -1;
+        if (node->device != dev) continue;
+        *unplanned += align_up(ir_node_bytes(node));
+        if (ir_ops[node->op].flags & OPF_VARIABLE || node->op == OP_CONST) { /* set once, kept */
+            node->offset = *vars;
+            *vars += align_up(ir_node_bytes(node));
+        } else if (!aliases_input(node) && node->op != OP_INPUT && P->packed_into[i] < 0) {
+            root *r = &P->roots[count];
+            memset(r, 0, sizeof *r);
+            r->node = i, r->bytes = align_up(ir_node_bytes(node));
+            for (int p = 0; p < IR_PROGRAM_COUNT; p++)
+                for (int s = 0; s < STREAM_COUNT; s++) r->life[p].on[s] = (span){.first = -1, .last = -1};
+            P->root_of[i] = count++;
+        }
+    }
+    return count;
+}
+
 static void plan_device(planner *P, int dev) {
     ir_module *m = P->m;
-    interval *iv = P->iv;
-    int *root_iv = P->root_iv;
-    int n = m->g.n, count = 0;
-    int64_t vars = 0, unplanned = 0;
-    for (int i = 0; i < n; i++) root_iv[i] = -1;
-    for (int i = 0; i < n; i++) {
-        ir_node *node = &m->g.nodes[i];
-        if (node->device != dev) continue;
-        unplanned += align_up(ir_node_bytes(node));
-        if (ir_ops[node->op].flags & OPF_VARIABLE || node->op == OP_CONST) { /* set once, kept */
-            node->offset = vars;
-            vars += align_up(ir_node_bytes(node));
-        } else if (!aliases_input(node) && node->op != OP_INPUT && P->packed_into[i] < 0) {
-            iv[count] = (interval){i, align_up(ir_node_bytes(node)), i, i, 0};
-            root_iv[i] = count++;
-        }
-    }
-    /* lifetimes: every write and read extends the root's interval; comm touches pin it */
-    for (int i = 0; i < n; i++) {
-        const ir_node *node = &m->g.nodes[i];
-        if (node->device != dev) continue;
-        bool comm = node->stream == STREAM_COMM;
-        int64_t extra;
-        int self = root_iv[storage_root(P, i, &extra)];
-        if (self >= 0 && iv[self].first > i) iv[self].first = i;
-        if (self >= 0 && comm) iv[self].last = n;
-        for (int k = 0; k < node->n_in; k++) {
-            int r = root_iv[storage_root(P, node->in[k], &extra)];
-            if (r < 0) continue;
-            if (iv[r].last < i) iv[r].last = i;
-            if (comm) iv[r].last = n;
-        }
-    }
-    qsort(iv, (size_t)count, sizeof *iv, cmp_size_desc);
-    int64_t peak = 0;
+    int64_t vars = 0, unplanned = 0, peak = 0;
+    int count = collect_roots(P, dev, &vars, &unplanned);
+    for (int p = 0; p < IR_PROGRAM_COUNT; p++) find_lives(P, p, dev);
+    first_clocks(P, count, dev);
+    qsort(P->roots, (size_t)count, sizeof *P->roots, cmp_size_desc);
     for (int k = 0; k < count; k++) {
-        iv[k].offset = place(iv, k, &iv[k]);
-        if (iv[k].offset + iv[k].bytes > peak) peak = iv[k].offset + iv[k].bytes;
-        m->g.nodes[iv[k].node].offset = vars + iv[k].offset;
+        root *r = &P->roots[k];
+        r->offset = place(P->roots, k, r);
+        if (r->offset + r->bytes > peak) peak = r->offset + r->bytes;
+        m->g.nodes[r->node].offset = vars + r->offset;
     }
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < m->g.n; i++) {
         ir_node *node = &m->g.nodes[i];
         int64_t extra;
         if (node->device == dev && (aliases_input(node) || P->packed_into[i] >= 0))
@@ -149,15 +223,25 @@ static void plan_device(planner *P, int dev) {
 }
 
 bool pass_memplan(ir_module *m, ir_diag *d, const pass_options *o) {
-    (void)d, (void)o;
+    (void)o;
     free(m->arena_bytes), free(m->unplanned_bytes);
     m->arena_bytes = calloc((size_t)m->n_devices, sizeof *m->arena_bytes);
     m->unplanned_bytes = calloc((size_t)m->n_devices, sizeof *m->unplanned_bytes);
-    size_t n = (size_t)m->g.n;
-    planner P = {m, malloc(n * sizeof *P.iv), malloc(n * sizeof *P.root_iv), malloc(n * sizeof *P.packed_into),
-                 malloc(n * sizeof *P.packed_at)};
-    find_packed(&P);
-    for (int dev = 0; dev < m->n_devices; dev++) plan_device(&P, dev);
-    free(P.iv), free(P.root_iv), free(P.packed_into), free(P.packed_at);
-    return true;
+    size_t n = (size_t)m->g.n + 1;
+    planner P = {.m = m, .roots = malloc(n * sizeof *P.roots), .root_of = malloc(n * sizeof *P.root_of),
+                 .packed_into = malloc(n * sizeof *P.packed_into), .packed_at = malloc(n * sizeof *P.packed_at)};
+    if (!m->arena_bytes || !m->unplanned_bytes || !P.roots || !P.root_of || !P.packed_into || !P.packed_at) abort();
+    bool ok = true;
+    for (int p = 0; p < IR_PROGRAM_COUNT && ok; p++) {
+        char err[400];
+        P.order[p] = ir_order_new(m, p, err, sizeof err);
+        if (!P.order[p]) ir_diag_error(d, (ir_loc){0}, "internal error: the schedule cannot run: %s", err), ok = false;
+    }
+    if (ok) {
+        find_packed(&P);
+        for (int dev = 0; dev < m->n_devices; dev++) plan_device(&P, dev);
+    }
+    for (int p = 0; p < IR_PROGRAM_COUNT; p++) ir_order_free(P.order[p]);
+    free(P.roots), free(P.root_of), free(P.packed_into), free(P.packed_at);
+    return ok;
 }

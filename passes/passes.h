@@ -44,10 +44,12 @@ bool pass_autodiff(ir_module *m, ir_diag *d, const pass_options *o);
 bool pass_optimizer(ir_module *m, ir_diag *d, const pass_options *o);
 /* replicate: clone per device, shard / all_reduce (bucketed) / broadcast. */
 bool pass_replicate(ir_module *m, ir_diag *d, const pass_options *o);
-/* memplan: liveness-based offsets in one arena per device. */
-bool pass_memplan(ir_module *m, ir_diag *d, const pass_options *o);
 /* schedule: per (program, device, stream) lists with events across streams. */
 bool pass_schedule(ir_module *m, ir_diag *d, const pass_options *o);
+/* memplan: offsets in one arena per device; tensors share bytes only when the
+ * schedule's happens-before order separates every access of one from every
+ * access of the other. */
+bool pass_memplan(ir_module *m, ir_diag *d, const pass_options *o);
 
 typedef bool (*pass_fn)(ir_module *m, ir_diag *d, const pass_options *o);
 typedef struct {
@@ -56,12 +58,13 @@ typedef struct {
 } pass_info;
 
 /* The pipeline, in order: "shapes", "autodiff", "optimizer", "replicate",
- * "memplan", "schedule". */
+ * "schedule", "memplan". */
 extern const pass_info pass_pipeline[];
 extern const int pass_pipeline_count;
 
 /* Runs the pipeline; prints the IR to dump_out after the pass named dump_after
- * (NULL for none). Returns false at the first pass that reports an error. */
+ * (NULL for none). Returns false at the first pass that reports an error, or
+ * when the finished plan fails ir_verify (its race check included). */
 bool pass_run_all(ir_module *m, ir_diag *d, const pass_options *o,
                   const char *dump_after, FILE *dump_out);
 

@@ -4,14 +4,16 @@
  * made on another stream of the same device, its list first waits on an
  * event that the producer's list records right after the producer (unless
  * it already waited past that point of the producer's stream); reshapes and
- * views planned on their input's bytes are no work, and a read through them
- * waits for the node that wrote the bytes. So the all-reduce of an early
+ * views are no work (the memory plan, which runs next, puts them on their
+ * input's bytes), and a read through them waits for the node that wrote the
+ * bytes. So the all-reduce of an early
  * gradient bucket (comm stream) runs while the compute stream goes on with
  * the rest of the backward pass. Replicas meet only inside collectives. Host
  * inputs are uploaded before a program starts.
  */
 #include <stdlib.h>
 
+#include "../ir/order.h"
 #include "passes.h"
 
 static const unsigned programs[IR_PROGRAM_COUNT] = {PROG_TRAIN, PROG_EVAL, PROG_PREDICT, PROG_INIT};
@@ -25,25 +27,16 @@ static void push(ir_sched_list *l, ir_sched_kind kind, int arg) {
     l->items[l->n++] = (ir_sched_item){kind, arg};
 }
 
-/* A reshape or view that the memory plan placed on its input's bytes. */
-static bool planned_alias(const ir_module *m, const ir_node *n) {
-    if (!(ir_ops[n->op].flags & OPF_ALIAS)) return false;
-    int64_t shift = n->op == OP_VIEW ? n->iattr[0] * (int64_t)ir_dtype_size(n->dtype) : 0;
-    return n->offset >= 0 && n->offset == m->g.nodes[n->in[0]].offset + shift;
-}
+static bool has_kernel_work(const ir_node *n) { return !(ir_ops[n->op].flags & OPF_SOURCE) && !ir_is_view(n); }
 
-static bool has_kernel_work(const ir_module *m, const ir_node *n) {
-    return !(ir_ops[n->op].flags & OPF_SOURCE) && !planned_alias(m, n);
-}
-
-static bool runs_in(const ir_module *m, const ir_node *node, int p) {
-    return (node->programs & programs[p]) && node->device >= 0 && has_kernel_work(m, node);
+static bool runs_in(const ir_node *node, int p) {
+    return (node->programs & programs[p]) && node->device >= 0 && has_kernel_work(node);
 }
 
 /* The node that writes the bytes node i reads: i itself, or the producer
- * behind a chain of planned aliases. */
+ * behind a chain of views (the memory plan puts a view on its input's bytes). */
 static int writer_of(const ir_module *m, int i) {
-    while (planned_alias(m, &m->g.nodes[i])) i = m->g.nodes[i].in[0];
+    while (ir_is_view(&m->g.nodes[i])) i = m->g.nodes[i].in[0];
     return i;
 }
 
@@ -63,12 +56,12 @@ static void schedule_program(ir_module *m, int p, ir_sched_list *lists, int *wai
     for (int i = 0; i < n; i++) {
         const ir_node *node = &m->g.nodes[i];
         for (int t = 0; t < STREAM_COUNT; t++) wait_for[i * STREAM_COUNT + t] = -1;
-        if (!runs_in(m, node, p)) continue;
+        if (!runs_in(node, p)) continue;
         int list = node->device * STREAM_COUNT + node->stream;
         for (int k = 0; k < node->n_in; k++) {
             int w = writer_of(m, node->in[k]);
             const ir_node *src = &m->g.nodes[w];
-            if (src->device != node->device || src->stream == node->stream || !has_kernel_work(m, src)) continue;
+            if (src->device != node->device || src->stream == node->stream || !has_kernel_work(src)) continue;
             int *latest = &wait_for[i * STREAM_COUNT + src->stream];
             if (w > waited_past[list * STREAM_COUNT + src->stream] && w > *latest) *latest = w;
         }
@@ -83,7 +76,7 @@ static void schedule_program(ir_module *m, int p, ir_sched_list *lists, int *wai
         if (event_of[i] >= 0) event_of[i] = m->n_events++;
     for (int i = 0; i < n; i++) {
         const ir_node *node = &m->g.nodes[i];
-        if (!runs_in(m, node, p)) continue;
+        if (!runs_in(node, p)) continue;
         ir_sched_list *l = &lists[node->device * STREAM_COUNT + node->stream];
         for (int t = 0; t < STREAM_COUNT; t++)
             if (wait_for[i * STREAM_COUNT + t] >= 0) push(l, SCHED_WAIT, event_of[wait_for[i * STREAM_COUNT + t]]);

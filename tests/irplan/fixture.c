@@ -114,13 +114,19 @@ static void push(ir_sched_list *l, ir_sched_kind kind, int arg) {
     l->items[l->n++] = (ir_sched_item){kind, arg};
 }
 
+/* The node whose kernel wrote what node i names (views have no kernel). */
+static int writer(const ir_module *m, int i) {
+    while (ir_ops[m->g.nodes[i].op].flags & OPF_ALIAS) i = m->g.nodes[i].in[0];
+    return i;
+}
+
 static bool read_by_other_stream(const ir_module *m, int i, unsigned prog) {
     const ir_node *n = &m->g.nodes[i];
     for (int j = i + 1; j < m->g.n; j++) {
         const ir_node *u = &m->g.nodes[j];
         if (!(u->programs & prog) || u->device != n->device || u->stream == n->stream) continue;
         for (int k = 0; k < u->n_in; k++)
-            if (u->in[k] == i) return true;
+            if (writer(m, u->in[k]) == i) return true;
     }
     return false;
 }
@@ -136,10 +142,11 @@ static void schedule(ir_module *m) {
         for (int i = 0; i < m->g.n; i++) event_of[i] = -1;
         for (int i = 0; i < m->g.n; i++) {
             const ir_node *n = &m->g.nodes[i];
-            if (!(n->programs & 1u << p) || n->device < 0 || ir_ops[n->op].flags & OPF_SOURCE) continue;
+            if (!(n->programs & 1u << p) || n->device < 0 || ir_ops[n->op].flags & (OPF_SOURCE | OPF_ALIAS)) continue;
             ir_sched_list *l = &m->sched[p * per + n->device * STREAM_COUNT + n->stream];
             for (int k = 0; k < n->n_in; k++)
-                if (event_of[n->in[k]] >= 0 && m->g.nodes[n->in[k]].stream != n->stream) push(l, SCHED_WAIT, event_of[n->in[k]]);
+                if (event_of[writer(m, n->in[k])] >= 0 && m->g.nodes[writer(m, n->in[k])].stream != n->stream)
+                    push(l, SCHED_WAIT, event_of[writer(m, n->in[k])]);
             push(l, SCHED_KERNEL, i);
             if (read_by_other_stream(m, i, 1u << p)) push(l, SCHED_RECORD, event_of[i] = m->n_events++);
         }

@@ -122,6 +122,10 @@ static void check_race(checker *c, const access *x, const access *y) {
         c->pairs++;
         return;
     }
+    if (x->node > y->node) { /* name them in node order */
+        const access *t = x;
+        x = y, y = t;
+    }
     char a[200], b[200];
     const ir_device *d = &c->m->devices[c->device];
     problem(c, "race in the %s program on %s:%d: %s %s bytes [%lld, %lld) and %s %s bytes [%lld, %lld), and neither "

@@ -209,10 +209,6 @@ static int issue(rt_session *s, int i) {
         return b->i->collective(b, dev, n->stream, &s->coll[i]);
     case OP_BROADCAST:
         return b->i->collective(b, dev, n->stream, &s->coll[i]);
-    case OP_RESHAPE: case OP_VIEW:
-        if (s->ptr[i] == (char *)s->ptr[n->in[0]] + (n->op == OP_VIEW ? n->iattr[0] * (int64_t)ir_dtype_size(n->dtype) : 0))
-            return 0; /* planned as an alias: nothing to do */
-        return b->i->launch(b, dev, n->stream, &s->args[i]);
     default:
         return b->i->launch(b, dev, n->stream, &s->args[i]);
     }

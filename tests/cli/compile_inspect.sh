@@ -48,4 +48,6 @@ cp "$SRC/examples/mlp.mg" "$tmp/mlp.mg"
 [ -s "$tmp/mlp.mgx" ] || fail "compile wrote no $tmp/mlp.mgx"
 "$MGC" compile "$tmp/mlp.mg" --dump-after=replicate -o "$tmp/x.mgx" > "$tmp/dump" 2>/dev/null
 expect_line "$tmp/dump" 'all_reduce'
+# the plan was proven race-free when it was read (issue 10), and inspect says so
+expect_line "$tmp/inspect" '^checked       race-free: [1-9][0-9,]* pairs of nodes on different streams touch the same bytes'
 echo ok

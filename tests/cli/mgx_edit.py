@@ -12,6 +12,7 @@
 #   cut SECTION N           drops the payload's last N bytes
 #   pad SECTION N           appends N zero bytes to the payload
 #   item-kind V             the kind of the first item of the first non-empty schedule list
+#   drop-waits LIST         removes every wait of schedule list LIST (a racy plan)
 import struct
 import sys
 import zlib
@@ -103,6 +104,18 @@ def main():
                 sched[pos + 16] = int(args[0])
                 break
             pos += 16
+    elif edit == "drop-waits":
+        sched, out = secs[6][1], bytearray(secs[6][1][:8])
+        n_lists, = struct.unpack_from("<I", sched, 4)
+        pos = 8
+        for index in range(n_lists):
+            head, (n_items,) = sched[pos:pos + 12], struct.unpack_from("<I", sched, pos + 12)
+            items = [sched[pos + 16 + 5 * k:pos + 21 + 5 * k] for k in range(n_items)]
+            if index == int(args[0]):
+                items = [it for it in items if it[0] != 2]
+            out += head + struct.pack("<I", len(items)) + b"".join(items)
+            pos += 16 + 5 * n_items
+        secs[6][1] = out
     elif edit == "crc":
         fix = False
         secs[int(args[0]) - 1][2] ^= 1

@@ -1,9 +1,13 @@
 /* test_equivalence.c - N replicas at global batch B follow one device at
- * batch B: train a model 20 steps on 1, 2 and 4 logical CPU devices (same
+ * batch B: train a model 20 steps (or S) on 1, 2 and 4 logical CPU devices (same
  * seed, same global batch) and compare every param (relative 1e-5 per
- * tensor); every replica must be bit-identical to replica 0, and one bit
- * flipped on the last replica must make the replica check name it.
- *   test_equivalence MODEL.mg STDLIB_DIR [cross-device-ops] */
+ * tensor); every replica must be bit-identical to replica 0 after every step,
+ * one bit flipped on the last replica must make the replica check name it,
+ * and a second 2-device run must end with the same bits as the first.
+ *   test_equivalence MODEL.mg STDLIB_DIR [cross-device-ops] [--bucket-bytes N] [--steps S]
+ *                    [--synthetic CLASSES]
+ * Data: Fashion-MNIST, or with --synthetic, 256 random examples (f32 inputs
+ * in [-1, 1), i32 labels in [0, CLASSES)). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +17,10 @@
 #include "../../passes/passes.h"
 #include "../../runtime/train.h"
 
-enum { STEPS = 20, GLOBAL_BATCH = 64 };
+enum { GLOBAL_BATCH = 64 };
+static int64_t steps = 20;
+
+static int64_t bucket_bytes = 256 << 10; /* several buckets, so overlap and packing are exercised */
 
 static ir_module *compile(const char *path, const char *stdlib, int n_dev, ir_cross_device xdev) {
     pass_options o;
@@ -21,7 +28,7 @@ static ir_module *compile(const char *path, const char *stdlib, int n_dev, ir_cr
     ir_device dev[8];
     for (int k = 0; k < n_dev; k++) dev[k] = (ir_device){"cpu", k};
     o.devices = dev, o.n_devices = n_dev, o.global_batch = GLOBAL_BATCH, o.cross_device = xdev;
-    o.bucket_bytes = 256 << 10; /* several buckets, so overlap and packing are exercised */
+    o.bucket_bytes = bucket_bytes;
     ir_diag *d = ir_diag_new(stderr);
     ir_module *m = pass_elaborate(path, stdlib, d, &o);
     if (!m || !pass_run_all(m, d, &o, NULL, NULL)) {
@@ -41,7 +48,7 @@ static float *train(ir_module *m, const rt_dataset *ds, int64_t *count) {
         fprintf(stderr, "FAIL: session: %s\n", s ? rt_session_error(s) : err);
         exit(1);
     }
-    rt_train_options to = {.steps = STEPS, .seed = 7, .quiet = true, .check_replicas = 5};
+    rt_train_options to = {.steps = steps, .seed = 7, .quiet = true, .check_replicas = 1};
     if (rt_train(s, ds, NULL, &to, err, sizeof err)) {
         fprintf(stderr, "FAIL: train on %d devices: %s\n", m->n_devices, err);
         exit(1);
@@ -55,7 +62,7 @@ static float *train(ir_module *m, const rt_dataset *ds, int64_t *count) {
         size_t bytes = (size_t)ir_node_bytes(&m->g.nodes[p]);
         unsigned char *v = malloc(bytes);
         char want[256];
-        snprintf(want, sizeof want, "replicas diverged at step %d: '%s' on cpu:%d differs from cpu:0", STEPS,
+        snprintf(want, sizeof want, "replicas diverged at step %lld: '%s' on cpu:%d differs from cpu:0", (long long)steps,
                  m->g.nodes[p].name, m->n_devices - 1);
         if (rt_session_read(s, last, v)) exit(1);
         v[bytes - 1] ^= 1;
@@ -76,15 +83,66 @@ static float *train(ir_module *m, const rt_dataset *ds, int64_t *count) {
     return all;
 }
 
+/* 256 examples of random inputs, labels in [0, classes). */
+static rt_dataset *synthetic(const rt_input_spec *specs, int n, int64_t classes, char *err, size_t cap) {
+    enum { EXAMPLES = 256 };
+    rt_tensor t[8];
+    const char *names[8];
+    uint64_t state = 12345;
+    for (int i = 0; i < n; i++) {
+        t[i] = (rt_tensor){.dtype = specs[i].dtype, .shape = {specs[i].shape.rank + 1, {EXAMPLES}}};
+        for (int k = 0; k < specs[i].shape.rank; k++) t[i].shape.dim[k + 1] = specs[i].shape.dim[k];
+        int64_t count = ir_shape_numel(&t[i].shape);
+        t[i].data = malloc((size_t)count * 4);
+        for (int64_t k = 0; k < count; k++) {
+            state = state * 6364136223846793005u + 1442695040888963407u;
+            uint32_t r = (uint32_t)(state >> 33);
+            if (specs[i].dtype == IR_I32) ((int32_t *)t[i].data)[k] = (int32_t)(r % (uint64_t)classes);
+            else ((float *)t[i].data)[k] = (float)r / 2147483648.0f * 2 - 1;
+        }
+        names[i] = specs[i].name;
+    }
+    rt_dataset *ds = rt_dataset_from_tensors(t, names, specs, n, err, cap);
+    for (int i = 0; i < n; i++) rt_tensor_free(&t[i]);
+    return ds;
+}
+
+/* Relative difference of each param of b from a; returns how many exceed 1e-5. */
+static int compare(const ir_module *m, const float *a, const float *b, int devices) {
+    int failures = 0;
+    for (int p = 0; p < m->n_params; p++) {
+        int64_t len = ir_shape_numel(&m->g.nodes[m->params[p]].shape);
+        double diff = 0, norm = 0;
+        for (int64_t k = 0; k < len; k++) diff += (a[k] - b[k]) * (double)(a[k] - b[k]), norm += a[k] * (double)a[k];
+        double rel = sqrt(diff / (norm > 0 ? norm : 1));
+        printf("%d devices  %-20s relative difference %.2e\n", devices, m->g.nodes[m->params[p]].name, rel);
+        if (!(rel < 1e-5)) {
+            printf("FAIL: %s differs by %.2e (limit 1e-5)\n", m->g.nodes[m->params[p]].name, rel);
+            failures++;
+        }
+        a += len, b += len;
+    }
+    return failures;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) return 2;
-    ir_cross_device xdev = argc > 3 && !strcmp(argv[3], "one-device") ? XDEV_ONE_DEVICE
-                         : argc > 3 && !strcmp(argv[3], "hierarchical") ? XDEV_HIERARCHICAL : XDEV_RING;
+    ir_cross_device xdev = XDEV_RING;
+    int64_t classes = 0;
+    for (int a = 3; a < argc; a++) {
+        if (!strcmp(argv[a], "one-device")) xdev = XDEV_ONE_DEVICE;
+        else if (!strcmp(argv[a], "hierarchical")) xdev = XDEV_HIERARCHICAL;
+        else if (!strcmp(argv[a], "--bucket-bytes") && a + 1 < argc) bucket_bytes = atoll(argv[++a]);
+        else if (!strcmp(argv[a], "--synthetic") && a + 1 < argc) classes = atoll(argv[++a]);
+        else if (!strcmp(argv[a], "--steps") && a + 1 < argc) steps = atoll(argv[++a]);
+        else return fprintf(stderr, "test_equivalence: unknown argument '%s'\n", argv[a]), 2;
+    }
     char err[640];
     ir_module *m1 = compile(argv[1], argv[2], 1, xdev);
     rt_input_spec specs[8];
     rt_input_specs(m1, 0, specs, NULL);
-    rt_dataset *ds = rt_dataset_from_dir(NULL, "train", specs, m1->n_inputs, err, sizeof err);
+    rt_dataset *ds = classes > 0 ? synthetic(specs, m1->n_inputs, classes, err, sizeof err)
+                                 : rt_dataset_from_dir(NULL, "train", specs, m1->n_inputs, err, sizeof err);
     if (!ds) {
         fprintf(stderr, "SKIP: %s\n", err);
         return 77;
@@ -95,18 +153,14 @@ int main(int argc, char **argv) {
     for (int devices = 2; devices <= 4; devices *= 2) {
         ir_module *m = compile(argv[1], argv[2], devices, xdev);
         float *got = train(m, ds, &n);
-        const float *a = ref, *b = got;
-        for (int p = 0; p < m->n_params; p++) {
-            int64_t len = ir_shape_numel(&m->g.nodes[m->params[p]].shape);
-            double diff = 0, norm = 0;
-            for (int64_t k = 0; k < len; k++) diff += (a[k] - b[k]) * (double)(a[k] - b[k]), norm += a[k] * (double)a[k];
-            double rel = sqrt(diff / (norm > 0 ? norm : 1));
-            printf("%d devices  %-20s relative difference %.2e\n", devices, m->g.nodes[m->params[p]].name, rel);
-            if (!(rel < 1e-5)) {
-                printf("FAIL: %s differs by %.2e (limit 1e-5)\n", m->g.nodes[m->params[p]].name, rel);
+        failures += compare(m, ref, got, devices);
+        if (devices == 2) { /* run after run: the same bits */
+            float *again = train(m, ds, &n);
+            if (memcmp(got, again, (size_t)n * sizeof *got)) {
+                printf("FAIL: a second 2-device run ends with different params\n");
                 failures++;
             }
-            a += len, b += len;
+            free(again);
         }
         free(got);
         ir_module_free(m);

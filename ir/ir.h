@@ -77,6 +77,7 @@ typedef enum {
     PROG_INIT = 1 << 3,    /* broadcast of variables from replica 0 */
 } ir_program;
 enum { IR_PROGRAM_COUNT = 4 };
+extern const char *const ir_program_names[IR_PROGRAM_COUNT]; /* by bit index: "train", "eval", ... */
 
 enum { STREAM_COMPUTE = 0, STREAM_COMM = 1, STREAM_COUNT = 2 };
 

@@ -9,7 +9,7 @@ struct ir_order {
     int n, n_lists;
     int *list;   /* (n) the list node i runs on, -1 none */
     int *pos;    /* (n) its position among that list's kernels */
-    int *seen;   /* (n, n_lists) last position of each list that happens before node i */
+    int *seen;   /* (n, STREAM_COUNT) last position of each stream of its device that happens before node i */
 };
 
 static void *xcalloc(size_t n, size_t size) {
@@ -18,19 +18,21 @@ static void *xcalloc(size_t n, size_t size) {
     return p;
 }
 
-/* One list's walk: where it is, and the clock of its stream so far. */
+/* One list's walk: where it is, and the clock of its stream so far. Events
+ * link the streams of one device; devices meet only inside collectives. */
 typedef struct {
     const ir_sched_list *l;
     int at, kernels;
-    int *clock;  /* (n_lists) */
+    int clock[STREAM_COUNT];
     int last;    /* node index of its last kernel, -1 none */
 } walker;
 
 typedef struct {
-    const ir_module *m;
     ir_order *o;
-    int *event_clock; /* (n_events, n_lists) */
-    int *event_node;  /* (n_events) node after which it was recorded, -2 not yet */
+    int program;
+    int *event_clock;  /* (n_events, STREAM_COUNT) */
+    int *event_node;   /* (n_events) node after which it was recorded, -2 not yet */
+    int *event_device; /* (n_events) */
     char *err;
     size_t cap;
 } sim;
@@ -44,55 +46,71 @@ static int next_kernel(const walker *w, int k) {
 
 static const char *stream_name(int s) { return s == STREAM_COMM ? "comm" : "compute"; }
 
-/* Runs w's list until its end or a wait for an event not yet recorded.
- * Returns -1 with a message when a wait precedes its record in node order. */
-static int advance(sim *S, walker *w, int self, bool *moved) {
+static void kernel(sim *S, walker *w, int i) {
     ir_order *o = S->o;
+    int s = w->l->stream;
+    if (o->list[i] >= 0) {
+        snprintf(S->err, S->cap, "node %d runs twice in the %s program", i, ir_program_names[S->program]);
+        return;
+    }
+    w->clock[s] = w->kernels++;
+    o->list[i] = w->l->device * STREAM_COUNT + s, o->pos[i] = w->clock[s], w->last = i;
+    memcpy(&o->seen[(size_t)i * STREAM_COUNT], w->clock, sizeof w->clock);
+}
+
+/* A wait whose event is recorded: checks it, then takes the event's clock. */
+static int wait(sim *S, walker *w, int e) {
+    int before = next_kernel(w, w->at);
+    if (S->event_device[e] != w->l->device) {
+        snprintf(S->err, S->cap, "%s stream of device %d waits for event %d, recorded on device %d",
+                 stream_name(w->l->stream), w->l->device, e, S->event_device[e]);
+        return -1;
+    }
+    if (S->event_node[e] >= before) {
+        snprintf(S->err, S->cap,
+                 "%s stream of device %d waits for event %d before node %d, but the event is recorded after node %d "
+                 "(the executor issues lists in node order)",
+                 stream_name(w->l->stream), w->l->device, e, before, S->event_node[e]);
+        return -1;
+    }
+    for (int t = 0; t < STREAM_COUNT; t++)
+        if (S->event_clock[e * STREAM_COUNT + t] > w->clock[t]) w->clock[t] = S->event_clock[e * STREAM_COUNT + t];
+    return 0;
+}
+
+/* Runs w's list until its end or a wait for an event not yet recorded. */
+static int advance(sim *S, walker *w, bool *moved) {
     for (; w->at < w->l->n; w->at++, *moved = true) {
         const ir_sched_item *it = &w->l->items[w->at];
-        int *ev = &S->event_clock[(size_t)it->arg * (size_t)o->n_lists];
         if (it->kind == SCHED_KERNEL) {
-            int i = it->arg;
-            w->clock[self] = w->kernels++;
-            o->list[i] = self, o->pos[i] = w->clock[self], w->last = i;
-            memcpy(&o->seen[(size_t)i * (size_t)o->n_lists], w->clock, (size_t)o->n_lists * sizeof *w->clock);
+            kernel(S, w, it->arg);
+            if (S->err[0]) return -1;
         } else if (it->kind == SCHED_RECORD) {
-            memcpy(ev, w->clock, (size_t)o->n_lists * sizeof *w->clock);
-            S->event_node[it->arg] = w->last;
+            memcpy(&S->event_clock[it->arg * STREAM_COUNT], w->clock, sizeof w->clock);
+            S->event_node[it->arg] = w->last, S->event_device[it->arg] = w->l->device;
         } else if (S->event_node[it->arg] == -2) {
             return 0; /* blocked until the event is recorded */
-        } else {
-            int before = next_kernel(w, w->at);
-            if (S->event_node[it->arg] >= before) {
-                snprintf(S->err, S->cap,
-                         "%s stream of device %d waits for event %d before node %d, but the event is recorded "
-                         "after node %d (the executor issues lists in node order)",
-                         stream_name(w->l->stream), w->l->device, it->arg, before, S->event_node[it->arg]);
-                return -1;
-            }
-            for (int k = 0; k < o->n_lists; k++)
-                if (ev[k] > w->clock[k]) w->clock[k] = ev[k];
+        } else if (wait(S, w, it->arg)) {
+            return -1;
         }
     }
     return 0;
 }
 
-static const char *const program_names[IR_PROGRAM_COUNT] = {"train", "eval", "predict", "init"};
-
 /* Walks the lists round-robin; every pass that moves no list ends the walk. */
-static int simulate(sim *S, walker *w, int program) {
+static int simulate(sim *S, walker *w) {
     int n_lists = S->o->n_lists;
     for (bool moved = true; moved;) {
         moved = false;
         for (int l = 0; l < n_lists; l++)
-            if (advance(S, &w[l], l, &moved)) return -1;
+            if (advance(S, &w[l], &moved)) return -1;
     }
     for (int l = 0; l < n_lists; l++)
         if (w[l].at < w[l].l->n) {
             snprintf(S->err, S->cap,
                      "the %s program deadlocks: the %s stream of device %d waits for event %d, which no stream "
                      "records before it",
-                     program_names[program], stream_name(w[l].l->stream), w[l].l->device, w[l].l->items[w[l].at].arg);
+                     ir_program_names[S->program], stream_name(w[l].l->stream), w[l].l->device, w[l].l->items[w[l].at].arg);
             return -1;
         }
     return 0;
@@ -103,19 +121,20 @@ ir_order *ir_order_new(const ir_module *m, int program, char *err, size_t cap) {
     o->n = m->g.n, o->n_lists = m->n_devices * STREAM_COUNT;
     o->list = xcalloc((size_t)o->n, sizeof *o->list);
     o->pos = xcalloc((size_t)o->n, sizeof *o->pos);
-    o->seen = xcalloc((size_t)o->n * (size_t)o->n_lists, sizeof *o->seen);
+    o->seen = xcalloc((size_t)o->n * STREAM_COUNT, sizeof *o->seen);
     for (int i = 0; i < o->n; i++) o->list[i] = o->pos[i] = -1;
-    sim S = {m, o, xcalloc((size_t)m->n_events * (size_t)o->n_lists, sizeof(int)),
-             xcalloc((size_t)m->n_events, sizeof(int)), err, cap};
-    for (int e = 0; e < m->n_events; e++) S.event_node[e] = -2;
+    size_t n_events = (size_t)m->n_events;
+    sim S = {o, program, xcalloc(n_events * STREAM_COUNT, sizeof(int)), xcalloc(n_events, sizeof(int)),
+             xcalloc(n_events, sizeof(int)), err, cap};
+    err[0] = 0;
+    for (size_t e = 0; e < n_events; e++) S.event_node[e] = -2;
     walker *w = xcalloc((size_t)o->n_lists, sizeof *w);
     for (int l = 0; l < o->n_lists; l++) {
-        w[l] = (walker){&m->sched[program * o->n_lists + l], 0, 0, xcalloc((size_t)o->n_lists, sizeof(int)), -1};
-        for (int k = 0; k < o->n_lists; k++) w[l].clock[k] = -1;
+        w[l] = (walker){.l = &m->sched[program * o->n_lists + l], .last = -1};
+        for (int t = 0; t < STREAM_COUNT; t++) w[l].clock[t] = -1;
     }
-    int rc = simulate(&S, w, program);
-    for (int l = 0; l < o->n_lists; l++) free(w[l].clock);
-    free(w), free(S.event_clock), free(S.event_node);
+    int rc = simulate(&S, w);
+    free(w), free(S.event_clock), free(S.event_node), free(S.event_device);
     if (rc) ir_order_free(o), o = NULL;
     return o;
 }
@@ -128,11 +147,11 @@ void ir_order_free(ir_order *o) {
 
 int ir_order_list(const ir_order *o, int i) { return o->list[i]; }
 int ir_order_pos(const ir_order *o, int i) { return o->pos[i]; }
-int ir_order_seen(const ir_order *o, int i, int list) { return o->seen[(size_t)i * (size_t)o->n_lists + (size_t)list]; }
+int ir_order_seen(const ir_order *o, int i, int stream) { return o->seen[(size_t)i * STREAM_COUNT + (size_t)stream]; }
 
 bool ir_order_before(const ir_order *o, int a, int b) {
-    if (a == b || o->list[a] < 0 || o->list[b] < 0) return false;
-    return o->pos[a] <= ir_order_seen(o, b, o->list[a]);
+    if (a == b || o->list[a] < 0 || o->list[b] < 0 || o->list[a] / STREAM_COUNT != o->list[b] / STREAM_COUNT) return false;
+    return o->pos[a] <= ir_order_seen(o, b, o->list[a] % STREAM_COUNT);
 }
 
 bool ir_host_reads(const ir_module *m, int program, int i) {

@@ -5,9 +5,12 @@
  * its items in order, a RECORD marks the point its stream has reached and a
  * WAIT holds its stream until that point. Node a happens before node b when a
  * runs before b on the same list, or a chain of records and waits leads from
- * a's list after a to b's list before b. The order is kept as vector clocks:
- * for every kernel node, the last position of every list that happens before
- * it (or is it). Both the memory plan and the plan verifier ask it. */
+ * a's list after a to b's list before b. Events link the streams of one
+ * device (a wait for another device's event is refused); devices meet only
+ * inside collectives, and every arena belongs to one device. The order is
+ * kept as vector clocks: for every kernel node, the last position of each
+ * stream of its device that happens before it (or is it). Both the memory
+ * plan and the plan verifier ask it. */
 #ifndef MGC_ORDER_H
 #define MGC_ORDER_H
 
@@ -18,9 +21,10 @@ typedef struct ir_order ir_order;
 /* The happens-before order of program p (0 .. IR_PROGRAM_COUNT-1) of m, whose
  * schedule lists must be well formed (ir_verify's structural checks). Returns
  * NULL with a one-line message in err when the lists cannot all run to their
- * end (a wait for an event that is never recorded, or waits in a cycle) or
- * when a wait comes before its record in node order (the executor issues the
- * lists merged in node order). */
+ * end (a wait for an event that is never recorded, or waits in a cycle), when
+ * a wait comes before its record in node order (the executor issues the
+ * lists merged in node order), a wait is for another device's event, or a
+ * node runs twice. */
 ir_order *ir_order_new(const ir_module *m, int program, char *err, size_t cap);
 void ir_order_free(ir_order *o);
 
@@ -29,11 +33,11 @@ void ir_order_free(ir_order *o);
 int ir_order_list(const ir_order *o, int i);
 /* Node i's position among its list's kernels (-1 when it has none). */
 int ir_order_pos(const ir_order *o, int i);
-/* The last position of `list` that happens before node i or is node i
- * (-1: none). */
-int ir_order_seen(const ir_order *o, int i, int list);
-/* a happens before b: both run in this program, a != b, and a's position on
- * its list is one that b has seen. */
+/* The last position of `stream` of node i's device that happens before node
+ * i or is node i (-1: none). */
+int ir_order_seen(const ir_order *o, int i, int stream);
+/* a happens before b: both run in this program on one device, a != b, and
+ * a's position on its list is one that b has seen. */
 bool ir_order_before(const ir_order *o, int a, int b);
 
 /* The race check (ir/races.c): in every program, every two accesses of

@@ -39,8 +39,6 @@ typedef struct {
     int n_acc, cap_acc;
 } checker;
 
-static const char *const program_names[IR_PROGRAM_COUNT] = {"train", "eval", "predict", "init"};
-
 static void problem(checker *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void problem(checker *c, const char *fmt, ...) {
     char msg[512];
@@ -100,13 +98,13 @@ static void add_kernel(checker *c, int i) {
         }
         if (r.value >= 0 && ir_order_list(c->o, r.value) < 0)
             problem(c, "the %s program: node %d (%s) reads node %d (%s), which that program does not compute",
-                    program_names[c->program], i, ir_ops[n->op].name, r.value, ir_ops[m->g.nodes[r.value].op].name);
+                    ir_program_names[c->program], i, ir_ops[n->op].name, r.value, ir_ops[m->g.nodes[r.value].op].name);
     }
 }
 
 /* "node 12 (relu_grad, compute stream, m.mg:5:7)" */
 static const char *describe(const checker *c, int i, char *buf, size_t cap) {
-    if (i < 0) return snprintf(buf, cap, "the host after the %s program", program_names[c->program]), buf;
+    if (i < 0) return snprintf(buf, cap, "the host after the %s program", ir_program_names[c->program]), buf;
     const ir_node *n = &c->m->g.nodes[i];
     snprintf(buf, cap, "node %d (%s, %s stream, %s:%d:%d)", i, ir_ops[n->op].name,
              n->stream == STREAM_COMM ? "comm" : "compute", n->loc.file ? n->loc.file : "?", n->loc.line, n->loc.col);
@@ -130,7 +128,7 @@ static void check_race(checker *c, const access *x, const access *y) {
     const ir_device *d = &c->m->devices[c->device];
     problem(c, "race in the %s program on %s:%d: %s %s bytes [%lld, %lld) and %s %s bytes [%lld, %lld), and neither "
             "happens before the other",
-            program_names[c->program], d->name, d->index, describe(c, x->node, a, sizeof a), x->write ? "writes" : "reads",
+            ir_program_names[c->program], d->name, d->index, describe(c, x->node, a, sizeof a), x->write ? "writes" : "reads",
             (long long)x->lo, (long long)x->hi, describe(c, y->node, b, sizeof b), y->write ? "writes" : "reads",
             (long long)y->lo, (long long)y->hi);
 }
@@ -148,12 +146,12 @@ static void check_clobber(checker *c, const access *r, const access *w) {
     if (w->node == r->node)
         problem(c, "in the %s program on %s:%d, %s writes its output, bytes [%lld, %lld), over its input node %d "
                 "(bytes [%lld, %lld))",
-                program_names[c->program], d->name, d->index, describe(c, w->node, a, sizeof a), (long long)w->lo,
+                ir_program_names[c->program], d->name, d->index, describe(c, w->node, a, sizeof a), (long long)w->lo,
                 (long long)w->hi, r->value, (long long)r->lo, (long long)r->hi);
     else
         problem(c, "in the %s program on %s:%d, %s writes bytes [%lld, %lld) while %s still needs there the value of "
                 "node %d (bytes [%lld, %lld))",
-                program_names[c->program], d->name, d->index, describe(c, w->node, a, sizeof a), (long long)w->lo,
+                ir_program_names[c->program], d->name, d->index, describe(c, w->node, a, sizeof a), (long long)w->lo,
                 (long long)w->hi, describe(c, r->node, b, sizeof b), r->value, (long long)r->lo, (long long)r->hi);
 }
 

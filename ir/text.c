@@ -5,7 +5,6 @@
 
 #include "ir.h"
 
-static const char *const program_names[IR_PROGRAM_COUNT] = {"train", "eval", "predict", "init"};
 static const char *const sched_names[] = {"kernel", "record", "wait"};
 
 static void print_device(const ir_module *m, int d, FILE *out) {
@@ -42,7 +41,7 @@ static void print_programs(unsigned programs, FILE *out) {
     if (!programs) return;
     const char *sep = " {";
     for (int p = 0; p < IR_PROGRAM_COUNT; p++)
-        if (programs & 1u << p) fprintf(out, "%s%s", sep, program_names[p]), sep = ",";
+        if (programs & 1u << p) fprintf(out, "%s%s", sep, ir_program_names[p]), sep = ",";
     fputc('}', out);
 }
 
@@ -133,7 +132,7 @@ static void print_schedule(const ir_module *m, FILE *out) {
     for (int s = 0; s < m->n_sched; s++) {
         const ir_sched_list *l = &m->sched[s];
         if (l->n == 0) continue;
-        fprintf(out, "# %s ", l->program >= 0 && l->program < IR_PROGRAM_COUNT ? program_names[l->program] : "?");
+        fprintf(out, "# %s ", l->program >= 0 && l->program < IR_PROGRAM_COUNT ? ir_program_names[l->program] : "?");
         print_device(m, l->device, out);
         fputs(l->stream == STREAM_COMM ? "/comm:" : ":", out);
         for (int k = 0; k < l->n; k++) {

@@ -122,13 +122,13 @@ static void find_lives(planner *P, int p, int dev) {
     }
 }
 
-static void first_clocks(planner *P, int count, int dev) {
+static void first_clocks(planner *P, int count) {
     for (int r = 0; r < count; r++)
         for (int p = 0; p < IR_PROGRAM_COUNT; p++)
             for (int s = 0; s < STREAM_COUNT; s++) {
                 span *sp = &P->roots[r].life[p].on[s];
                 for (int t = 0; sp->first >= 0 && t < STREAM_COUNT; t++)
-                    sp->seen[t] = ir_order_seen(P->order[p], sp->first_node, dev * STREAM_COUNT + t);
+                    sp->seen[t] = ir_order_seen(P->order[p], sp->first_node, t);
             }
 }
 
@@ -204,7 +204,7 @@ static void plan_device(planner *P, int dev) {
     int64_t vars = 0, unplanned = 0, peak = 0;
     int count = collect_roots(P, dev, &vars, &unplanned);
     for (int p = 0; p < IR_PROGRAM_COUNT; p++) find_lives(P, p, dev);
-    first_clocks(P, count, dev);
+    first_clocks(P, count);
     qsort(P->roots, (size_t)count, sizeof *P->roots, cmp_size_desc);
     for (int k = 0; k < count; k++) {
         root *r = &P->roots[k];

@@ -115,19 +115,34 @@ static void test_deadlock(void) {
     expect_first(m, want);
 }
 
-/* A wait issued before the kernel whose event it waits for (node order). */
+/* A wait issued before a kernel with a smaller node index than the kernel
+ * whose event it waits for: the executor, which issues lists merged in node
+ * order, would issue the wait before the record. */
 static void test_wait_before_record(void) {
     rich_nodes x;
     ir_module *m = rich_module(&x);
-    ir_sched_list *comm = &m->sched[1];
-    int ev = comm->items[3].arg; /* recorded after the all-reduce */
-    /* device 1's compute stream waits for device 0's all-reduce before its first kernel */
-    insert_item(&m->sched[2], 0, (ir_sched_item){SCHED_WAIT, ev});
+    int ev = m->sched[1].items[3].arg; /* recorded after device 0's all-reduce */
+    ir_sched_list *compute = &m->sched[0];
+    int at = 0;
+    while (!(compute->items[at].kind == SCHED_KERNEL && compute->items[at].arg == x.grad_b[0])) at++;
+    insert_item(compute, at + 2, (ir_sched_item){SCHED_WAIT, ev}); /* after grad_b and its record */
+    insert_item(compute, at + 3, (ir_sched_item){SCHED_KERNEL, x.match[0]});
     char want[512];
     snprintf(want, sizeof want,
-             "compute stream of device 1 waits for event %d before node %d, but the event is recorded after node "
+             "compute stream of device 0 waits for event %d before node %d, but the event is recorded after node "
              "%d (the executor issues lists in node order)",
-             ev, x.shard_x[1], x.all_reduce[0]);
+             ev, x.match[0], x.all_reduce[0]);
+    expect_first(m, want);
+}
+
+/* Events link the streams of one device only. */
+static void test_cross_device_wait(void) {
+    rich_nodes x;
+    ir_module *m = rich_module(&x);
+    int ev = m->sched[1].items[3].arg;
+    insert_item(&m->sched[2], 0, (ir_sched_item){SCHED_WAIT, ev});
+    char want[512];
+    snprintf(want, sizeof want, "compute stream of device 1 waits for event %d, recorded on device 0", ev);
     expect_first(m, want);
 }
 
@@ -169,6 +184,7 @@ int main(int argc, char **argv) {
     test_result_clobbered();
     test_deadlock();
     test_wait_before_record();
+    test_cross_device_wait();
     int plans = 0;
     for (int a = 2; a < argc; a++)
         for (int n_dev = 1; n_dev <= 4; n_dev *= 2)
@@ -178,6 +194,6 @@ int main(int argc, char **argv) {
                        (long long)bucket_sizes[b], (long long)pairs);
                 plans++;
             }
-    printf("races: 5 hand-made bad plans rejected, %d compiled plans race-free\n", plans);
+    printf("races: 6 hand-made bad plans rejected, %d compiled plans race-free\n", plans);
     return 0;
 }

@@ -173,10 +173,10 @@ bool ir_host_reads(const ir_module *m, int program, int i) {
     return false;
 }
 
-bool ir_is_view(const ir_node *n) { return (ir_ops[n->op].flags & OPF_ALIAS) && n->device >= 0; }
+bool ir_is_view(const ir_node *n) { return (unsigned)n->op < OP_COUNT && ir_ops[n->op].flags & OPF_ALIAS && n->device >= 0; }
 
 bool ir_writes_input(const ir_node *n, int k) {
-    if (!(ir_ops[n->op].flags & OPF_INPLACE)) return false;
+    if ((unsigned)n->op >= OP_COUNT || !(ir_ops[n->op].flags & OPF_INPLACE)) return false;
     bool update = n->op == OP_SGD_UPDATE || n->op == OP_ADAM_UPDATE || n->op == OP_RMSPROP_UPDATE;
     return k == 0 || (update && k >= 2); /* (param, gradient, slots...) */
 }

@@ -130,7 +130,8 @@ static int used_fattrs(const ir_node *n) {
 }
 
 static void enc_node(buf *b, wstrings *t, const ir_node *n) {
-    put_u32(b, n->op), put_u32(b, n->dtype), put_u32(b, (uint32_t)n->shape.rank);
+    put_str(b, t, ir_ops[n->op].name); /* by name: rows of ops.def may move */
+    put_u32(b, n->dtype), put_u32(b, (uint32_t)n->shape.rank);
     for (int k = 0; k < n->shape.rank; k++) put_i64(b, n->shape.dim[k]);
     put_u32(b, (uint32_t)n->n_in);
     for (int k = 0; k < n->n_in; k++) put_u32(b, (uint32_t)n->in[k]);
@@ -415,8 +416,17 @@ static void get_attrs(rd *r, int i, ir_node *n) {
     for (unsigned k = 0; k < nf && !r->failed; k++) n->fattr[k] = get_f64(r);
 }
 
+/* An op by its name in ops.def. */
+static ir_op get_op(rd *r, int i) {
+    const char *name = get_str(r);
+    int op = name ? ir_op_from_name(name) : -1;
+    if (!r->failed && op < 0)
+        fail(r, "node %d: unknown primitive '%s' (compile the model again with this mgc)", i, name ? name : "");
+    return op < 0 ? 0 : (ir_op)op;
+}
+
 static void get_node(rd *r, int i) {
-    ir_node n = {.op = get_enum(r, OP_COUNT, "op")};
+    ir_node n = {.op = get_op(r, i)};
     get_type(r, i, &n);
     n.n_in = get_count(r, 4, "input");
     int *in = xmalloc((size_t)n.n_in * sizeof *in);

@@ -5,7 +5,7 @@
 #include "ir.h"
 
 #define MGX_MAGIC "MGXPLAN\0"
-enum { MGX_VERSION = 1 };
+enum { MGX_VERSION = 2 }; /* 2: ops by name */
 
 /* Writes atomically (temp file, fsync, rename). Returns 0, or -1 with a
  * one-line message in err ("PATH: cannot write: No space left on device"). */

@@ -196,10 +196,20 @@ static void check_devices(checker *c) {
     }
 }
 
-/* Where a view or reshape must lie: on its input's bytes (it has no kernel). */
+/* A view or reshape must lie on its input's bytes (it has no kernel). Input
+ * offsets out of range are problems of their own. */
 static int64_t view_offset(const ir_module *m, const ir_node *n) {
     int64_t shift = n->op == OP_VIEW ? n->iattr[0] * (int64_t)ir_dtype_size(n->dtype) : 0;
-    return m->g.nodes[n->in[0]].offset + shift;
+    return m->g.nodes[n->in[0]].offset + shift; /* |iattr| <= 2^40 (check_operands), offset checked by the caller */
+}
+
+static bool view_misplaced(const ir_module *m, const ir_node *n) {
+    if (!ir_is_view(n) || n->n_in < 1 || !n->in || !node_ok(m, n->in[0]) || (unsigned)n->dtype >= IR_DTYPE_COUNT ||
+        n->iattr[0] > MAX_IATTR || n->iattr[0] < -MAX_IATTR)
+        return false;
+    int64_t at = m->g.nodes[n->in[0]].offset;
+    if (at != -1 && (at < 0 || at > (INT64_C(1) << 60))) return false;
+    return at == -1 || n->offset != view_offset(m, n);
 }
 
 /* Every planned tensor lies inside its device's arena; views on their input. */
@@ -219,7 +229,7 @@ static void check_memory(checker *c) {
             problem(c, "node %d (%s): bytes [%lld, +%lld) outside the %lld-byte arena of device %d", i,
                     op_name(n->op), (long long)n->offset, (long long)safe_bytes(n),
                     (long long)m->arena_bytes[n->device], n->device);
-        } else if (ir_is_view(n) && node_ok(m, n->in[0]) && n->offset != view_offset(m, n)) {
+        } else if (view_misplaced(m, n)) {
             problem(c, "node %d (%s): at offset %lld, not on its input's bytes (%lld)", i, op_name(n->op),
                     (long long)n->offset, (long long)view_offset(m, n));
         }

@@ -164,9 +164,9 @@ import struct, sys; print(struct.unpack_from("<Q", open(sys.argv[1], "rb").read(
   "$MGC" run "$tmp/cut.mgx"
 edit "$tmp/m.mgx" "$tmp/crc.mgx" crc 2
 expect_fail "mgc: $tmp/crc.mgx: section 'graph': CRC mismatch" "$MGC" run "$tmp/crc.mgx"
-edit "$tmp/m.mgx" "$tmp/v2.mgx" version 2
-expect_fail "mgc: $tmp/v2.mgx: plan format version 2, this mgc reads version 1 (compile the model again)" \
-  "$MGC" inspect "$tmp/v2.mgx"
+edit "$tmp/m.mgx" "$tmp/v1.mgx" version 1
+expect_fail "mgc: $tmp/v1.mgx: plan format version 1, this mgc reads version 2 (compile the model again)" \
+  "$MGC" inspect "$tmp/v1.mgx"
 edit "$tmp/m2.mgx" "$tmp/gpu.mgx" device-kind gpu
 "$MGC" inspect "$tmp/gpu.mgx" | grep -q 'gpu:0 gpu:1' || fail "the edited plan is not for gpu:0 gpu:1"
 "$MGC" run "$tmp/gpu.mgx" --steps 1 --input "$x" --input "$y" > /dev/null 2> "$tmp/err" && fail "ran on gpu:0 with 8 examples"

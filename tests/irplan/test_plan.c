@@ -2,6 +2,7 @@
  * truncation at every offset, wrong version/magic, semantic damage behind a
  * valid CRC, atomic writes that fail (the old file survives).
  * With `--corpus DIR` it writes the fuzzing seed plans instead. */
+#define _GNU_SOURCE /* memmem */
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -171,7 +172,7 @@ static void flip_header_byte(const bytes *orig, const layout *l, size_t at) {
     if (at < 8) {
         snprintf(want, sizeof want, "not an mgc plan (bad magic)");
     } else if (at < 12) {
-        snprintf(want, sizeof want, "plan format version %u, this mgc reads version 1 (compile the model again)", le32(b.p + 8));
+        snprintf(want, sizeof want, "plan format version %u, this mgc reads version 2 (compile the model again)", le32(b.p + 8));
     } else if (at < 16) {
         snprintf(want, sizeof want, "plan has %u sections, this mgc reads 8", le32(b.p + 12));
     } else {
@@ -216,7 +217,7 @@ static void test_version_magic(const bytes *orig) {
     bytes b = {malloc(orig->n + 3), orig->n};
     memcpy(b.p, orig->p, b.n);
     set_le32(b.p + 8, 7);
-    expect_error(&b, b.n, "plan format version 7, this mgc reads version 1 (compile the model again)");
+    expect_error(&b, b.n, "plan format version 7, this mgc reads version 2 (compile the model again)");
     memcpy(b.p, orig->p, b.n);
     memcpy(b.p, "GIF89a\0\0", 8);
     expect_error(&b, b.n, "not an mgc plan (bad magic)");
@@ -260,7 +261,16 @@ static void test_semantic(const bytes *orig, const layout *l, const rich_nodes *
     memcpy(b.p, orig->p, b.n); /* a string index out of range: the model name */
     set_le32(b.p + l->payload[3], 500);
     fix_crc(&b, l, 3);
-    expect_error(&b, b.n, "section 'model': string index 500 out of range (11 strings)");
+    expect_error(&b, b.n, "section 'model': string index 500 out of range (25 strings)");
+
+    memcpy(b.p, orig->p, b.n); /* an op name this mgc does not know (ops are stored by name) */
+    uint8_t *hit = memmem(b.p + l->payload[1], l->len[1], "matmul", 6);
+    CHECK(hit);
+    hit[5] = 'x';
+    fix_crc(&b, l, 1);
+    snprintf(want, sizeof want, "section 'graph': node %d: unknown primitive 'matmux' (compile the model again with this mgc)",
+             x->matmul[0]);
+    expect_error(&b, b.n, want);
 
     memcpy(b.p, orig->p, b.n); /* a huge node count */
     set_le32(b.p + l->payload[2], 0x7fffffff);

@@ -109,6 +109,10 @@ static void test_plan_problems(void) {
     EXPECT_PROBLEM(N(x.image)->offset = 0, want);
     snprintf(want, sizeof want, "node %d (view): at offset 64, not on its input's bytes (0)", x.view_k[0]);
     EXPECT_PROBLEM((N(x.all_reduce[0])->offset = 0, N(x.view_k[0])->offset = 64, N(x.view_b[0])->offset = 48), want);
+    /* a bucket far outside the arena: one problem, and no overflow in placing its views (found by fuzz_mgx) */
+    snprintf(want, sizeof want, "node %d (all_reduce): bytes [%lld, +60) outside the %lld-byte arena of device 0",
+             x.all_reduce[0], (long long)(INT64_MAX - 8), (long long)arena0);
+    EXPECT_PROBLEM(N(x.all_reduce[0])->offset = INT64_MAX - 8, want);
     EXPECT_PROBLEM(m->sched[0].items[0].arg = 77, "schedule list 0 item 0: kernel of node 77 (of 40)");
     snprintf(want, sizeof want, "schedule list 0 item 0: node %d (view) has no kernel", x.view_k[0]);
     EXPECT_PROBLEM(m->sched[0].items[0].arg = x.view_k[0], want);

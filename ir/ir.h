@@ -49,7 +49,7 @@ typedef enum {
 } ir_opflag;
 
 typedef enum {
-#define X(e, name, arity, iattrs, fattrs, flags) OP_##e,
+#define X(e, name, arity, iattrs, fattrs, flags, shape) OP_##e,
 #include "ops.def"
 #undef X
     OP_COUNT

@@ -1,0 +1,341 @@
+/* shapes.c - the shape rule of every op: a node's dtype and shape from its
+ * inputs and attributes. One small function per op family, each opening with
+ * its formula; ir/ops.def names each op's rule in its row, so an op without a
+ * rule does not compile. Messages name the op and the types involved; the
+ * caller adds the source position. */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "ir.h"
+
+typedef struct {
+    ir_module *m;
+    ir_node *n;
+    const ir_node *x, *y;  /* inputs 0 and 1, when the node has them */
+    char *err;
+    size_t cap;
+} rule;
+
+static bool fail(rule *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool fail(rule *r, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->err, r->cap, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+static const char *tstr(const ir_node *n, char *buf) { return ir_type_str(n->dtype, &n->shape, buf, 96); }
+static const char *op_name(const rule *r) { return ir_ops[r->n->op].name; }
+
+/* numpy broadcasting of a and b into out */
+static bool broadcast_shapes(const ir_shape *a, const ir_shape *b, ir_shape *out) {
+    int rank = a->rank > b->rank ? a->rank : b->rank;
+    out->rank = rank;
+    for (int i = 0; i < rank; i++) {
+        int ia = a->rank - rank + i, ib = b->rank - rank + i;
+        int64_t da = ia >= 0 ? a->dim[ia] : 1, db = ib >= 0 ? b->dim[ib] : 1;
+        if (da != db && da != 1 && db != 1) return false;
+        out->dim[i] = da == 1 ? db : da;
+    }
+    return true;
+}
+
+static bool want_float(rule *r, const ir_node *x, const char *what) {
+    char b[96];
+    if (x->dtype != IR_F32 && x->dtype != IR_F64)
+        return fail(r, "%s of '%s' must be a float tensor, got %s", what, op_name(r), tstr(x, b));
+    return true;
+}
+
+static bool want_rank(rule *r, const ir_node *x, int rank, const char *what) {
+    char b[96];
+    if (x->shape.rank != rank)
+        return fail(r, "%s of '%s' must have rank %d, got %s", what, op_name(r), rank, tstr(x, b));
+    return true;
+}
+
+static bool same_as(rule *r, const ir_node *x) {
+    r->n->dtype = x->dtype, r->n->shape = x->shape;
+    return true;
+}
+
+/* Output size of a window of k with stride s over d padded by p0+p1. */
+static int64_t window_out(int64_t d, int64_t k, int64_t s, int64_t p0, int64_t p1) {
+    return (d + p0 + p1 - k) / s + 1;
+}
+
+/* conv / pool: x NHWC, window kh x kw, iattr (stride_h, stride_w, pad t, l, b, r) -> [N, oh, ow, c] */
+static bool window_shape(rule *r, const ir_shape *x, int64_t kh, int64_t kw, const int64_t *stride_pad, int64_t c,
+                         ir_shape *out) {
+    char b[96];
+    const int64_t sh = stride_pad[0], sw = stride_pad[1], pt = stride_pad[2], pl = stride_pad[3],
+                  pb = stride_pad[4], pr = stride_pad[5];
+    if (sh < 1 || sw < 1) return fail(r, "'%s' needs strides >= 1", op_name(r));
+    if (pt < 0 || pl < 0 || pb < 0 || pr < 0) return fail(r, "'%s' needs padding >= 0", op_name(r));
+    if (x->dim[1] + pt + pb < kh || x->dim[2] + pl + pr < kw)
+        return fail(r, "window %lldx%lld of '%s' is larger than its input %s", (long long)kh, (long long)kw,
+                    op_name(r), ir_type_str(r->x->dtype, x, b, sizeof b));
+    *out = ir_shape_make(4, (int64_t[]){x->dim[0], window_out(x->dim[1], kh, sh, pt, pb),
+                                        window_out(x->dim[2], kw, sw, pl, pr), c});
+    return true;
+}
+
+/* A node whose creator gave its shape: `got` (an input's shape) must equal `want`. */
+static bool given_shape_matches(rule *r, const ir_shape *got, const ir_shape *want) {
+    char b1[96], b2[96];
+    if (!ir_shape_eq(got, want))
+        return fail(r, "'%s' declares %s but its inputs give %s", op_name(r), ir_type_str(r->n->dtype, got, b1, 96),
+                    ir_type_str(r->n->dtype, want, b2, 96));
+    return true;
+}
+
+/* ---- the rules, in ops.def order ---- */
+
+/* input, param, var, const: as declared */
+static bool rule_declared(rule *r) { return (void)r, true; }
+
+/* add, sub, mul, div: x, y of one dtype -> broadcast(x, y) */
+static bool rule_binary(rule *r) {
+    char b1[96], b2[96];
+    ir_shape s;
+    if (r->x->dtype != r->y->dtype)
+        return fail(r, "operands of '%s' differ in dtype: %s and %s", op_name(r), tstr(r->x, b1), tstr(r->y, b2));
+    if (!broadcast_shapes(&r->x->shape, &r->y->shape, &s))
+        return fail(r, "shapes %s and %s of '%s' do not broadcast", tstr(r->x, b1), tstr(r->y, b2), op_name(r));
+    r->n->dtype = r->x->dtype, r->n->shape = s;
+    return true;
+}
+
+/* neg, exp, log, sqrt, relu, sigmoid, tanh: float x -> x */
+static bool rule_unary(rule *r) { return want_float(r, r->x, "the input") && same_as(r, r->x); }
+
+/* relu_grad, sigmoid_grad, tanh_grad, softmax_grad: (x, dy) of one type -> x */
+static bool rule_grad_pair(rule *r) {
+    char b1[96], b2[96];
+    if (!ir_shape_eq(&r->x->shape, &r->y->shape) || r->x->dtype != r->y->dtype)
+        return fail(r, "'%s' needs equal types, got %s and %s", op_name(r), tstr(r->x, b1), tstr(r->y, b2));
+    return same_as(r, r->x);
+}
+
+/* cast: x -> x's shape in the node's dtype */
+static bool rule_cast(rule *r) {
+    r->n->shape = r->x->shape;
+    return true;
+}
+
+/* matmul: op(a)[m, k] x op(b)[k, n] -> [m, n] */
+static bool rule_matmul(rule *r) {
+    char b1[96], b2[96];
+    const ir_node *x = r->x, *y = r->y;
+    if (!want_float(r, x, "the left operand") || !want_rank(r, x, 2, "the left operand") ||
+        !want_rank(r, y, 2, "the right operand"))
+        return false;
+    int ta = r->n->iattr[0] != 0, tb = r->n->iattr[1] != 0;
+    int64_t rows = x->shape.dim[ta], k1 = x->shape.dim[!ta], k2 = y->shape.dim[tb], cols = y->shape.dim[!tb];
+    if (k1 != k2) return fail(r, "inner dimensions of 'matmul' differ: %s x %s", tstr(x, b1), tstr(y, b2));
+    r->n->dtype = x->dtype, r->n->shape = ir_shape_make(2, (int64_t[]){rows, cols});
+    return true;
+}
+
+/* conv2d: x [N, H, W, C], w [kh, kw, C, F] -> [N, oh, ow, F] */
+static bool rule_conv2d(rule *r) {
+    char b1[96], b2[96];
+    const ir_node *x = r->x, *w = r->y;
+    if (!want_float(r, x, "the input") || !want_rank(r, x, 4, "the input") || !want_rank(r, w, 4, "the filter"))
+        return false;
+    if (w->shape.dim[2] != x->shape.dim[3])
+        return fail(r, "'conv2d' filter %s expects %lld input channels, the input %s has %lld", tstr(w, b1),
+                    (long long)w->shape.dim[2], tstr(x, b2), (long long)x->shape.dim[3]);
+    r->n->dtype = x->dtype;
+    return window_shape(r, &x->shape, w->shape.dim[0], w->shape.dim[1], r->n->iattr, w->shape.dim[3], &r->n->shape);
+}
+
+/* conv2d_grad_input: (dy, w) -> dx, its shape given; conv2d(dx, w) must have dy's shape */
+static bool rule_conv2d_grad_input(rule *r) {
+    ir_shape s;
+    const ir_node *dy = r->x, *w = r->y;
+    if (!want_rank(r, &(ir_node){.shape = r->n->shape}, 4, "the result")) return false;
+    if (!window_shape(r, &r->n->shape, w->shape.dim[0], w->shape.dim[1], r->n->iattr, w->shape.dim[3], &s))
+        return false;
+    r->n->dtype = dy->dtype;
+    return given_shape_matches(r, &dy->shape, &s);
+}
+
+/* conv2d_grad_filter: (x, dy) -> dw [kh, kw, C, F] given; conv2d(x, dw) must have dy's shape */
+static bool rule_conv2d_grad_filter(rule *r) {
+    char b1[96], b2[96];
+    ir_shape s;
+    const ir_node *x = r->x, *dy = r->y;
+    ir_node *n = r->n;
+    if (n->shape.rank != 4 || n->shape.dim[2] != x->shape.dim[3])
+        return fail(r, "'conv2d_grad_filter' result %s does not fit input %s", tstr(n, b1), tstr(x, b2));
+    if (!window_shape(r, &x->shape, n->shape.dim[0], n->shape.dim[1], n->iattr, n->shape.dim[3], &s)) return false;
+    n->dtype = x->dtype;
+    return given_shape_matches(r, &dy->shape, &s);
+}
+
+/* max_pool2d, avg_pool2d: x [N, H, W, C], window (k_h, k_w) -> [N, oh, ow, C] */
+static bool rule_pool(rule *r) {
+    const ir_node *x = r->x;
+    if (!want_float(r, x, "the input") || !want_rank(r, x, 4, "the input")) return false;
+    r->n->dtype = x->dtype;
+    return window_shape(r, &x->shape, r->n->iattr[0], r->n->iattr[1], r->n->iattr + 2, x->shape.dim[3], &r->n->shape);
+}
+
+/* max_pool2d_grad, avg_pool2d_grad: (x, dy), dy of pool(x)'s shape -> x */
+static bool rule_pool_grad(rule *r) {
+    char b1[96], b2[96];
+    ir_shape s;
+    const ir_node *x = r->x;
+    if (!window_shape(r, &x->shape, r->n->iattr[0], r->n->iattr[1], r->n->iattr + 2, x->shape.dim[3], &s))
+        return false;
+    if (!ir_shape_eq(&s, &r->y->shape))
+        return fail(r, "'%s' gradient %s does not match the pooled shape of %s", op_name(r), tstr(r->y, b1),
+                    tstr(x, b2));
+    return same_as(r, x);
+}
+
+/* reshape: x -> the given shape, same element count */
+static bool rule_reshape(rule *r) {
+    char b1[96], b2[96];
+    if (ir_shape_numel(&r->n->shape) != ir_shape_numel(&r->x->shape))
+        return fail(r, "cannot reshape %s to %s: element counts differ", tstr(r->x, b1),
+                    ir_type_str(r->x->dtype, &r->n->shape, b2, 96));
+    r->n->dtype = r->x->dtype;
+    return true;
+}
+
+/* reduce_sum, reduce_mean: x -> x without the axes in the bitmask (kept as 1 with keepdims) */
+static bool rule_reduce(rule *r) {
+    char b[96];
+    const ir_node *x = r->x;
+    int64_t axes = r->n->iattr[0];
+    ir_shape s = {0};
+    if (axes < 0 || axes >> x->shape.rank) return fail(r, "'%s' axes exceed the rank of %s", op_name(r), tstr(x, b));
+    for (int i = 0; i < x->shape.rank; i++) {
+        if (!(axes >> i & 1)) s.dim[s.rank++] = x->shape.dim[i];
+        else if (r->n->iattr[1]) s.dim[s.rank++] = 1;
+    }
+    r->n->dtype = x->dtype, r->n->shape = s;
+    return true;
+}
+
+/* broadcast_to: x -> the given shape, which x broadcasts to */
+static bool rule_broadcast_to(rule *r) {
+    char b1[96], b2[96];
+    ir_shape s;
+    if (!broadcast_shapes(&r->x->shape, &r->n->shape, &s) || !ir_shape_eq(&s, &r->n->shape))
+        return fail(r, "cannot broadcast %s to %s", tstr(r->x, b1), ir_type_str(r->x->dtype, &r->n->shape, b2, 96));
+    r->n->dtype = r->x->dtype;
+    return true;
+}
+
+/* softmax: float x of rank >= 1 -> x (over the last axis) */
+static bool rule_softmax(rule *r) {
+    char b[96];
+    if (!want_float(r, r->x, "the input") || r->x->shape.rank < 1)
+        return fail(r, "'softmax' needs a float tensor of rank >= 1, got %s", tstr(r->x, b));
+    return same_as(r, r->x);
+}
+
+/* sparse_xent, argmax_match: (logits [B, C], labels i32[B]) -> [B];
+ * sparse_xent_grad: (logits, labels, dy [B]) -> [B, C] */
+static bool rule_sparse_xent(rule *r) {
+    char b1[96], b2[96];
+    const ir_node *x = r->x, *y = r->y;
+    ir_node *n = r->n;
+    if (!want_float(r, x, "the logits") || !want_rank(r, x, 2, "the logits")) return false;
+    if (y->dtype != IR_I32 || y->shape.rank != 1 || y->shape.dim[0] != x->shape.dim[0])
+        return fail(r, "labels of '%s' must be i32[%lld] for logits %s, got %s", op_name(r), (long long)x->shape.dim[0],
+                    tstr(x, b1), tstr(y, b2));
+    n->dtype = x->dtype;
+    n->shape = n->op == OP_SPARSE_XENT_GRAD ? x->shape : ir_shape_make(1, x->shape.dim);
+    if (n->op == OP_SPARSE_XENT_GRAD && !ir_shape_eq(&r->m->g.nodes[n->in[2]].shape, &y->shape))
+        return fail(r, "'sparse_xent_grad' needs a gradient of shape [%lld]", (long long)x->shape.dim[0]);
+    return true;
+}
+
+/* dropout, dropout_grad: float x, rate in [0, 1) -> x */
+static bool rule_dropout(rule *r) {
+    if (!want_float(r, r->x, "the input")) return false;
+    if (!(r->n->fattr[0] >= 0 && r->n->fattr[0] < 1)) return fail(r, "dropout rate must be in [0, 1)");
+    return same_as(r, r->x);
+}
+
+/* sgd_update (p, g[, velocity]), adam_update (p, g, m, v), rmsprop_update (p, g, ms[, mom]):
+ * every input of p's type -> p */
+static bool rule_update(rule *r) {
+    char b1[96], b2[96];
+    ir_node *n = r->n;
+    int lo = n->op == OP_SGD_UPDATE ? 2 : n->op == OP_RMSPROP_UPDATE ? 3 : 4;
+    if (n->n_in < lo || n->n_in > (n->op == OP_ADAM_UPDATE ? 4 : lo + 1))
+        return fail(r, "'%s' has %d inputs", op_name(r), n->n_in);
+    for (int i = 1; i < n->n_in; i++) {
+        const ir_node *t = &r->m->g.nodes[n->in[i]];
+        if (!ir_shape_eq(&t->shape, &r->x->shape) || t->dtype != r->x->dtype)
+            return fail(r, "'%s' input %d is %s, the param is %s", op_name(r), i, tstr(t, b1), tstr(r->x, b2));
+    }
+    return same_as(r, r->x);
+}
+
+/* shard: x [B, ...] -> [B / count, ...], part index of count */
+static bool rule_shard(rule *r) {
+    char b[96];
+    const ir_node *x = r->x;
+    ir_node *n = r->n;
+    if (x->shape.rank < 1 || n->iattr[1] < 1 || x->shape.dim[0] % n->iattr[1] || n->iattr[0] < 0 ||
+        n->iattr[0] >= n->iattr[1])
+        return fail(r, "cannot shard %s into %lld parts", tstr(x, b), (long long)n->iattr[1]);
+    same_as(r, x);
+    n->shape.dim[0] /= n->iattr[1];
+    return true;
+}
+
+/* all_reduce: inputs of one dtype -> [sum of their element counts] */
+static bool rule_all_reduce(rule *r) {
+    int64_t total = 0;
+    if (r->n->n_in < 1) return fail(r, "'all_reduce' needs at least one input");
+    for (int i = 0; i < r->n->n_in; i++) {
+        const ir_node *t = &r->m->g.nodes[r->n->in[i]];
+        if (t->dtype != r->x->dtype) return fail(r, "'all_reduce' inputs differ in dtype");
+        total += ir_shape_numel(&t->shape);
+    }
+    r->n->dtype = r->x->dtype, r->n->shape = ir_shape_make(1, &total);
+    return true;
+}
+
+/* view: elements [offset, offset + numel(given shape)) of x */
+static bool rule_view(rule *r) {
+    char b[96];
+    int64_t at = r->n->iattr[0], count = ir_shape_numel(&r->n->shape);
+    if (at < 0 || at + count > ir_shape_numel(&r->x->shape))
+        return fail(r, "view [%lld, +%lld) is outside %s", (long long)at, (long long)count, tstr(r->x, b));
+    r->n->dtype = r->x->dtype;
+    return true;
+}
+
+/* broadcast (the collective): x -> x */
+static bool rule_same(rule *r) { return same_as(r, r->x); }
+
+typedef bool (*shape_rule)(rule *r);
+
+static const shape_rule rules[OP_COUNT] = {
+#define X(e, name, arity, iattrs, fattrs, flags, shape) [OP_##e] = rule_##shape,
+#include "ops.def"
+#undef X
+};
+
+bool ir_infer_node(ir_module *m, int i, char *err, size_t cap) {
+    ir_node *n = &m->g.nodes[i];
+    rule r = {m, n, NULL, NULL, err, cap};
+    for (int k = 0; k < n->n_in; k++)
+        if (n->in[k] < 0 || n->in[k] >= i) return fail(&r, "input %d of node %d is not an earlier node", k, i);
+    if ((unsigned)n->op >= OP_COUNT) return fail(&r, "unknown op %d", (int)n->op);
+    const ir_opinfo *info = &ir_ops[n->op];
+    if (info->arity >= 0 && n->n_in != info->arity)
+        return fail(&r, "'%s' takes %d inputs, got %d", info->name, info->arity, n->n_in);
+    r.x = n->n_in > 0 ? &m->g.nodes[n->in[0]] : NULL;
+    r.y = n->n_in > 1 ? &m->g.nodes[n->in[1]] : NULL;
+    return rules[n->op](&r);
+}

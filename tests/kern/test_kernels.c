@@ -88,6 +88,12 @@ static void ref_copy(const one_op *t, double **in, double *out) {
     for (int64_t i = 0; i < numel(oshape(t)); i++) out[i] = in[0][off + i];
 }
 
+/* all_reduce's kernel packs its inputs into the bucket, in order (the reduction is the collective's) */
+static void ref_pack(const one_op *t, double **in, double *out) {
+    for (int k = 0; k < t->n_in; k++)
+        for (int64_t i = 0; i < numel(ishape(t, k)); i++) *out++ = in[k][i];
+}
+
 static void ref_cast(const one_op *t, double **in, double *out) {
     for (int64_t i = 0; i < numel(oshape(t)); i++) {
         double v = in[0][i];
@@ -345,6 +351,7 @@ static const tcase cases[] = {
      .ref = ref_pool},
     {"reshape", OP_RESHAPE, 1, {"4,6"}, .given = "2,12", .ref = ref_copy},
     {"view", OP_VIEW, 1, {"40"}, .iattr = {7}, .given = "3,5", .ref = ref_copy},
+    {"all_reduce pack", OP_ALL_REDUCE, 3, {"3,4", "5", "2,1,3"}, .iattr = {0, 1}, .ref = ref_pack},
     {"shard f32", OP_SHARD, 1, {"12,5"}, .iattr = {2, 3}, .ref = ref_copy},
     {"shard i32", OP_SHARD, 1, {"12"}, .dtype = {IR_I32}, .fill = {R_LABELS}, .iattr = {1, 4}, .ref = ref_copy},
     {"reduce_sum axis 0", OP_REDUCE_SUM, 1, {"64,10"}, .iattr = {1}, .ref = ref_reduce},
@@ -580,8 +587,23 @@ static int test_concurrent(void) {
     return failed;
 }
 
+/* The table walks the op table: every op with a CPU kernel has a case
+ * (sources have no kernel; broadcast is a collective, tested in rtcoll). */
+static int test_coverage(int n) {
+    bool covered[OP_COUNT] = {0};
+    int missing = 0;
+    for (int i = 0; i < n; i++) covered[cases[i].op] = true;
+    for (int op = 0; op < OP_COUNT; op++)
+        if (!covered[op] && !(ir_ops[op].flags & OPF_SOURCE) && op != OP_BROADCAST) {
+            fprintf(stderr, "FAIL: op '%s' has no kernel case\n", ir_ops[op].name);
+            missing++;
+        }
+    return missing;
+}
+
 int main(void) {
     int n = (int)(sizeof cases / sizeof *cases), failed = 0;
+    failed += test_coverage(n);
     for (int i = 0; i < n; i++) failed += run_case(&cases[i]);
     failed += test_two_threads(&n);
     failed += test_bad_label();

@@ -10,7 +10,8 @@
  *   clobber: a write over bytes that a read expects to hold another node's
  *            value happens before that value was written, or after the read;
  *   in place: a kernel writes over an input it reads only where it is meant
- *            to (updates, broadcast, an all-reduce's packed gradients).
+ *            to (updates, broadcast, an all-reduce's packed gradients, an
+ *            elementwise op over an input of exactly its bytes).
  * Accesses are swept in order of their first byte, so only overlapping pairs
  * are visited. */
 #include <stdarg.h>
@@ -71,6 +72,14 @@ static access bytes_of(const ir_module *m, int i) {
     return (access){.lo = n->offset, .hi = n->offset + ir_node_bytes(n)};
 }
 
+/* An elementwise kernel (cast aside) may write over an input of exactly its
+ * own bytes: element i is read before it is written. */
+static bool elementwise_over(const ir_module *m, const ir_node *n, int k) {
+    const ir_node *x = &m->g.nodes[n->in[k]];
+    return ir_ops[n->op].flags & OPF_ELEMENTWISE && n->op != OP_CAST && x->offset == n->offset &&
+           ir_node_bytes(x) == ir_node_bytes(n) && ir_shape_numel(&x->shape) == ir_shape_numel(&n->shape);
+}
+
 /* Input k of all_reduce node i sits where its packing kernel would copy it. */
 static bool packed_in_place(const ir_module *m, const ir_node *n, int k) {
     int64_t at = n->offset;
@@ -89,7 +98,8 @@ static void add_kernel(checker *c, int i) {
         if (m->g.nodes[j].device < 0) continue; /* host input: not in the arena */
         access r = bytes_of(m, j);
         r.node = i, r.value = value_writer(m, j);
-        r.in_place = ir_writes_input(n, k) || (n->op == OP_ALL_REDUCE && packed_in_place(m, n, k));
+        r.in_place = ir_writes_input(n, k) || (n->op == OP_ALL_REDUCE && packed_in_place(m, n, k)) ||
+                     elementwise_over(m, n, k);
         add(c, r);
         if (ir_writes_input(n, k) && k > 0) { /* slots, written in place */
             access s = r;

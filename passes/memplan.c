@@ -10,8 +10,10 @@
  * touches both, every access of one happens before every access of the
  * other; a result the host reads after a program lives to its end. So the
  * plan needs no synchronization beyond the schedule's, and the verifier's
- * race check (ir/races.c) proves it. Placement is greedy by size (largest
- * first, lowest offset free of every placed root it conflicts with).
+ * race check (ir/races.c) proves it. An elementwise op whose input dies there
+ * (every other access of it happens before) writes over that input: its
+ * output joins the input's root. Placement is greedy by size (largest first,
+ * lowest offset free of every placed root it conflicts with).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +46,7 @@ typedef struct {
     ir_order *order[IR_PROGRAM_COUNT];
     root *roots;
     int *root_of;       /* node -> its root, -1 if it owns no scratch bytes */
+    int *over;          /* elementwise node -> the input whose bytes it writes over, else -1 */
     int *packed_into;   /* gradient node -> the all_reduce whose bucket holds it, else -1 */
     int64_t *packed_at; /* its byte offset in that bucket */
 } planner;
@@ -61,6 +64,8 @@ static int storage_root(const planner *P, int i, int64_t *extra) {
         if (P->packed_into[i] >= 0) {
             *extra += P->packed_at[i];
             i = P->packed_into[i];
+        } else if (P->over[i] >= 0) {
+            i = P->over[i];
         } else if (aliases_input(n)) {
             if (n->op == OP_VIEW) *extra += n->iattr[0] * (int64_t)ir_dtype_size(n->dtype);
             i = n->in[0];
@@ -153,6 +158,60 @@ static bool conflict(const root *a, const root *b) {
     return false;
 }
 
+/* In every program where node n runs, every other access of root r happens
+ * before n (n reads r, so n is r's last access on its own stream). */
+static bool dies_at(const planner *P, const root *r, int n) {
+    for (int p = 0; p < IR_PROGRAM_COUNT; p++) {
+        const ir_order *o = P->order[p];
+        if (ir_order_list(o, n) < 0) continue;
+        const life *l = &r->life[p];
+        int own = P->m->g.nodes[n].stream;
+        if (l->to_end || l->on[own].last != ir_order_pos(o, n)) return false;
+        for (int t = 0; t < STREAM_COUNT; t++)
+            if (t != own && l->on[t].last > ir_order_seen(o, n, t)) return false;
+    }
+    return true;
+}
+
+static void merge_life(root *into, const root *from) {
+    for (int p = 0; p < IR_PROGRAM_COUNT; p++) {
+        life *a = &into->life[p];
+        const life *b = &from->life[p];
+        a->used |= b->used, a->to_end |= b->to_end;
+        for (int s = 0; s < STREAM_COUNT; s++) {
+            span *x = &a->on[s];
+            const span *y = &b->on[s];
+            if (y->first >= 0 && (x->first < 0 || y->first < x->first)) x->first = y->first, x->first_node = y->first_node;
+            if (y->last > x->last) x->last = y->last;
+        }
+    }
+}
+
+/* Elementwise ops (cast aside) over an input of their own size and element
+ * count that dies there write in place: the output's root folds into the
+ * input's, in node order, so chains (bias add, relu) share one tensor. */
+static void fold_in_place(planner *P, int dev) {
+    ir_module *m = P->m;
+    for (int n = 0; n < m->g.n; n++) {
+        const ir_node *node = &m->g.nodes[n];
+        int self = P->root_of[n];
+        if (node->device != dev || self < 0 || !(ir_ops[node->op].flags & OPF_ELEMENTWISE) || node->op == OP_CAST)
+            continue;
+        for (int k = 0; k < node->n_in; k++) {
+            const ir_node *x = &m->g.nodes[node->in[k]];
+            int64_t extra;
+            int r = P->root_of[storage_root(P, node->in[k], &extra)];
+            if (r < 0 || r == self || ir_node_bytes(x) != ir_node_bytes(node) ||
+                ir_shape_numel(&x->shape) != ir_shape_numel(&node->shape) || !dies_at(P, &P->roots[r], n))
+                continue;
+            merge_life(&P->roots[r], &P->roots[self]);
+            P->roots[self].bytes = 0; /* folded: placed with its input */
+            P->over[n] = node->in[k], P->root_of[n] = -1; /* storage_root(n) now leads to r */
+            break;
+        }
+    }
+}
+
 static int cmp_size_desc(const void *a, const void *b) {
     const root *x = a, *y = b;
     if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
@@ -204,8 +263,10 @@ static void plan_device(planner *P, int dev) {
     int64_t vars = 0, unplanned = 0, peak = 0;
     int count = collect_roots(P, dev, &vars, &unplanned);
     for (int p = 0; p < IR_PROGRAM_COUNT; p++) find_lives(P, p, dev);
+    fold_in_place(P, dev);
     first_clocks(P, count);
     qsort(P->roots, (size_t)count, sizeof *P->roots, cmp_size_desc);
+    while (count > 0 && P->roots[count - 1].bytes == 0) count--; /* folded roots sort last */
     for (int k = 0; k < count; k++) {
         root *r = &P->roots[k];
         r->offset = place(P->roots, k, r);
@@ -215,7 +276,7 @@ static void plan_device(planner *P, int dev) {
     for (int i = 0; i < m->g.n; i++) {
         ir_node *node = &m->g.nodes[i];
         int64_t extra;
-        if (node->device == dev && (aliases_input(node) || P->packed_into[i] >= 0))
+        if (node->device == dev && (aliases_input(node) || P->packed_into[i] >= 0 || P->over[i] >= 0))
             node->offset = m->g.nodes[storage_root(P, i, &extra)].offset + extra;
     }
     m->arena_bytes[dev] = vars + peak;
@@ -229,8 +290,11 @@ bool pass_memplan(ir_module *m, ir_diag *d, const pass_options *o) {
     m->unplanned_bytes = calloc((size_t)m->n_devices, sizeof *m->unplanned_bytes);
     size_t n = (size_t)m->g.n + 1;
     planner P = {.m = m, .roots = malloc(n * sizeof *P.roots), .root_of = malloc(n * sizeof *P.root_of),
-                 .packed_into = malloc(n * sizeof *P.packed_into), .packed_at = malloc(n * sizeof *P.packed_at)};
-    if (!m->arena_bytes || !m->unplanned_bytes || !P.roots || !P.root_of || !P.packed_into || !P.packed_at) abort();
+                 .over = malloc(n * sizeof *P.over), .packed_into = malloc(n * sizeof *P.packed_into),
+                 .packed_at = malloc(n * sizeof *P.packed_at)};
+    if (!m->arena_bytes || !m->unplanned_bytes || !P.roots || !P.root_of || !P.over || !P.packed_into || !P.packed_at)
+        abort();
+    for (size_t i = 0; i < n; i++) P.over[i] = -1;
     bool ok = true;
     for (int p = 0; p < IR_PROGRAM_COUNT && ok; p++) {
         char err[400];
@@ -242,6 +306,6 @@ bool pass_memplan(ir_module *m, ir_diag *d, const pass_options *o) {
         for (int dev = 0; dev < m->n_devices; dev++) plan_device(&P, dev);
     }
     for (int p = 0; p < IR_PROGRAM_COUNT; p++) ir_order_free(P.order[p]);
-    free(P.roots), free(P.root_of), free(P.packed_into), free(P.packed_at);
+    free(P.roots), free(P.root_of), free(P.over), free(P.packed_into), free(P.packed_at);
     return ok;
 }

@@ -135,10 +135,10 @@ expect_fail "$tmp/big.mg:2:12: error: input 'x' is too large: f32[1,1048576,1048
 expect_fail "$mlp:5:20: error: dimension 4294967296 of input 'image' is out of range (1 to 2^31)" \
   "$MGC" compile "$mlp" --devices cpu:0 --global-batch 4294967296
 # ... one of 2^39 compiles, then fails before anything is allocated
-printf 'model m {\n  input x: f32[batch, 1048576, 524288]\n  y = x * 2.0\n  output y\n}\n' > "$tmp/half.mg"
+printf 'model m {\n  input x: f32[batch, 1048576, 524288]\n  y = x * 2.0 + x\n  output y\n}\n' > "$tmp/half.mg"  # x and x * 2.0 live at once
 "$MGC" compile "$tmp/half.mg" --devices cpu:0 -o "$tmp/half.mgx"
 "$MGC" inspect "$tmp/half.mgx" > "$tmp/inspect"
-expect_line "$tmp/inspect" '^  cpu:0  planned 4\.00 TiB   unplanned 4\.00 TiB$'
+expect_line "$tmp/inspect" '^  cpu:0  planned 4\.00 TiB   unplanned 6\.00 TiB$'
 start=$(date +%s%N)
 expect_fail "mgc: $tmp/half.mgx: the plan needs 6144.0 GiB of memory, this machine has $("$PY" -c '
 import os; print("%.1f" % ((os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") + int(open("/proc/meminfo").read().split("SwapTotal:")[1].split()[0]) * 1024) / 2**30))') GiB" \
@@ -148,7 +148,7 @@ import os; print("%.1f" % ((os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SI
 # ... and one of 2 GiB that fits the machine but not the process's address space (not under ASan,
 # which needs terabytes of it for its shadow memory)
 if ! ldd "$MGC" | grep -q libasan; then
-  printf 'model m {\n  input x: f32[batch, 1048576, 256]\n  y = x * 2.0\n  output y\n}\n' > "$tmp/gib.mg"
+  printf 'model m {\n  input x: f32[batch, 1048576, 256]\n  y = x * 2.0 + x\n  output y\n}\n' > "$tmp/gib.mg"
   "$MGC" compile "$tmp/gib.mg" --devices cpu:0 -o "$tmp/gib.mgx"
   expect_fail "mgc: $tmp/gib.mgx: cannot allocate 2147483712 bytes for device cpu:0: out of memory (2147483776 bytes)" \
     bash -c 'ulimit -v 1500000 && exec "$@"' sh "$MGC" predict "$tmp/gib.mgx" --load "$tmp/empty.safetensors" \

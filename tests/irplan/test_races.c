@@ -146,6 +146,33 @@ static void test_cross_device_wait(void) {
     expect_first(m, want);
 }
 
+/* The memory plan writes an elementwise op over an input that dies there
+ * (the seed CNN's conv output under its bias add) and not over one still
+ * needed (the bias add's output, which relu_grad reads later, under relu). */
+static void test_in_place(const char *stdlib, const char *cnn) {
+    pass_options o;
+    pass_options_default(&o);
+    o.quiet = true;
+    ir_diag *d = ir_diag_new(stderr);
+    ir_module *m = pass_elaborate(cnn, stdlib, d, &o);
+    CHECK(m && pass_run_all(m, d, &o, NULL, NULL));
+    int checked = 0;
+    for (int i = 0; i < m->g.n; i++) {
+        const ir_node *n = &m->g.nodes[i], *x = n->n_in ? &m->g.nodes[n->in[0]] : NULL;
+        if (n->op == OP_ADD && x->op == OP_CONV2D) {
+            CHECK(n->offset == x->offset);
+            checked++;
+        }
+        if (n->op == OP_RELU && x->op == OP_ADD) {
+            CHECK(n->offset != x->offset);
+            checked++;
+        }
+    }
+    CHECK(checked == 3); /* one conv bias add, two relus (conv and dense) */
+    ir_diag_free(d);
+    ir_module_free(m);
+}
+
 static const int64_t bucket_sizes[] = {1, 64, 1 << 20, 0 /* default */};
 
 /* Compiles `path` for n_dev devices; returns the pairs the check ordered. */
@@ -185,6 +212,8 @@ int main(int argc, char **argv) {
     test_deadlock();
     test_wait_before_record();
     test_cross_device_wait();
+    for (int a = 2; a < argc; a++)
+        if (strstr(argv[a], "mnist_cnn.mg")) test_in_place(argv[1], argv[a]);
     int plans = 0;
     for (int a = 2; a < argc; a++)
         for (int n_dev = 1; n_dev <= 4; n_dev *= 2)

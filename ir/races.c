@@ -178,6 +178,7 @@ static int by_first_byte(const void *a, const void *b) {
 /* Every overlapping pair once: accesses sorted by first byte, each checked
  * against those still open (whose last byte lies past its first). */
 static void sweep(checker *c) {
+    if (c->n_acc == 0) return;
     qsort(c->acc, (size_t)c->n_acc, sizeof *c->acc, by_first_byte);
     int *open = malloc(((size_t)c->n_acc + 1) * sizeof *open), n_open = 0;
     if (!open) abort();

@@ -69,7 +69,7 @@ static int replay_dir(const char *dir) {
         sprintf(names[n++], "%s/%s", dir, e->d_name);
     }
     closedir(d);
-    qsort(names, (size_t)n, sizeof *names, by_name);
+    if (n > 1) qsort(names, (size_t)n, sizeof *names, by_name);
     int count = 0;
     for (int i = 0; i < n; i++) {
         struct stat st;

@@ -179,15 +179,28 @@ static const value *local(const frame *f, const char *name) {
     return NULL;
 }
 
-static const ast_decl *find_fn(elab *c, const char *name) {
-    for (int i = 0; i < c->n_fns; i++)
-        if (!strcmp(c->fns[i]->name, name)) return c->fns[i];
-    return NULL;
+/* Function `name` as code of `file` sees it: one of that file's own first,
+ * then one of a module's. A module never sees the main file's functions, so a
+ * user's `fn identity` shadows the stdlib's for the user's own calls only. */
+static const ast_decl *find_fn(elab *c, const char *name, const char *file) {
+    const ast_decl *module_fn = NULL;
+    for (int i = 0; i < c->n_fns; i++) {
+        const ast_decl *d = c->fns[i];
+        if (strcmp(d->name, name)) continue;
+        if (!strcmp(d->loc.file, file)) return d;
+        if (d->in_module && !module_fn) module_fn = d;
+    }
+    return module_fn;
+}
+
+/* The file whose code is running: the current function's, else the main file. */
+static const char *running_file(const elab *c) {
+    return c->fr && c->fr->fn ? c->fr->fn->loc.file : c->files[0].path;
 }
 
 /* Globals: functions, "prim.NAME", builtins, initializers, true/false. */
 static bool global(elab *c, const char *name, value *v) {
-    const ast_decl *fn = find_fn(c, name);
+    const ast_decl *fn = find_fn(c, name, running_file(c));
     if (fn) return *v = (value){.k = V_FN, .fn = fn}, true;
     if (!strncmp(name, "prim.", 5)) {
         int op = ir_op_from_name(name + 5);
@@ -633,6 +646,18 @@ static int count_inputs(ir_op op, int n_pos) {
     return shape_given(op) && n_pos > ir_ops[op].arity ? ir_ops[op].arity : n_pos;
 }
 
+/* The default mask stream of a dropout: a hash of the call's scope path
+ * ("dropout_1", "block/dropout") and position (file name, line, column), so
+ * two dropout layers never share a mask and a model compiled twice, from any
+ * directory, draws the same ones. Below 2^40, as every attribute (ir/verify.c). */
+static int64_t call_site_seed(elab *c, ir_loc loc) {
+    const char *file = loc.file ? loc.file : "", *base = strrchr(file, '/'); /* not the directory: any checkout */
+    const char *key = fmt(c, "%s@%s:%d:%d", scope_path(c, c->fr->scope), base ? base + 1 : file, loc.line, loc.col);
+    uint64_t h = 1469598103934665603u; /* FNV-1a */
+    for (const char *p = key; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211u;
+    return (int64_t)(h & ((UINT64_C(1) << 40) - 1));
+}
+
 static value call_prim(elab *c, ir_op op, call *k) {
     const char *name = fmt(c, "prim.%s", ir_ops[op].name);
     if (ir_ops[op].flags & OPF_SOURCE) return err(c, k->loc, "'%s' cannot be called", name), ERR;
@@ -664,6 +689,7 @@ static value call_prim(elab *c, ir_op op, call *k) {
     if (kh >= 0 && (n->iattr[kh] < 1 || n->iattr[kh + 1] < 1))
         return err(c, k->loc, "'%s' needs a window k_h, k_w >= 1", name), ERR;
     if (padding && !apply_padding(c, n, padding, name)) return ERR;
+    if (op == OP_DROPOUT && n->iattr[0] < 0) n->iattr[0] = call_site_seed(c, k->loc);
     return finish(c, id);
 }
 
@@ -1014,7 +1040,7 @@ static void collect_fns(elab *c) {
     for (int i = 0; i < c->n_files; i++)
         for (const ast_decl *d = c->files[i].ast->decls; d; d = d->next) {
             if (d->kind != DECL_FN) continue;
-            const ast_decl *prev = find_fn(c, d->name);
+            const ast_decl *prev = find_fn(c, d->name, d->loc.file);
             if (prev && !strcmp(prev->loc.file, d->loc.file))
                 err(c, d->name_loc, "function '%s' is defined twice", d->name);
             for (const ast_param *p = d->params; p; p = p->next)

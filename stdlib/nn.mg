@@ -59,8 +59,9 @@ fn flatten(x: f32) {
   return prim.reshape(x, dim(x, 0), size(x) / dim(x, 0))
 }
 
-# zeroes a fraction `rate` of the elements while training, scales the rest by 1/(1-rate)
-fn dropout(x: f32, rate: float, seed: int = 0) {
+# zeroes a fraction `rate` of the elements while training, scales the rest by 1/(1-rate);
+# the identity in eval and predict. seed -1: a mask stream of this call's own
+fn dropout(x: f32, rate: float, seed: int = -1) {
   return prim.dropout(x, rate: rate, seed: seed)
 }
 

@@ -206,13 +206,17 @@ int cpu_k_cast(const rt_kernel_args *k, char *err, size_t cap) {
     return 0;
 }
 
-/* ---- dropout: x * mask(seed, step, replica * numel + i) / (1 - rate); the
- * gradient applies the same mask to dy ---- */
+/* ---- dropout: x * mask(seed, step, replica * numel + i) / (1 - rate) in
+ * training, x in eval and predict; the gradient applies the same mask to dy ---- */
 int cpu_k_dropout(const rt_kernel_args *k, char *err, size_t cap) {
     (void)err, (void)cap;
     const float *x = IN_F32(k, 0);
     float *o = k->out, rate = (float)k->node->fattr[0];
     int64_t n = OUT_NUMEL(k), step = k->step ? *k->step : 0;
+    if (!k->training || !*k->training) {
+        if (o != x) memcpy(o, x, (size_t)n * sizeof *o);
+        return 0;
+    }
     uint64_t seed = (uint64_t)k->node->iattr[0], base = (uint64_t)k->replica * (uint64_t)n;
     for (int64_t i = 0; i < n; i++) o[i] = x[i] * mg_dropout_scale(seed, step, base + (uint64_t)i, rate);
     return 0;

@@ -17,6 +17,7 @@ typedef struct {
     void *in[4];
     void *out;                 /* == in[0] for in-place ops */
     int64_t step;
+    int training;              /* 1: the train program (dropout draws masks), 0: eval/predict */
     rt_kernel_args args;
 } one_op;
 
@@ -57,9 +58,10 @@ static inline int kh_build(one_op *t, ir_op op, int n_in, const ir_shape *in_sha
     }
     t->out = ir_ops[op].flags & OPF_INPLACE ? t->in[0]
                                              : aligned_alloc(64, ((size_t)ir_node_bytes(n) + 64) / 64 * 64);
-    t->step = 1;
+    t->step = 1, t->training = 1;
     t->args = (rt_kernel_args){.m = t->m, .node = n, .in_nodes = t->in_nodes, .in = (const void *const *)t->in,
-                               .out = t->out, .step = &t->step, .replica = 0, .replicas = 1};
+                               .out = t->out, .step = &t->step, .training = &t->training, .replica = 0,
+                               .replicas = 1};
     return 0;
 }
 

@@ -519,6 +519,26 @@ static int test_dropout_stats(void) {
     return bad;
 }
 
+/* dropout and its gradient are the identity outside training (eval, predict) */
+static int test_dropout_eval(void) {
+    int bad = 0;
+    for (ir_op op = OP_DROPOUT; op <= OP_DROPOUT_GRAD; op++) {
+        ir_shape s = kh_shape("1000");
+        one_op t;
+        char err[256];
+        bad |= kh_build(&t, op, 1, &s, (ir_dtype[]){IR_F32}, (int64_t[8]){7}, (double[6]){0.5}, NULL, 0, err, sizeof err);
+        for (int i = 0; i < 1000; i++) ((float *)t.in[0])[i] = (float)i - 500.5f;
+        t.training = 0;
+        bad |= kh_run(&t, err, sizeof err);
+        if (memcmp(t.in[0], t.out, 1000 * sizeof(float))) {
+            fprintf(stderr, "FAIL %s outside training: not the identity\n", ir_ops[op].name);
+            bad = 1;
+        }
+        kh_free(&t);
+    }
+    return bad;
+}
+
 /* the oneDNN and GEMM cases again on two threads (primitives are rebuilt) */
 static int test_two_threads(int *count) {
     int failed = 0;
@@ -608,7 +628,8 @@ int main(void) {
     failed += test_two_threads(&n);
     failed += test_bad_label();
     failed += test_dropout_stats();
+    failed += test_dropout_eval();
     failed += test_concurrent();
-    printf("%d kernel cases, %d failed\n", n + 3, failed);
+    printf("%d kernel cases, %d failed\n", n + 4, failed);
     return failed != 0;
 }

@@ -344,3 +344,9 @@ int rt_session_sum_processes(rt_session *s, double *v, int n) {
         return -1;
     return 0;
 }
+
+int rt_session_merge_processes(rt_session *s, void *buf, int64_t bytes, const char *label) {
+    const rt_interprocess *ip = s->b->ip;
+    if (!ip || ip->size < 2) return 0;
+    return ip->all_reduce_sum(ip->ctx, buf, bytes, IR_U8, s->b->collective_timeout, label, s->err, sizeof s->err);
+}

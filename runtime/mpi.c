@@ -69,6 +69,7 @@ static int mpi_type(ir_dtype t, MPI_Datatype *out) {
     case IR_F32: *out = MPI_FLOAT; return 0;
     case IR_F64: *out = MPI_DOUBLE; return 0;
     case IR_I32: *out = MPI_INT; return 0;
+    case IR_U8: *out = MPI_UNSIGNED_CHAR; return 0; /* bytes: disjoint parts merged exactly */
     default: return -1;
     }
 }

@@ -65,6 +65,10 @@ int rt_session_check_replicas(rt_session *s, char *err, size_t cap);
 
 /* Sums v[0..n) over every process (no-op in one process). */
 int rt_session_sum_processes(rt_session *s, double *v, int n);
+/* Under mpirun: every process ends with buf's bytes merged, where each
+ * process wrote its own disjoint part and left the rest zero (a byte-wise
+ * sum, so every bit survives, -0.0 included). No-op in one process. */
+int rt_session_merge_processes(rt_session *s, void *buf, int64_t bytes, const char *label);
 /* Process rank and count (0 and 1 in one process). */
 int rt_session_rank(const rt_session *s);
 

@@ -189,7 +189,7 @@ int rt_predict(rt_session *s, const rt_dataset *ds, rt_tensor *out, char *err, s
     const ir_node *o = &m->g.nodes[m->output];
     int64_t per = m->global_batch / m->n_devices, row = ir_node_bytes(o) / per, n = rt_dataset_count(ds);
     out->dtype = o->dtype, out->shape = o->shape, out->shape.dim[0] = n;
-    out->data = malloc((size_t)(n * row) + 1);
+    out->data = calloc((size_t)(n * row) + 1, 1); /* zero: under mpirun each worker fills its rows */
     rt_input_spec specs[m->n_inputs + 1];
     int which[m->n_inputs + 1];
     rt_input_specs(m, PROG_PREDICT, specs, which);
@@ -197,17 +197,18 @@ int rt_predict(rt_session *s, const rt_dataset *ds, rt_tensor *out, char *err, s
     if (!l) return -1;
     char *buf = malloc((size_t)(per * row));
     int rc = 0, first = rt_session_first_replica(s);
-    for (int64_t step = 0, at = 0; step < rt_loader_steps_per_epoch(l) && !rc; step++) {
+    for (int64_t step = 0; step < rt_loader_steps_per_epoch(l) && !rc; step++) {
         const rt_batch *b = rt_loader_next(l);
         set_inputs(s, b, which);
         rc = rt_session_run(s, PROG_PREDICT);
-        for (int r = first; r < first + rt_session_local_replicas(s) && !rc && at < n; r++) {
-            int64_t take = n - at < per ? n - at : per;
+        for (int r = first; r < first + rt_session_local_replicas(s) && !rc; r++) {
+            int64_t at = step * m->global_batch + r * per, take = n - at < per ? n - at : per; /* replica r's rows */
+            if (take <= 0) break;
             rc = rt_session_read(s, rt_session_peer(s, m->output, r), buf);
             if (!rc) memcpy((char *)out->data + at * row, buf, (size_t)(take * row));
-            at += take;
         }
     }
+    if (!rc) rc = rt_session_merge_processes(s, out->data, n * row, "predictions of the workers");
     if (rc) snprintf(err, cap, "%s", rt_session_error(s));
     free(buf);
     rt_loader_free(l);

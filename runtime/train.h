@@ -31,11 +31,12 @@ typedef struct {
 } rt_scores;
 
 /* Loss and metrics over every example of ds exactly once (the last partial
- * batch padded and masked). */
+ * batch padded and masked), summed over every worker under mpirun. */
 int rt_evaluate(rt_session *s, const rt_dataset *ds, rt_scores *out, char *err, size_t cap);
 
 /* Model outputs for every example of ds (whose inputs are those of
- * rt_input_specs(m, PROG_PREDICT, ...)), as one tensor [N, ...]. */
+ * rt_input_specs(m, PROG_PREDICT, ...)), as one tensor [N, ...]; under
+ * mpirun every worker ends with all of it (each runs its replicas' rows). */
 int rt_predict(rt_session *s, const rt_dataset *ds, rt_tensor *out, char *err, size_t cap);
 
 typedef struct {

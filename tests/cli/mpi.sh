@@ -36,6 +36,24 @@ for ref_path, path in ((sys.argv[1], sys.argv[2]), (sys.argv[3], sys.argv[4])):
         print(f"{path.split('/')[-1]} {k}: relative difference {rel:.1e}")
         assert rel < 1e-5, (path, k, rel)
 PY
+# predict and eval under mpirun equal one process's: every worker's rows in
+# order (rank 0 writes), loss and metrics over all workers (issue 10, part 4)
+test_images=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
+"$MGC" predict "$tmp/one.mgx" --load "$tmp/ref.safetensors" --input image=$test_images -o "$tmp/pred1.npy" > /dev/null
+$mpi -np 2 "$MGC" predict "$tmp/one.mgx" --load "$tmp/ref.safetensors" --input image=$test_images \
+  -o "$tmp/pred2.npy" > "$tmp/log5" 2>&1 || fail "mpirun -np 2 predict: $(cat "$tmp/log5")"
+cmp -s "$tmp/pred1.npy" "$tmp/pred2.npy" || fail "predict under mpirun -np 2 differs from one process"
+"$MGC" eval "$tmp/one.mgx" --load "$tmp/ref.safetensors" --json > "$tmp/eval1.json"
+$mpi -np 2 "$MGC" eval "$tmp/one.mgx" --load "$tmp/ref.safetensors" --json > "$tmp/eval2.json" 2> "$tmp/log6" ||
+  fail "mpirun -np 2 eval: $(cat "$tmp/log6")"
+"$PY" - "$tmp/eval1.json" "$tmp/eval2.json" <<'PY'
+import json, sys
+a, b = (json.loads(open(p).read()) for p in sys.argv[1:])
+assert a.keys() == b.keys(), (a, b)
+for k in a:
+    assert abs(a[k] - b[k]) <= 1e-6 * max(abs(a[k]), 1), (k, a[k], b[k])
+PY
+
 # pid of rank $1 of a running job started on $tmp/one.mgx
 rank_pid() {
   for p in $(pgrep -f "mgc run $tmp/one.mgx"); do

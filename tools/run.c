@@ -6,7 +6,10 @@
 #include <string.h>
 #include <sys/sysinfo.h>
 
+#include <zlib.h>
+
 #include "../ir/plan.h"
+#include "../runtime/agree.h"
 #include "../runtime/mpi.h"
 #include "../runtime/train.h"
 #include "cli.h"
@@ -137,28 +140,26 @@ static int64_t label_classes(const ir_module *m, int input) {
 /* The inputs `program` reads, from --input bindings or the --data directory;
  * labels are checked against the classes of the model, and there must be
  * `need` examples at least. */
+/* The dataset of `split` bound to the model's inputs, or NULL with a message in err. */
 static rt_dataset *open_data(const ir_module *m, const run_options *o, const char *split, unsigned program,
-                             int64_t need) {
+                             int64_t need, char *err, size_t cap) {
     rt_input_spec specs[m->n_inputs + 1];
     int which[m->n_inputs + 1];
-    char err[512];
     int n = rt_input_specs(m, program, specs, which);
     rt_dataset *ds = o->n_bindings ? rt_dataset_from_bindings((const char *const *)o->bindings, o->n_bindings, specs,
-                                                              n, err, sizeof err)
-                                   : rt_dataset_from_dir(o->data, split, specs, n, err, sizeof err);
+                                                              n, err, cap)
+                                   : rt_dataset_from_dir(o->data, split, specs, n, err, cap);
     for (int k = 0; ds && k < n; k++) {
         int64_t classes = label_classes(m, m->inputs[which[k]]);
-        if (classes > 0 && rt_dataset_check_range(ds, k, classes, "label", err, sizeof err))
-            rt_dataset_free(ds), ds = NULL;
+        if (classes > 0 && rt_dataset_check_range(ds, k, classes, "label", err, cap)) rt_dataset_free(ds), ds = NULL;
     }
     if (ds && n > 0 && rt_dataset_count(ds) < need) {
         if (need > 1)
-            snprintf(err, sizeof err, "%s: %lld examples, fewer than one global batch of %lld", rt_dataset_source(ds, 0),
+            snprintf(err, cap, "%s: %lld examples, fewer than one global batch of %lld", rt_dataset_source(ds, 0),
                      (long long)rt_dataset_count(ds), (long long)need);
-        else snprintf(err, sizeof err, "%s: holds no examples", rt_dataset_source(ds, 0));
+        else snprintf(err, cap, "%s: holds no examples", rt_dataset_source(ds, 0));
         rt_dataset_free(ds), ds = NULL;
     }
-    if (!ds) fprintf(stderr, "mgc: %s\n", err);
     return ds;
 }
 
@@ -168,7 +169,62 @@ typedef struct {
     uint64_t seed;
     rt_interprocess *ip;  /* the job's processes under mpirun, else NULL */
     int first, local;     /* the replicas this process runs */
+    rt_worker_facts facts;/* what this worker is about to do, or why it cannot (runtime/agree.h) */
+    bool stopped;         /* the workers stopped together at an agreement: no abort needed */
 } bound_plan;
+
+/* A failure before the first step: said here, and told to the other workers
+ * at the next agreement so that they stop too. */
+static void fail_local(bound_plan *bp, const char *msg) {
+    fprintf(stderr, "mgc: %s\n", msg);
+    if (!bp->facts.failed) rt_facts_fail(&bp->facts, msg);
+}
+
+/* An agreement point: false when any worker failed or they disagree. Every
+ * worker reaches the same verdict; rank 0 prints it, unless it printed its
+ * own failure (a failed worker always prints its own). */
+static bool agree(bound_plan *bp, double timeout) {
+    char err[640];
+    if (!rt_workers_agree(bp->ip, &bp->facts, timeout, err, sizeof err)) return true;
+    if (!bp->facts.failed && (!bp->ip || bp->ip->rank == 0)) fprintf(stderr, "mgc: %s\n", err);
+    bp->stopped = true;
+    return false;
+}
+
+static uint32_t crc_of(uLong crc, const void *p, size_t n) {
+    for (size_t at = 0; at < n; at += 1u << 30) { /* zlib takes uInt lengths */
+        size_t piece = n - at < (1u << 30) ? n - at : (1u << 30);
+        crc = crc32(crc, (const Bytef *)p + at, (uInt)piece);
+    }
+    return (uint32_t)crc;
+}
+
+/* The plan (its sources' digest and global batch), options and checkpoint. */
+static void plan_facts(bound_plan *bp, const char *path, const run_options *o) {
+    rt_worker_facts *f = &bp->facts;
+    snprintf(f->text, sizeof f->text, "%s", path);
+    uLong crc = crc32(0, NULL, 0);
+    for (int k = 0; k < bp->m->n_sources; k++) crc = crc_of(crc, bp->m->sources[k].text, strlen(bp->m->sources[k].text));
+    f->plan = (uint32_t)crc | 1, f->global_batch = bp->m->global_batch;
+    f->seed_given = o->seed_given, f->seed = o->seed, f->steps = o->steps, f->epochs = o->epochs;
+    if (!o->load) return;
+    char err[512];
+    size_t len;
+    unsigned char *bytes = rt_read_file(o->load, &len, err, sizeof err);
+    if (!bytes) return fail_local(bp, err);
+    snprintf(f->load, sizeof f->load, "%s", o->load);
+    f->load_crc = crc_of(crc32(0, NULL, 0), bytes, len);
+    free(bytes);
+}
+
+static void data_facts(bound_plan *bp, const rt_dataset *ds) {
+    uLong crc = crc32(0, NULL, 0);
+    for (int i = 0; i < rt_dataset_inputs(ds); i++) {
+        const rt_tensor *t = rt_dataset_tensor(ds, i);
+        crc = crc_of(crc, t->data, (size_t)rt_tensor_bytes(t));
+    }
+    bp->facts.examples = rt_dataset_count(ds), bp->facts.data_crc = (uint32_t)crc;
+}
 
 /* Under mpirun, each worker runs its plan's devices; together they run one
  * plan with every worker's replicas (re-planned from the embedded sources),
@@ -177,11 +233,11 @@ typedef struct {
 static ir_module *fit_workers(ir_module *plan, const char *path, bound_plan *bp) {
     rt_interprocess *ip = bp->ip;
     int size = ip->size;
-    double counts[2 * size];
+    double counts[size]; /* the workers agreed on the global batch already (start of bind_plan) */
     char err[512];
     memset(counts, 0, sizeof counts);
-    counts[ip->rank] = plan->n_devices, counts[size + ip->rank] = (double)plan->global_batch;
-    if (ip->all_reduce_sum(ip->ctx, counts, 2 * size, IR_F64, 60, "device counts of the workers", err, sizeof err)) {
+    counts[ip->rank] = plan->n_devices;
+    if (ip->all_reduce_sum(ip->ctx, counts, size, IR_F64, 60, "device counts of the workers", err, sizeof err)) {
         fprintf(stderr, "mgc: %s\n", err);
         ir_module_free(plan);
         return NULL;
@@ -190,12 +246,6 @@ static ir_module *fit_workers(ir_module *plan, const char *path, bound_plan *bp)
     for (int p = 0; p < size; p++) {
         if (p == ip->rank) bp->first = total;
         total += (int)counts[p];
-        if (counts[size + p] != (double)plan->global_batch) {
-            fprintf(stderr, "mgc: %s: worker %d's plan has global batch %.0f, worker %d's has %lld\n", path, p,
-                    counts[size + p], ip->rank, (long long)plan->global_batch);
-            ir_module_free(plan);
-            return NULL;
-        }
     }
     bp->local = plan->n_devices;
     if (plan->global_batch % total) {
@@ -217,7 +267,7 @@ static ir_module *fit_workers(ir_module *plan, const char *path, bound_plan *bp)
 
 /* A plan for GPUs that are not here runs on as many CPU devices, re-planned
  * from the sources it carries (or fails, with --strict-devices). */
-static ir_module *fit_devices(ir_module *plan, const char *path, bool strict) {
+static ir_module *fit_devices(ir_module *plan, const char *path, bool strict, char *err, size_t cap) {
     char why[256];
     if (strcmp(plan->devices[0].name, "gpu")) return plan;
     int gpus = cli_gpu_count(why, sizeof why), missing = -1;
@@ -225,7 +275,7 @@ static ir_module *fit_devices(ir_module *plan, const char *path, bool strict) {
         if (plan->devices[d].index >= gpus) missing = plan->devices[d].index;
     if (missing < 0) return plan;
     if (strict) {
-        fprintf(stderr, "mgc: %s: gpu:%d is not available: %s\n", path, missing, why);
+        snprintf(err, cap, "%s: gpu:%d is not available: %s", path, missing, why);
         ir_module_free(plan);
         return NULL;
     }
@@ -240,7 +290,7 @@ static ir_module *fit_devices(ir_module *plan, const char *path, bool strict) {
 
 /* A plan on CPU devices must fit in this machine's memory (RAM and swap):
  * the arenas of the devices this process runs, plus its host inputs. */
-static bool fits_memory(const bound_plan *bp, const char *path) {
+static bool fits_memory(const bound_plan *bp, const char *path, char *err, size_t cap) {
     const ir_module *m = bp->m;
     struct sysinfo si;
     if (strcmp(m->devices[0].name, "cpu") || sysinfo(&si) != 0) return true;
@@ -249,32 +299,39 @@ static bool fits_memory(const bound_plan *bp, const char *path) {
     for (int d = first; d < first + local; d++) need += (double)m->arena_bytes[d];
     for (int k = 0; k < m->n_inputs; k++) need += (double)ir_node_bytes(&m->g.nodes[m->inputs[k]]);
     if (need <= have) return true;
-    fprintf(stderr, "mgc: %s: the plan needs %.1f GiB of memory, this machine has %.1f GiB\n", path,
-            need / (1 << 30), have / (1 << 30));
+    snprintf(err, cap, "%s: the plan needs %.1f GiB of memory, this machine has %.1f GiB", path, need / (1 << 30),
+             have / (1 << 30));
     return false;
 }
 
-/* Loads the plan, starts a session and sets its variables (initializers or --load). */
+/* Loads the plan and starts a session. Under mpirun the workers first agree
+ * on the plan, options and checkpoint; a later local failure is kept in
+ * bp->facts for start_plan's agreement. Returns false when nothing runs. */
 static bool bind_plan(const char *path, const run_options *o, bound_plan *bp) {
     char err[640] = "";
     *bp = (bound_plan){.seed = o->seed};
+    rt_facts_init(&bp->facts);
     bp->ip = rt_mpi_init(NULL, NULL, err, sizeof err);
     if (!bp->ip && *err) {
         fprintf(stderr, "mgc: %s\n", err);
         return false;
     }
-    bp->m = cli_load_plan(path);
-    if (bp->m && mgx_check_runnable(bp->m, path, err, sizeof err)) {
-        fprintf(stderr, "mgc: %s\n", err);
-        ir_module_free(bp->m), bp->m = NULL;
+    bp->m = mgx_read(path, err, sizeof err);
+    if (bp->m && mgx_check_runnable(bp->m, path, err, sizeof err)) ir_module_free(bp->m), bp->m = NULL;
+    if (bp->m) bp->m = fit_devices(bp->m, path, o->strict_devices, err, sizeof err);
+    if (!bp->m) fail_local(bp, err);
+    else plan_facts(bp, path, o);
+    if (!agree(bp, o->timeout > 0 ? o->timeout : 60)) {
+        ir_module_free(bp->m);
+        rt_mpi_finalize(bp->ip);
+        return false;
     }
-    if (bp->m) bp->m = fit_devices(bp->m, path, o->strict_devices);
-    if (bp->m && bp->ip) bp->m = fit_workers(bp->m, path, bp);
-    if (bp->m && !fits_memory(bp, path)) ir_module_free(bp->m), bp->m = NULL;
+    if (bp->ip) bp->m = fit_workers(bp->m, path, bp);
     if (!bp->m) {
         rt_mpi_finalize(bp->ip);
         return false;
     }
+    if (!fits_memory(bp, path, err, sizeof err)) return fail_local(bp, err), true;
     const char *absent = getenv("MGC_FAULT_ABSENT_REPLICA"); /* tests: a replica that never arrives */
     rt_session_options so = {.threads_per_device = o->threads, .collective_timeout = o->timeout, .ip = bp->ip,
                              .first_replica = bp->first, .local_replicas = bp->local,
@@ -282,23 +339,25 @@ static bool bind_plan(const char *path, const run_options *o, bound_plan *bp) {
                              .absent_replica = absent ? atoi(absent) + 1 : 0};
     bp->s = rt_session_new(bp->m, &so, err, sizeof err);
     if (!bp->s) {
-        fprintf(stderr, "mgc: %s: %s\n", path, err);
-        ir_module_free(bp->m);
-        rt_mpi_finalize(bp->ip);
-        return false;
+        char msg[700];
+        snprintf(msg, sizeof msg, "%s: %s", path, err);
+        fail_local(bp, msg);
     }
+    return true;
+}
+
+/* The workers agree on their data (and that none failed since bind_plan),
+ * then the variables are set: initializers or --load. */
+static bool start_plan(bound_plan *bp, const run_options *o, const rt_dataset *ds) {
+    char err[640];
+    if (ds) data_facts(bp, ds);
+    if (!agree(bp, o->timeout > 0 ? o->timeout : 60)) return false;
     /* a resumed run shuffles as the run that wrote the checkpoint, unless told otherwise */
     int rc = o->load ? rt_load_variables(bp->s, o->load, o->seed_given ? NULL : &bp->seed, err, sizeof err)
                      : rt_session_init_variables(bp->s, o->seed);
     if (rc && !o->load) snprintf(err, sizeof err, "%s", rt_session_error(bp->s));
-    if (rc) {
-        fprintf(stderr, "mgc: %s\n", err);
-        rt_session_free(bp->s);
-        ir_module_free(bp->m);
-        rt_mpi_finalize(bp->ip);
-        return false;
-    }
-    return true;
+    if (rc) fprintf(stderr, "mgc: %s\n", err);
+    return rc == 0;
 }
 
 /* After a failure a peer may be gone: finalizing MPI could then wait for it
@@ -306,7 +365,7 @@ static bool bind_plan(const char *path, const run_options *o, bound_plan *bp) {
 static int unbind_plan(bound_plan *bp, int rc) {
     rt_session_free(bp->s);
     ir_module_free(bp->m);
-    if (rc && bp->ip) rt_mpi_abort(bp->ip, rc);
+    if (rc && bp->ip && !bp->stopped) rt_mpi_abort(bp->ip, rc);
     rt_mpi_finalize(bp->ip);
     return rc;
 }
@@ -317,21 +376,24 @@ int cmd_run(int argc, char **argv) {
     if (k < 0) return k == -2 ? 0 : 1;
     bound_plan bp;
     if (!bind_plan(argv[k], &o, &bp)) return 1;
-    if (!bp.m->has_train) {
-        fprintf(stderr, "mgc: %s: model '%s' has no train block\n", argv[k], bp.m->model_name);
-        return unbind_plan(&bp, 1);
+    char err[640];
+    rt_dataset *train = NULL, *test = NULL;
+    if (!bp.facts.failed && !bp.m->has_train) {
+        snprintf(err, sizeof err, "%s: model '%s' has no train block", argv[k], bp.m->model_name);
+        fail_local(&bp, err);
     }
+    if (!bp.facts.failed && !(train = open_data(bp.m, &o, "train", 0, bp.m->global_batch, err, sizeof err)))
+        fail_local(&bp, err);
+    if (!bp.facts.failed && !o.n_bindings && !(test = open_data(bp.m, &o, "test", 0, 1, err, sizeof err)))
+        fail_local(&bp, err);
     FILE *history = NULL;
-    rt_dataset *train = open_data(bp.m, &o, "train", 0, bp.m->global_batch);
-    rt_dataset *test = train && !o.n_bindings ? open_data(bp.m, &o, "test", 0, 1) : NULL;
-    int rc = train && (o.n_bindings || test) ? 0 : 1;
+    int rc = start_plan(&bp, &o, train) ? 0 : 1;
     if (!rc && o.history && !(history = fopen(o.history, "w"))) {
         fprintf(stderr, "mgc: %s: cannot write: %s\n", o.history, strerror(errno));
         rc = 1;
     }
-    char err[640];
     rt_train_options to = {.epochs = o.epochs, .steps = o.steps, .seed = bp.seed, .check_replicas = o.check_replicas,
-                           .check_numerics = o.check_numerics, .quiet = rt_session_rank(bp.s) != 0,
+                           .check_numerics = o.check_numerics, .quiet = bp.ip && bp.ip->rank != 0,
                            .history = history};
     if (!rc && rt_train(bp.s, train, test, &to, err, sizeof err)) {
         fprintf(stderr, "mgc: %s\n", err);
@@ -357,10 +419,11 @@ int cmd_eval(int argc, char **argv) {
     }
     bound_plan bp;
     if (!bind_plan(argv[k], &o, &bp)) return 1;
-    rt_dataset *test = open_data(bp.m, &o, "test", 0, 1);
-    rt_scores v;
     char err[640];
-    int rc = test ? 0 : 1;
+    rt_dataset *test = NULL;
+    if (!bp.facts.failed && !(test = open_data(bp.m, &o, "test", 0, 1, err, sizeof err))) fail_local(&bp, err);
+    rt_scores v;
+    int rc = start_plan(&bp, &o, test) ? 0 : 1;
     if (!rc && rt_evaluate(bp.s, test, &v, err, sizeof err)) {
         fprintf(stderr, "mgc: %s\n", err);
         rc = 1;
@@ -393,14 +456,15 @@ int cmd_predict(int argc, char **argv) {
     }
     bound_plan bp;
     if (!bind_plan(argv[k], &o, &bp)) return 1;
-    if (bp.m->output < 0) {
-        fprintf(stderr, "mgc: %s: model '%s' has no output to predict\n", argv[k], bp.m->model_name);
-        return unbind_plan(&bp, 1);
-    }
-    rt_dataset *ds = open_data(bp.m, &o, "test", PROG_PREDICT, 1);
-    rt_tensor out = {0};
     char err[640];
-    int rc = ds ? 0 : 1;
+    rt_dataset *ds = NULL;
+    if (!bp.facts.failed && bp.m->output < 0) {
+        snprintf(err, sizeof err, "%s: model '%s' has no output to predict", argv[k], bp.m->model_name);
+        fail_local(&bp, err);
+    }
+    if (!bp.facts.failed && !(ds = open_data(bp.m, &o, "test", PROG_PREDICT, 1, err, sizeof err))) fail_local(&bp, err);
+    rt_tensor out = {0};
+    int rc = start_plan(&bp, &o, ds) ? 0 : 1;
     if (!rc && (rt_predict(bp.s, ds, &out, err, sizeof err) ||
                 (rt_session_rank(bp.s) == 0 && rt_save_npy(o.out, &out, err, sizeof err)))) {
         fprintf(stderr, "mgc: %s\n", err);

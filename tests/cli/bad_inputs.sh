@@ -337,7 +337,7 @@ if command -v mpirun > /dev/null; then
   if grep -q "this build has no MPI" "$tmp/log"; then
     expect_line "$tmp/log" "^mgc: mpi: started as 2 processes, but this build has no MPI$"
   else
-    expect_line "$tmp/log" "^mgc: $tmp/m2.mgx: worker 1's plan has global batch 4, worker 0's has 128$"
+    expect_line "$tmp/log" "^mgc: workers disagree: the plan's global batch is 128 on rank 0 but 4 on rank 1$"
     status=0
     $mpi -np 3 "$MGC" run "$tmp/m2.mgx" --steps 1 > "$tmp/log" 2>&1 || status=$?
     [ "$status" != 0 ] || fail "6 replicas split a global batch of 128"

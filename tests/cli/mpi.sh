@@ -54,6 +54,32 @@ for k in a:
     assert abs(a[k] - b[k]) <= 1e-6 * max(abs(a[k]), 1), (k, a[k], b[k])
 PY
 
+# workers agree before the first step (issue 10, part 5): each mismatch and a
+# worker that cannot start stop the whole job within seconds, with one message
+agree_fails() { # EXPECTED-LINE mpirun-args...
+  local want=$1 status=0 start
+  shift
+  start=$(date +%s)
+  timeout 60 $mpi "$@" > "$tmp/log7" 2>&1 || status=$?
+  [ "$status" != 0 ] && [ "$status" != 124 ] || fail "mpirun $* exited $status: $(cat "$tmp/log7")"
+  [ $(( $(date +%s) - start )) -le 15 ] || fail "mpirun $* took over 15 s to stop"
+  grep -qxF -- "$want" "$tmp/log7" || fail "mpirun $*: no line [$want] in: $(cat "$tmp/log7")"
+  [ "$(grep -cxF -- "$want" "$tmp/log7")" = 1 ] || fail "mpirun $*: the message is printed more than once"
+}
+agree_fails "mgc: workers disagree: --steps is 5 on rank 0 but 10 on rank 1" \
+  -np 1 "$MGC" run "$tmp/one.mgx" --steps 5 : -np 1 "$MGC" run "$tmp/one.mgx" --steps 10
+agree_fails "mgc: workers disagree: --seed is 1 on rank 0 but 2 on rank 1" \
+  -np 1 "$MGC" run "$tmp/one.mgx" --steps 5 --seed 1 : -np 1 "$MGC" run "$tmp/one.mgx" --steps 5 --seed 2
+agree_fails "mgc: workers disagree: --load is $tmp/ref.safetensors on rank 0 but not given on rank 1" \
+  -np 1 "$MGC" run "$tmp/one.mgx" --steps 25 --load "$tmp/ref.safetensors" : -np 1 "$MGC" run "$tmp/one.mgx" --steps 25
+agree_fails "mgc: rank 1 cannot start: $tmp/missing.mgx: cannot read: No such file or directory" \
+  -np 1 "$MGC" run "$tmp/one.mgx" --steps 5 : -np 1 "$MGC" run "$tmp/missing.mgx" --steps 5
+agree_fails "mgc: workers disagree: the data differ (60000 examples on rank 0, 10000 on rank 1)" \
+  -np 1 "$MGC" eval "$tmp/one.mgx" --load "$tmp/ref.safetensors" \
+  --input image=/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz \
+  --input label=/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz : \
+  -np 1 "$MGC" eval "$tmp/one.mgx" --load "$tmp/ref.safetensors"
+
 # pid of rank $1 of a running job started on $tmp/one.mgx
 rank_pid() {
   for p in $(pgrep -f "mgc run $tmp/one.mgx"); do

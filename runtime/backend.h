@@ -82,6 +82,7 @@ struct rt_backend {
     int threads_per_device;
     int replica_base;           /* global index of local replica 0 */
     int replica_total;          /* replicas across all processes */
+    const int *device_index;    /* (n_devices) the plan's index of each local device (gpu:N -> N) */
     double collective_timeout;  /* seconds */
     const rt_interprocess *ip;  /* NULL in one process */
     char err[512];

@@ -5,12 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/devices.h"
 #include "session.h"
 
 struct rt_session {
     const ir_module *m;
     rt_backend *b;
     int first, local;          /* local replicas [first, first + local) */
+    int *device_index;         /* (local) the plan's index of each, for the backend */
     char **arena;              /* per local device */
     void **host;               /* per node: staging of host INPUT nodes, else NULL */
     void **ptr;                /* per node: device address on its replica, NULL if not local */
@@ -52,10 +54,13 @@ int rt_session_peer(const rt_session *s, int node, int replica) {
     return -1;
 }
 
-static rt_backend *pick_backend(const ir_module *m, char *err, size_t cap) {
-    if (m->n_devices > 0 && !strcmp(m->devices[0].name, "gpu")) {
+/* The backend of the replicas this process runs (not of replica 0: under
+ * mpirun the other workers' replicas may be elsewhere). */
+static rt_backend *pick_backend(const ir_module *m, int first, int local, char *err, size_t cap) {
+    const char *kind = ir_local_device_kind(m, first, local, err, cap);
+    if (!kind) return NULL;
+    if (!strcmp(kind, "gpu")) {
 #ifdef MGC_HAVE_CUDA
-        (void)err, (void)cap;
         return rt_backend_cuda();
 #else
         snprintf(err, cap, "this mgc was built without the CUDA backend; the plan wants gpu devices");
@@ -135,7 +140,7 @@ rt_session *rt_session_new(const ir_module *m, const rt_session_options *o, char
         snprintf(err, cap, "replicas [%d, %d) are not in the plan's %d", first, first + local, m->n_devices);
         return NULL;
     }
-    rt_backend *b = pick_backend(m, err, cap);
+    rt_backend *b = pick_backend(m, first, local, err, cap);
     if (!b) return NULL;
     rt_session *s = calloc(1, sizeof *s);
     s->m = m, s->b = b;
@@ -145,9 +150,12 @@ rt_session *rt_session_new(const ir_module *m, const rt_session_options *o, char
     b->replica_base = s->first, b->replica_total = m->n_devices;
     b->collective_timeout = o->collective_timeout > 0 ? o->collective_timeout : 60;
     b->ip = o->ip;
+    s->device_index = calloc((size_t)s->local, sizeof *s->device_index);
+    for (int d = 0; d < s->local; d++) s->device_index[d] = m->devices[s->first + d].index;
+    b->device_index = s->device_index;
     if (b->i->init(b)) {
         snprintf(err, cap, "%s", b->err);
-        free(b), free(s);
+        free(s->device_index), free(b), free(s);
         return NULL;
     }
     int n = m->g.n;
@@ -181,7 +189,7 @@ void rt_session_free(rt_session *s) {
     s->b->i->shutdown(s->b);
     free(s->b);
     for (int i = 0; i < s->m->g.n; i++) free(s->host[i]), free(s->labels[i]);
-    free(s->arena), free(s->host), free(s->ptr), free(s->args), free(s->coll), free(s->labels);
+    free(s->arena), free(s->host), free(s->ptr), free(s->args), free(s->coll), free(s->labels), free(s->device_index);
     free(s->in_nodes), free(s->in_ptrs);
     free(s);
 }

@@ -2,7 +2,7 @@
 # (tests/fuzz/fuzz_mgx.c and its corpus corpus_mgx/ are built and replayed by tests/fuzz.cmake.)
 add_library(irplan_fixture STATIC ${MGC_SRC}/tests/irplan/fixture.c)
 target_link_libraries(irplan_fixture PUBLIC mgc_ir)
-foreach(t plan verify text races)
+foreach(t plan verify text races devices)
   add_executable(test_irplan_${t} ${MGC_SRC}/tests/irplan/test_${t}.c)
   target_link_libraries(test_irplan_${t} PRIVATE irplan_fixture mgc_passes mgc_ir)
 endforeach()
@@ -15,6 +15,7 @@ else()
   add_test(NAME irplan_plan COMMAND test_irplan_plan)
 endif()
 add_test(NAME irplan_verify COMMAND test_irplan_verify)
+add_test(NAME irplan_devices COMMAND test_irplan_devices)
 # every example and test model, for 1, 2 and 4 devices and four bucket sizes
 file(GLOB RACE_MODELS ${MGC_SRC}/examples/*.mg ${MGC_SRC}/tests/frontend/good/*.mg ${MGC_SRC}/tests/train/*.mg
      ${MGC_SRC}/tests/cli/*.mg)

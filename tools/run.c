@@ -257,9 +257,18 @@ static ir_module *fit_workers(ir_module *plan, const char *path, bound_plan *bp)
     if (ip->rank == 0)
         fprintf(stderr, "mgc: %d workers, %d replicas: re-planned %s for %lld examples per replica\n", size, total,
                 path, (long long)plan->global_batch / total);
+    /* every replica under its own device (kind, index), so each worker's backend follows its own devices */
+    double where[2 * total];
+    memset(where, 0, sizeof where);
+    for (int d = 0; d < bp->local; d++)
+        where[2 * (bp->first + d)] = !strcmp(plan->devices[d].name, "gpu"), where[2 * (bp->first + d) + 1] = plan->devices[d].index;
+    if (ip->all_reduce_sum(ip->ctx, where, 2 * total, IR_F64, 60, "devices of the workers", err, sizeof err)) {
+        fprintf(stderr, "mgc: %s\n", err);
+        ir_module_free(plan);
+        return NULL;
+    }
     ir_device devices[total];
-    for (int r = 0; r < total; r++)
-        devices[r] = r >= bp->first && r < bp->first + bp->local ? plan->devices[r - bp->first] : (ir_device){"cpu", 0};
+    for (int r = 0; r < total; r++) devices[r] = (ir_device){where[2 * r] ? "gpu" : "cpu", (int)where[2 * r + 1]};
     ir_module *m = cli_replan(plan, devices, total);
     ir_module_free(plan);
     return m;
@@ -293,9 +302,9 @@ static ir_module *fit_devices(ir_module *plan, const char *path, bool strict, ch
 static bool fits_memory(const bound_plan *bp, const char *path, char *err, size_t cap) {
     const ir_module *m = bp->m;
     struct sysinfo si;
-    if (strcmp(m->devices[0].name, "cpu") || sysinfo(&si) != 0) return true;
-    double have = ((double)si.totalram + (double)si.totalswap) * si.mem_unit, need = 0;
     int first = bp->ip ? bp->first : 0, local = bp->ip ? bp->local : m->n_devices;
+    if (strcmp(m->devices[first].name, "cpu") || sysinfo(&si) != 0) return true;
+    double have = ((double)si.totalram + (double)si.totalswap) * si.mem_unit, need = 0;
     for (int d = first; d < first + local; d++) need += (double)m->arena_bytes[d];
     for (int k = 0; k < m->n_inputs; k++) need += (double)ir_node_bytes(&m->g.nodes[m->inputs[k]]);
     if (need <= have) return true;

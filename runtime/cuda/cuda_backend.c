@@ -1,8 +1,9 @@
 /* cuda_backend.c - the CUDA backend: devices, streams, events, arenas, copies.
  *
- * Each local device d (replica replica_base + d) runs on CUDA device
- * (replica_base + d) % cudaGetDeviceCount, so one process per GPU and one
- * process per machine both map replicas onto distinct GPUs. A backend stream
+ * Each local device runs on the GPU its plan names (gpu:N -> CUDA device N),
+ * shifted by the worker's rank among the workers of its machine times its
+ * device count (ir_gpu_ordinals), so one process per GPU and one process per
+ * machine both map replicas onto distinct GPUs. A backend stream
  * is a cudaStream_t; an event index is one cudaEvent_t per (device, index).
  * Generations are not needed on the device: cudaStreamWaitEvent waits for the
  * most recent record submitted before it, and the executor submits each run's
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../ir/devices.h"
 #include "cuda_backend.h"
 #include "cuda_impl.h"
 
@@ -117,7 +119,12 @@ static int map_devices(rt_backend *b, cuda_state *st) {
                  b->n_devices, count);
         return -1;
     }
-    for (int d = 0; d < st->n; d++) st->dev[d].ordinal = (b->replica_base + d) % count;
+    const char *local_rank = getenv("OMPI_COMM_WORLD_LOCAL_RANK"); /* workers sharing this machine */
+    int ordinal[CUDA_MAX_DEVICES];
+    if (ir_gpu_ordinals(b->device_index, st->n, local_rank ? atoi(local_rank) : 0, count, ordinal, b->err,
+                        sizeof b->err))
+        return -1;
+    for (int d = 0; d < st->n; d++) st->dev[d].ordinal = ordinal[d];
     return 0;
 }
 

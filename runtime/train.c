@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "resume.h"
 #include "train.h"
 
 static double now(void) {
@@ -301,6 +302,23 @@ static int train_step(rt_session *s, progress *p, const rt_batch *b, int report,
     return 0;
 }
 
+/* Whether to stop after this step: the flag of any worker. */
+static bool stop_requested(rt_session *s, const rt_train_options *o) {
+    if (!o->stop) return false;
+    double flag = *o->stop ? 1 : 0;
+    if (rt_session_sum_processes(s, &flag, 1)) return true; /* a worker is gone: stop too */
+    return flag > 0;
+}
+
+/* A periodic checkpoint is due after `step`: every N steps, or at the end of
+ * every N epochs (by default every epoch). */
+static bool checkpoint_due(const rt_train_options *o, int64_t step, int64_t steps_per_epoch) {
+    if (!o->checkpoint_dir) return false;
+    int64_t every = o->save_every > 0 ? o->save_every : 1;
+    if (!o->save_every_epochs && o->save_every > 0) return step % every == 0;
+    return step % steps_per_epoch == 0 && (step / steps_per_epoch) % every == 0;
+}
+
 int rt_train(rt_session *s, const rt_dataset *train, const rt_dataset *test, const rt_train_options *o,
              char *err, size_t cap) {
     const ir_module *m = rt_session_module(s);
@@ -310,26 +328,46 @@ int rt_train(rt_session *s, const rt_dataset *train, const rt_dataset *test, con
     rt_loader *l = rt_loader_new(train, &lo, err, cap);
     if (!l) return -1;
     progress p = {.m = m, .o = o, .steps_per_epoch = rt_loader_steps_per_epoch(l), .tty = isatty(1)};
-    p.target = o->steps ? o->steps : o->epochs * p.steps_per_epoch;
-    p.epochs = (p.target + p.steps_per_epoch - 1) / p.steps_per_epoch;
     int64_t start = rt_session_step(s);
     int report = report_node(m, rt_session_first_replica(s)), rc = 0;
     if (p.steps_per_epoch == 0) {
         snprintf(err, cap, "the training set has fewer examples than one global batch (%lld)", (long long)m->global_batch);
         rc = -1;
+    } else if (!o->steps && o->epochs > INT64_MAX / p.steps_per_epoch) {
+        snprintf(err, cap, "--epochs %lld of %lld steps each is more steps than mgc counts (2^63)",
+                 (long long)o->epochs, (long long)p.steps_per_epoch);
+        rc = -1;
     }
-    if (!rc) rc = rt_loader_seek(l, start / p.steps_per_epoch, start % p.steps_per_epoch, err, cap);
+    if (!rc) {
+        p.target = o->steps ? o->steps : o->epochs * p.steps_per_epoch;
+        p.epochs = p.target / p.steps_per_epoch + (p.target % p.steps_per_epoch != 0);
+        if (start >= p.target && !o->quiet)
+            printf("nothing to train: the checkpoint is already at step %lld of %lld\n", (long long)start,
+                   (long long)p.target);
+        rc = rt_loader_seek(l, start / p.steps_per_epoch, start % p.steps_per_epoch, err, cap);
+    }
     while (!rc && rt_session_step(s) < p.target) {
         p.epoch = rt_session_step(s) / p.steps_per_epoch;
         p.done_in_epoch = 0, p.started = now(), p.last_print = 0;
         memset(p.sums, 0, sizeof p.sums);
         if (!o->quiet) printf("Epoch %lld/%lld\n", (long long)p.epoch + 1, (long long)p.epochs);
+        bool stopping = false;
+        int64_t saved_at = -1;
         do {
             rc = train_step(s, &p, rt_loader_next(l), report, err, cap);
             p.done_in_epoch++;
             print_progress(&p, false);
-        } while (!rc && rt_session_step(s) < p.target && rt_session_step(s) % p.steps_per_epoch);
-        if (!rc) rc = end_epoch(s, &p, test, err, cap);
+            if (!rc && checkpoint_due(o, rt_session_step(s), p.steps_per_epoch)) {
+                rc = rt_ckpt_dir_save(s, o->checkpoint_dir, o->seed, o->keep, err, cap);
+                saved_at = rt_session_step(s);
+            }
+            stopping = !rc && stop_requested(s, o);
+        } while (!rc && !stopping && rt_session_step(s) < p.target && rt_session_step(s) % p.steps_per_epoch);
+        int64_t step = rt_session_step(s);
+        if (!rc && !stopping) rc = end_epoch(s, &p, test, err, cap);
+        if (!rc && o->checkpoint_dir && saved_at != step && (stopping || step == p.target)) /* the state at the end */
+            rc = rt_ckpt_dir_save(s, o->checkpoint_dir, o->seed, o->keep, err, cap);
+        if (!rc && stopping) rc = RT_STOPPED;
     }
     rt_loader_free(l);
     return rc;

@@ -3,6 +3,7 @@
 #ifndef MGC_TRAIN_H
 #define MGC_TRAIN_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -47,10 +48,19 @@ typedef struct {
     bool check_numerics;     /* stop at the first non-finite loss (ops: rt_session_options) */
     bool quiet;              /* no progress lines (other ranks) */
     FILE *history;           /* JSON Lines, one object per epoch, or NULL */
+    const char *checkpoint_dir; /* periodic checkpoints there (resume.h), NULL: none */
+    int64_t save_every;      /* with checkpoint_dir: every N steps, or N epochs when save_every_epochs */
+    bool save_every_epochs;
+    int keep;                /* checkpoints kept, newest first */
+    const volatile sig_atomic_t *stop; /* set (by a signal): finish the step, checkpoint, return RT_STOPPED */
 } rt_train_options;
 
+enum { RT_STOPPED = 1 }; /* rt_train's result when *o->stop ended it early */
+
 /* Trains from the session's current step to the target, evaluating on test
- * (may be NULL) after each epoch. */
+ * (may be NULL) after each epoch, and writes the checkpoints asked for (the
+ * last step's always). Under mpirun a stop on any worker stops every worker
+ * after the same step. Returns 0, RT_STOPPED, or -1 with a message. */
 int rt_train(rt_session *s, const rt_dataset *train, const rt_dataset *test, const rt_train_options *o,
              char *err, size_t cap);
 

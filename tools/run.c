@@ -1,6 +1,7 @@
 /* run.c - mgc run, eval and predict: bind a plan to devices and data. */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "../ir/plan.h"
 #include "../runtime/agree.h"
 #include "../runtime/mpi.h"
+#include "../runtime/resume.h"
 #include "../runtime/train.h"
 #include "cli.h"
 
@@ -18,6 +20,11 @@ typedef struct {
     int64_t epochs, steps;
     uint64_t seed;
     const char *save, *load, *history, *data, *out;
+    const char *checkpoint_dir;
+    int64_t save_every, keep;
+    bool save_every_epochs;
+    char resumed[4096];   /* the checkpoint of checkpoint_dir a run resumes from, "" none */
+    int64_t resumed_step;
     const char *bindings[IR_MAX_INPUTS];
     int n_bindings;
     int threads, check_replicas;
@@ -26,15 +33,23 @@ typedef struct {
 } run_options;
 
 enum { O_EPOCHS = 256, O_STEPS, O_SEED, O_SAVE, O_LOAD, O_HISTORY, O_DATA, O_INPUT, O_THREADS, O_TIMEOUT,
-       O_CHECK_REPLICAS, O_CHECK_NUMERICS, O_JSON, O_STRICT };
+       O_CHECK_REPLICAS, O_CHECK_NUMERICS, O_JSON, O_STRICT, O_CKPT_DIR, O_SAVE_EVERY, O_KEEP };
+
+/* mgc run's status when a signal stopped it after a checkpoint (EX_TEMPFAIL:
+ * run the same command again to resume). */
+enum { EXIT_INTERRUPTED = 75 };
 
 static const char run_help[] =
     "usage: mgc run PLAN.mgx [options]\n"
-    "  --epochs E                 epochs to train (default 1)\n"
+    "  --epochs E                 train until E epochs are done in all (default 1)\n"
     "  --steps S                  train until the optimizer has taken S steps in all\n"
+    "                             (both count from step 0: a resumed run trains what is left)\n"
     "  --seed N                   initial weights and shuffling (default 1)\n"
     "  --load CKPT                start from a checkpoint (resumes its step count)\n"
     "  --save CKPT                write the trained variables (safetensors)\n"
+    "  --checkpoint-dir DIR       checkpoints DIR/step-N.safetensors; a run resumes from the newest\n"
+    "  --save-every N[steps|epochs]  how often (default: every epoch; always at the end)\n"
+    "  --keep K                   checkpoints kept in DIR, the newest (default 3)\n"
     "  --history FILE             one JSON object per epoch\n"
     "  --data DIR                 IDX files train-*/t10k-* (default " RT_DEFAULT_DATA_DIR ")\n"
     "  --input NAME=FILE          bind a model input to an IDX or NPY file (instead of --data)\n"
@@ -42,7 +57,9 @@ static const char run_help[] =
     "  --collective-timeout S     seconds a collective waits for every device (default 60)\n"
     "  --check-replicas K         compare every replica's variables bit for bit every K steps\n"
     "  --check-numerics           stop at the first op whose output holds NaN or Inf, naming it\n"
-    "  --strict-devices           fail if the plan's GPUs are not here (default: run on CPU devices)\n";
+    "  --strict-devices           fail if the plan's GPUs are not here (default: run on CPU devices)\n"
+    "SIGINT or SIGTERM: the step in progress finishes, a checkpoint is written (DIR, else --save) and\n"
+    "mgc exits with status 75; a second signal ends it at once.\n";
 static const char eval_help[] =
     "usage: mgc eval PLAN.mgx --load CKPT [--json] [--data DIR | --input NAME=FILE ...]\n";
 static const char predict_help[] =
@@ -59,6 +76,19 @@ static bool parse_count(const char *flag, const char *s, int64_t lo, int64_t *ou
     return true;
 }
 
+/* --save-every N, Nsteps or Nepochs */
+static bool parse_every(const char *s, run_options *o) {
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    o->save_every_epochs = !strcmp(end, "epochs") || !strcmp(end, "epoch");
+    if (end == s || v < 1 || (*end && !o->save_every_epochs && strcmp(end, "steps") && strcmp(end, "step"))) {
+        fprintf(stderr, "mgc: --save-every: '%s' is not N, Nsteps or Nepochs with N >= 1\n", s);
+        return false;
+    }
+    o->save_every = v;
+    return true;
+}
+
 /* Returns the operand index, -1 on error, -2 after --help. */
 static int parse_run_options(int argc, char **argv, run_options *o, const char *help) {
     static const struct option longs[] = {
@@ -70,9 +100,10 @@ static int parse_run_options(int argc, char **argv, run_options *o, const char *
         {"collective-timeout", required_argument, 0, O_TIMEOUT},
         {"check-replicas", required_argument, 0, O_CHECK_REPLICAS},
         {"check-numerics", no_argument, 0, O_CHECK_NUMERICS}, {"json", no_argument, 0, O_JSON},
-        {"strict-devices", no_argument, 0, O_STRICT},
+        {"strict-devices", no_argument, 0, O_STRICT}, {"checkpoint-dir", required_argument, 0, O_CKPT_DIR},
+        {"save-every", required_argument, 0, O_SAVE_EVERY}, {"keep", required_argument, 0, O_KEEP},
         {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    *o = (run_options){.epochs = 1, .seed = 1, .threads = 1, .timeout = 60};
+    *o = (run_options){.epochs = 1, .seed = 1, .threads = 1, .timeout = 60, .keep = 3};
     optind = 1;
     int64_t v;
     for (int c; (c = getopt_long(argc, argv, "o:h", longs, NULL)) != -1;) {
@@ -114,6 +145,9 @@ static int parse_run_options(int argc, char **argv, run_options *o, const char *
         case O_CHECK_NUMERICS: o->check_numerics = true; break;
         case O_JSON: o->json = true; break;
         case O_STRICT: o->strict_devices = true; break;
+        case O_CKPT_DIR: o->checkpoint_dir = optarg; break;
+        case O_KEEP: if (!parse_count("--keep", optarg, 1, &o->keep)) return -1; break;
+        case O_SAVE_EVERY: if (!parse_every(optarg, o)) return -1; break;
         default: fputs(help, stderr); return -1;
         }
     }
@@ -325,6 +359,8 @@ static bool bind_plan(const char *path, const run_options *o, bound_plan *bp) {
         fprintf(stderr, "mgc: %s\n", err);
         return false;
     }
+    if (*o->resumed && (!bp->ip || bp->ip->rank == 0))
+        fprintf(stderr, "mgc: resuming from %s (step %lld)\n", o->resumed, (long long)o->resumed_step);
     bp->m = mgx_read(path, err, sizeof err);
     if (bp->m && mgx_check_runnable(bp->m, path, err, sizeof err)) ir_module_free(bp->m), bp->m = NULL;
     if (bp->m) bp->m = fit_devices(bp->m, path, o->strict_devices, err, sizeof err);
@@ -379,10 +415,36 @@ static int unbind_plan(bound_plan *bp, int rc) {
     return rc;
 }
 
+static volatile sig_atomic_t stop_signal; /* the signal that asked the run to stop, 0 none */
+
+static void on_stop_signal(int sig) { stop_signal = sig; }
+
+/* SIGINT and SIGTERM ask training to stop after the current step; the handler
+ * resets itself, so a second signal ends the process at once. */
+static void catch_stop_signals(void) {
+    struct sigaction sa = {.sa_handler = on_stop_signal, .sa_flags = SA_RESETHAND};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+/* --checkpoint-dir with checkpoints in it: the run resumes from the newest
+ * (as --load would). Returns false when the directory cannot be read. */
+static bool find_resume(run_options *o) {
+    char err[512];
+    if (!o->checkpoint_dir) return true;
+    int found = rt_ckpt_dir_newest(o->checkpoint_dir, o->resumed, sizeof o->resumed, &o->resumed_step, err, sizeof err);
+    if (found < 0) fprintf(stderr, "mgc: %s\n", err);
+    if (found == 1) o->load = o->resumed;
+    return found >= 0;
+}
+
 int cmd_run(int argc, char **argv) {
     run_options o;
     int k = parse_run_options(argc, argv, &o, run_help);
     if (k < 0) return k == -2 ? 0 : 1;
+    if (!find_resume(&o)) return 1;
+    catch_stop_signals();
     bound_plan bp;
     if (!bind_plan(argv[k], &o, &bp)) return 1;
     char err[640];
@@ -403,19 +465,28 @@ int cmd_run(int argc, char **argv) {
     }
     rt_train_options to = {.epochs = o.epochs, .steps = o.steps, .seed = bp.seed, .check_replicas = o.check_replicas,
                            .check_numerics = o.check_numerics, .quiet = bp.ip && bp.ip->rank != 0,
-                           .history = history};
-    if (!rc && rt_train(bp.s, train, test, &to, err, sizeof err)) {
+                           .history = history, .checkpoint_dir = o.checkpoint_dir, .save_every = o.save_every,
+                           .save_every_epochs = o.save_every_epochs, .keep = (int)o.keep, .stop = &stop_signal};
+    int trained = rc ? 0 : rt_train(bp.s, train, test, &to, err, sizeof err);
+    if (trained < 0) {
         fprintf(stderr, "mgc: %s\n", err);
         rc = 1;
     }
-    if (!rc && o.save && rt_save_variables(bp.s, o.save, bp.seed, err, sizeof err)) {
+    /* stopped by a signal: the checkpoint directory has the state; else --save gets it */
+    if (!rc && o.save && (!trained || !o.checkpoint_dir) && rt_save_variables(bp.s, o.save, bp.seed, err, sizeof err)) {
         fprintf(stderr, "mgc: %s\n", err);
         rc = 1;
     }
+    if (!rc && trained == RT_STOPPED && (!bp.ip || bp.ip->rank == 0))
+        fprintf(stderr, "mgc: stopped after step %lld (%s); %s%s%s\n", (long long)rt_session_step(bp.s),
+                stop_signal == SIGINT ? "SIGINT" : "SIGTERM", o.checkpoint_dir ? "checkpoint in " : o.save ? "saved to " : "",
+                o.checkpoint_dir ? o.checkpoint_dir : o.save ? o.save : "nothing saved (no --checkpoint-dir or --save)",
+                o.checkpoint_dir || o.save ? ", run again to resume" : "");
     if (history) fclose(history);
     rt_dataset_free(train);
     rt_dataset_free(test);
-    return unbind_plan(&bp, rc);
+    rc = unbind_plan(&bp, rc);
+    return !rc && trained == RT_STOPPED ? EXIT_INTERRUPTED : rc;
 }
 
 int cmd_eval(int argc, char **argv) {

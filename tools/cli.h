@@ -30,6 +30,10 @@ ir_module *cli_replan(const ir_module *plan, const ir_device *devices, int n_dev
 /* Usable CUDA devices (0 with the reason in why). */
 int cli_gpu_count(char *why, size_t cap);
 
+/* A whole decimal integer from lo to hi for option `flag`: false after
+ * printing "mgc: FLAG: 'S' is not an integer from LO to HI" (no wrap, no cap). */
+bool cli_parse_int(const char *flag, const char *s, int64_t lo, int64_t hi, int64_t *out);
+
 /* Loads a plan, printing "mgc: <error>" on failure. */
 ir_module *cli_load_plan(const char *path);
 

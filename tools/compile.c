@@ -1,4 +1,5 @@
 /* compile.c - mgc compile, dump and inspect. */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,6 +31,18 @@ const char *cli_stdlib_dir(void) {
     return env && *env ? env : MGC_STDLIB_DIR;
 }
 
+bool cli_parse_int(const char *flag, const char *s, int64_t lo, int64_t hi, int64_t *out) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end || errno == ERANGE || v < lo || v > hi || (*s != '-' && *s != '+' && (*s < '0' || *s > '9'))) {
+        fprintf(stderr, "mgc: %s: '%s' is not an integer from %lld to %lld\n", flag, s, (long long)lo, (long long)hi);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
 /* "cpu:0,cpu:1" -> devices; false after an error. */
 static bool parse_devices(const char *list, ir_device **out, int *n) {
     int cap = 1;
@@ -39,12 +52,13 @@ static bool parse_devices(const char *list, ir_device **out, int *n) {
     *n = 0;
     for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         char kind[8];
-        int index, used = 0;
-        if (sscanf(tok, "%3[a-z]:%d%n", kind, &index, &used) != 2 || tok[used] || index < 0 ||
-            (strcmp(kind, "cpu") && strcmp(kind, "gpu"))) {
+        int used = 0;
+        int64_t index;
+        if (sscanf(tok, "%3[a-z]:%n", kind, &used) != 1 || !used || (strcmp(kind, "cpu") && strcmp(kind, "gpu"))) {
             fprintf(stderr, "mgc: --devices: '%s' is not a device (expected cpu:N or gpu:N)\n", tok);
             goto fail;
         }
+        if (!cli_parse_int("--devices", tok + used, 0, INT32_MAX, &index)) goto fail;
         for (int k = 0; k < *n; k++)
             if (d[k].index == index && !strcmp(d[k].name, kind)) {
                 fprintf(stderr, "mgc: --devices: %s is listed twice\n", tok);
@@ -54,7 +68,7 @@ static bool parse_devices(const char *list, ir_device **out, int *n) {
             fprintf(stderr, "mgc: --devices: cannot mix cpu and gpu devices in one plan\n");
             goto fail;
         }
-        d[(*n)++] = (ir_device){!strcmp(kind, "cpu") ? "cpu" : "gpu", index};
+        d[(*n)++] = (ir_device){!strcmp(kind, "cpu") ? "cpu" : "gpu", (int)index};
     }
     free(copy);
     if (!*n) {
@@ -181,7 +195,7 @@ static int parse_compile_options(int argc, char **argv, cli_compile_options *o, 
     pass_options_default(&o->pass);
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, "o:f:rh", longs, NULL)) != -1;) {
-        char *end = NULL;
+        int64_t v;
         switch (c) {
         case 'o': if (out) { *out = optarg; break; } goto bad;
         case 'f': if (format) { *format = optarg; break; } goto bad;
@@ -191,25 +205,14 @@ static int parse_compile_options(int argc, char **argv, cli_compile_options *o, 
         case OPT_STRICT: o->strict_devices = true; break;
         case OPT_DUMP_AFTER: o->dump_after = optarg; break;
         case OPT_REPLICAS:
-            o->replicas = (int)strtol(optarg, &end, 10);
-            if (*end || o->replicas < 1 || o->replicas > 1024) {
-                fprintf(stderr, "mgc: --replicas: '%s' is not a count between 1 and 1024\n", optarg);
-                return -1;
-            }
+            if (!cli_parse_int("--replicas", optarg, 1, 1024, &v)) return -1;
+            o->replicas = (int)v;
             break;
         case OPT_GLOBAL_BATCH:
-            o->pass.global_batch = strtoll(optarg, &end, 10);
-            if (*end || o->pass.global_batch < 1) {
-                fprintf(stderr, "mgc: --global-batch: '%s' is not a positive integer\n", optarg);
-                return -1;
-            }
+            if (!cli_parse_int("--global-batch", optarg, 1, INT64_C(1) << 62, &o->pass.global_batch)) return -1;
             break;
         case OPT_BUCKET:
-            o->pass.bucket_bytes = strtoll(optarg, &end, 10);
-            if (*end || o->pass.bucket_bytes < 1) {
-                fprintf(stderr, "mgc: --bucket-bytes: '%s' is not a positive integer\n", optarg);
-                return -1;
-            }
+            if (!cli_parse_int("--bucket-bytes", optarg, 1, INT64_C(1) << 62, &o->pass.bucket_bytes)) return -1;
             break;
         case OPT_XDEV: {
             int k = 0;

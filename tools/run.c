@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysinfo.h>
+#include <unistd.h>
 
 #include <zlib.h>
 
@@ -65,23 +66,19 @@ static const char eval_help[] =
 static const char predict_help[] =
     "usage: mgc predict PLAN.mgx --load CKPT --input NAME=FILE ... -o OUT.npy\n";
 
-static bool parse_count(const char *flag, const char *s, int64_t lo, int64_t *out) {
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (*s == 0 || *end || v < lo) {
-        fprintf(stderr, "mgc: %s: '%s' is not an integer >= %lld\n", flag, s, (long long)lo);
-        return false;
-    }
-    *out = v;
-    return true;
-}
+/* Limits of the numeric options (docs/errors.md, resource limits). */
+#define MAX_EPOCHS INT64_C(1000000000)     /* x steps per epoch (< 2^31) stays below 2^63 */
+#define MAX_STEPS (INT64_C(1) << 62)
+#define MAX_TIMEOUT 86400.0                /* a day */
 
 /* --save-every N, Nsteps or Nepochs */
 static bool parse_every(const char *s, run_options *o) {
     char *end;
+    errno = 0;
     long long v = strtoll(s, &end, 10);
     o->save_every_epochs = !strcmp(end, "epochs") || !strcmp(end, "epoch");
-    if (end == s || v < 1 || (*end && !o->save_every_epochs && strcmp(end, "steps") && strcmp(end, "step"))) {
+    if (end == s || v < 1 || v > MAX_STEPS || errno == ERANGE ||
+        (*end && !o->save_every_epochs && strcmp(end, "steps") && strcmp(end, "step"))) {
         fprintf(stderr, "mgc: --save-every: '%s' is not N, Nsteps or Nepochs with N >= 1\n", s);
         return false;
     }
@@ -110,19 +107,26 @@ static int parse_run_options(int argc, char **argv, run_options *o, const char *
         switch (c) {
         case 'h': fputs(help, stdout); return -2;
         case 'o': o->out = optarg; break;
-        case O_EPOCHS: if (!parse_count("--epochs", optarg, 1, &o->epochs)) return -1; break;
-        case O_STEPS: if (!parse_count("--steps", optarg, 1, &o->steps)) return -1; break;
-        case O_SEED: if (!parse_count("--seed", optarg, 0, &v)) return -1; o->seed = (uint64_t)v, o->seed_given = true; break;
-        case O_THREADS: if (!parse_count("--threads-per-device", optarg, 1, &v)) return -1; o->threads = (int)v; break;
+        case O_EPOCHS: if (!cli_parse_int("--epochs", optarg, 1, MAX_EPOCHS, &o->epochs)) return -1; break;
+        case O_STEPS: if (!cli_parse_int("--steps", optarg, 1, MAX_STEPS, &o->steps)) return -1; break;
+        case O_SEED:
+            if (!cli_parse_int("--seed", optarg, 0, INT64_MAX, &v)) return -1;
+            o->seed = (uint64_t)v, o->seed_given = true;
+            break;
+        case O_THREADS:
+            if (!cli_parse_int("--threads-per-device", optarg, 1, 4 * sysconf(_SC_NPROCESSORS_ONLN), &v)) return -1;
+            o->threads = (int)v;
+            break;
         case O_CHECK_REPLICAS:
-            if (!parse_count("--check-replicas", optarg, 1, &v)) return -1;
+            if (!cli_parse_int("--check-replicas", optarg, 1, INT32_MAX, &v)) return -1;
             o->check_replicas = (int)v;
             break;
         case O_TIMEOUT: {
             char *end;
             o->timeout = strtod(optarg, &end);
-            if (*end || !(o->timeout > 0)) {
-                fprintf(stderr, "mgc: --collective-timeout: '%s' is not a positive number of seconds\n", optarg);
+            if (end == optarg || *end || !(o->timeout > 0 && o->timeout <= MAX_TIMEOUT)) {
+                fprintf(stderr, "mgc: --collective-timeout: '%s' is not a number of seconds above 0 and at most %.0f\n",
+                        optarg, MAX_TIMEOUT);
                 return -1;
             }
             break;
@@ -146,7 +150,7 @@ static int parse_run_options(int argc, char **argv, run_options *o, const char *
         case O_JSON: o->json = true; break;
         case O_STRICT: o->strict_devices = true; break;
         case O_CKPT_DIR: o->checkpoint_dir = optarg; break;
-        case O_KEEP: if (!parse_count("--keep", optarg, 1, &o->keep)) return -1; break;
+        case O_KEEP: if (!cli_parse_int("--keep", optarg, 1, 1000000, &o->keep)) return -1; break;
         case O_SAVE_EVERY: if (!parse_every(optarg, o)) return -1; break;
         default: fputs(help, stderr); return -1;
         }

@@ -77,18 +77,27 @@ expect_fail "mgc run: option '--steps' requires an argument" "$MGC" run "$tmp/m.
 expect_fail "usage: mgc compile MODEL.mg [-o PLAN.mgx] [options]" "$MGC" compile "$mlp" "$mlp"
 expect_fail "usage: mgc inspect PLAN.mgx" "$MGC" inspect
 expect_fail "usage: mgc run PLAN.mgx [options]" "$MGC" run
-expect_fail "mgc: --replicas: '0' is not a count between 1 and 1024" "$MGC" compile "$mlp" --replicas 0
-expect_fail "mgc: --global-batch: '-3' is not a positive integer" "$MGC" compile "$mlp" --global-batch -3
-expect_fail "mgc: --bucket-bytes: '1k' is not a positive integer" "$MGC" compile "$mlp" --bucket-bytes 1k
+expect_fail "mgc: --replicas: '0' is not an integer from 1 to 1024" "$MGC" compile "$mlp" --replicas 0
+expect_fail "mgc: --replicas: '4294967298' is not an integer from 1 to 1024" "$MGC" compile "$mlp" --replicas 4294967298
+expect_fail "mgc: --devices: '4294967297' is not an integer from 0 to 2147483647" "$MGC" compile "$mlp" --devices cpu:4294967297
+expect_fail "mgc: --global-batch: '-3' is not an integer from 1 to 4611686018427387904" "$MGC" compile "$mlp" --global-batch -3
+expect_fail "mgc: --bucket-bytes: '1k' is not an integer from 1 to 4611686018427387904" "$MGC" compile "$mlp" --bucket-bytes 1k
 expect_fail "mgc: --devices: empty device list" "$MGC" compile "$mlp" --devices ,
 expect_fail "mgc: --devices: cannot mix cpu and gpu devices in one plan" "$MGC" compile "$mlp" --devices cpu:0,gpu:0
 expect_fail "mgc: --format: 'png' is not one of text, dot, svg" "$MGC" dump "$mlp" --format png
-expect_fail "mgc: --epochs: '0' is not an integer >= 1" run_m --epochs 0
-expect_fail "mgc: --steps: '1.5' is not an integer >= 1" "$MGC" run "$tmp/m.mgx" --steps 1.5
-expect_fail "mgc: --seed: '-1' is not an integer >= 0" run_m --seed -1
-expect_fail "mgc: --threads-per-device: '0' is not an integer >= 1" run_m --threads-per-device 0
-expect_fail "mgc: --check-replicas: 'x' is not an integer >= 1" run_m --check-replicas x
-expect_fail "mgc: --collective-timeout: '5x' is not a positive number of seconds" run_m --collective-timeout 5x
+expect_fail "mgc: --epochs: '0' is not an integer from 1 to 1000000000" run_m --epochs 0
+expect_fail "mgc: --epochs: '9844501578230000' is not an integer from 1 to 1000000000" run_m --epochs 9844501578230000
+expect_fail "mgc: --steps: '1.5' is not an integer from 1 to 4611686018427387904" "$MGC" run "$tmp/m.mgx" --steps 1.5
+expect_fail "mgc: --seed: '-1' is not an integer from 0 to 9223372036854775807" run_m --seed -1
+expect_fail "mgc: --seed: '18446744073709551616' is not an integer from 0 to 9223372036854775807" run_m --seed 18446744073709551616
+expect_fail "mgc: --seed: '1e20' is not an integer from 0 to 9223372036854775807" run_m --seed 1e20
+cores4=$((4 * $(getconf _NPROCESSORS_ONLN)))
+expect_fail "mgc: --threads-per-device: '0' is not an integer from 1 to $cores4" run_m --threads-per-device 0
+expect_fail "mgc: --threads-per-device: '99999999999' is not an integer from 1 to $cores4" run_m --threads-per-device 99999999999
+expect_fail "mgc: --check-replicas: 'x' is not an integer from 1 to 2147483647" run_m --check-replicas x
+for t in 5x inf 1e20 1e308 nan 0; do
+  expect_fail "mgc: --collective-timeout: '$t' is not a number of seconds above 0 and at most 86400" run_m --collective-timeout $t
+done
 expect_fail "mgc: --input: expected NAME=FILE, got 'image'" run_m --input image
 many=(); for k in $(seq 17); do many+=(--input "i$k=$tmp/x.npy"); done
 expect_fail "mgc: --input: at most 16 bindings" run_m "${many[@]}"

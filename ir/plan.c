@@ -1,6 +1,7 @@
 /* plan.c - the .mgx plan file (docs/plan-format.md): explicit little-endian
  * encoding, one CRC32 per section, every count, index and length checked
  * before use, atomic writes. */
+#include "outfile.h"
 #include "plan.h"
 
 #include <errno.h>
@@ -244,35 +245,14 @@ static buf encode(const ir_module *m) {
     return out;
 }
 
-static bool write_all(int fd, const uint8_t *p, size_t n) {
-    while (n > 0) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return false;
-        p += k, n -= (size_t)k;
-    }
-    return true;
-}
 
 int mgx_write(const ir_module *m, const char *path, char *err, size_t cap) {
     buf b = encode(m);
-    size_t len = strlen(path);
-    char *tmp = xmalloc(len + 16);
-    snprintf(tmp, len + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp), saved = 0;
-    if (fd < 0) {
-        saved = errno;
-    } else {
-        errno = 0;
-        bool ok = fchmod(fd, 0644) == 0 && write_all(fd, b.p, b.n) && fsync(fd) == 0;
-        if (!ok) saved = errno ? errno : EIO;
-        if (close(fd) != 0 && ok) ok = false, saved = errno;
-        if (ok && rename(tmp, path) != 0) ok = false, saved = errno;
-        if (!ok) unlink(tmp);
-    }
-    free(tmp), free(b.p);
-    if (saved) snprintf(err, cap, "%s: cannot write: %s", path, strerror(saved));
-    return saved ? -1 : 0;
+    const void *parts[1] = {b.p};
+    size_t sizes[1] = {b.n};
+    int rc = ir_write_file_atomic(path, parts, sizes, 1, err, cap);
+    free(b.p);
+    return rc;
 }
 
 /* ================= reading ================= */

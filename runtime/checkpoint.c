@@ -1,5 +1,6 @@
 /* checkpoint.c - safetensors save (deterministic, atomic) and load (every offset and shape checked). */
 #define _GNU_SOURCE /* qsort_r */
+#include "../ir/outfile.h"
 #include "checkpoint.h"
 
 #include <cjson/cJSON.h>
@@ -128,7 +129,7 @@ static int write_parts(const char *path, const rt_ck_tensor *t, const int *ord, 
             parts[k + 2] = x->data;
             sizes[k + 2] = (size_t)(ir_shape_numel(&x->shape) * (int64_t)ir_dtype_size(x->dtype));
         }
-        rc = rt_write_file_atomic(path, parts, sizes, n + 2, err, cap);
+        rc = ir_write_file_atomic(path, parts, sizes, n + 2, err, cap);
     }
     free(parts);
     free(sizes);

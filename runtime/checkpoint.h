@@ -25,7 +25,7 @@ typedef struct {
 /* Writes the tensors (sorted by name, data in that order) and the metadata
  * string pairs meta[2k] -> meta[2k+1] (sorted by key), header padded with
  * spaces to a multiple of 8 bytes: the same tensors give the same bytes.
- * Atomic (see rt_write_file_atomic): on failure the old file survives. */
+ * Atomic (ir/outfile.h): on failure the old file survives. */
 int rt_checkpoint_save(const char *path, const rt_ck_tensor *tensors, int n, const char *const *meta, int n_meta,
                        char *err, size_t cap);
 

@@ -1,4 +1,5 @@
 /* data.c - IDX and NPY readers, atomic file writes, datasets bound to model inputs, the batch loader. */
+#include "../ir/outfile.h"
 #include "data.h"
 
 #include <errno.h>
@@ -313,42 +314,6 @@ unsigned char *rt_read_file(const char *path, size_t *len, char *err, size_t cap
     return buf;
 }
 
-int rt_write_file_atomic(const char *path, const void *const *parts, const size_t *sizes, int n, char *err,
-                         size_t cap) {
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 16);
-    if (!tmp) return fail(err, cap, "%s: cannot write: %s", path, strerror(ENOMEM));
-    snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp), e = 0;
-    if (fd < 0) e = errno;
-    if (!e && fchmod(fd, 0644) < 0) e = errno;
-    for (int i = 0; i < n && !e; i++)
-        for (size_t done = 0; done < sizes[i] && !e;) {
-            ssize_t k = write(fd, (const char *)parts[i] + done, sizes[i] - done);
-            if (k < 0 && errno != EINTR) e = errno;
-            if (k > 0) done += (size_t)k;
-        }
-    if (!e && fsync(fd) < 0) e = errno;
-    if (fd >= 0 && close(fd) < 0 && !e) e = errno;
-    if (!e && rename(tmp, path) < 0) e = errno;
-    if (e) {
-        if (fd >= 0) unlink(tmp);
-        free(tmp);
-        return fail(err, cap, "%s: cannot write: %s", path, strerror(e));
-    }
-    free(tmp);
-    /* make the rename durable */
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-    int dfd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
-    free(dir);
-    return 0;
-}
-
 /* ---- NPY ---- */
 
 typedef struct {
@@ -538,7 +503,7 @@ int rt_save_npy(const char *path, const rt_tensor *t, char *err, size_t cap) {
     hdr[9] = (char)((total - 10) >> 8);
     const void *parts[2] = {hdr, t->data};
     size_t sizes[2] = {(size_t)total, (size_t)rt_tensor_bytes(t)};
-    return rt_write_file_atomic(path, parts, sizes, 2, err, cap);
+    return ir_write_file_atomic(path, parts, sizes, 2, err, cap);
 }
 
 int rt_load_tensor_file(const char *path, rt_tensor *out, char *err, size_t cap) {

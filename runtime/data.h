@@ -45,12 +45,6 @@ int rt_load_tensor_file(const char *path, rt_tensor *out, char *err, size_t cap)
 /* All of path in a malloc'd buffer (one NUL byte past len). */
 unsigned char *rt_read_file(const char *path, size_t *len, char *err, size_t cap);
 
-/* Writes the concatenation of n buffers to path atomically: PATH.tmp.XXXXXX,
- * fsync, rename, fsync of the directory. On failure the old file is left as it
- * was, the temporary is removed and err holds "PATH: cannot write: <reason>". */
-int rt_write_file_atomic(const char *path, const void *const *parts, const size_t *sizes, int n,
-                         char *err, size_t cap);
-
 /* ---- datasets ---- */
 
 /* What the model declares for one input: name, dtype and the shape of ONE

@@ -20,9 +20,8 @@ static int64_t step_of(const char *name) {
     return end > digits && !strcmp(end, ".safetensors") ? n : -1;
 }
 
-static bool is_stray_temp(const char *name) {
-    return !strncmp(name, "step-", 5) && strstr(name, ".safetensors.tmp.") != NULL;
-}
+/* What a writer killed mid-write leaves (ir/outfile.c). */
+static bool is_stray_temp(const char *name) { return !strncmp(name, ".mgc-tmp-", 9); }
 
 /* The steps of dir's checkpoints, newest first; *n their count. NULL and *n = 0
  * when dir does not exist; NULL and *n = -1 on an error. */

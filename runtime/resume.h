@@ -14,7 +14,7 @@
 /* The newest complete checkpoint of dir: returns 1 with its path (in path,
  * cap bytes) and step, 0 when dir holds none (or does not exist), -1 with a
  * message in err when dir cannot be read. Files of killed writers
- * (step-<n>.safetensors.tmp.XXXXXX) are not checkpoints. */
+ * (.mgc-tmp-XXXXXX) are not checkpoints. */
 int rt_ckpt_dir_newest(const char *dir, char *path, size_t cap, int64_t *step, char *err, size_t errcap);
 
 /* Writes DIR/step-<the session's step>.safetensors (creating dir if needed),

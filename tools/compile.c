@@ -10,6 +10,7 @@
 
 #include "../ir/diag.h"
 #include "../ir/order.h"
+#include "../ir/outfile.h"
 #include "../ir/plan.h"
 #include "cli.h"
 
@@ -251,18 +252,21 @@ int cmd_compile(int argc, char **argv) {
     int k = parse_compile_options(argc, argv, &o, &out, compile_help, NULL, NULL);
     if (k < 0) return k == -2 ? 0 : 1;
     const char *src = argv[k];
-    if (!cli_resolve_devices(&o)) return 1;
-    ir_module *m = cli_compile(src, &o, stdout);
-    free((void *)o.pass.devices);
-    if (!m) return 1;
-    char buf[4096];
+    char buf[4096], err[512];
     if (!out) {
         size_t n = strlen(src);
         if (ends_with(src, ".mg")) n -= 3;
         snprintf(buf, sizeof buf, "%.*s.mgx", (int)n, src);
         out = buf;
     }
-    char err[512];
+    if (ir_check_output(out, err, sizeof err)) { /* before any work */
+        fprintf(stderr, "mgc: %s\n", err);
+        return 1;
+    }
+    if (!cli_resolve_devices(&o)) return 1;
+    ir_module *m = cli_compile(src, &o, stdout);
+    free((void *)o.pass.devices);
+    if (!m) return 1;
     int rc = mgx_write(m, out, err, sizeof err);
     if (rc) fprintf(stderr, "mgc: %s\n", err);
     ir_module_free(m);

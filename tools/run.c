@@ -5,11 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include <zlib.h>
 
+#include "../ir/outfile.h"
 #include "../ir/plan.h"
 #include "../runtime/agree.h"
 #include "../runtime/mpi.h"
@@ -432,6 +434,25 @@ static void catch_stop_signals(void) {
     sigaction(SIGTERM, &sa, NULL);
 }
 
+/* Every file the command will write, checked before any work: a bad path
+ * found after training would throw the trained weights away. */
+static bool outputs_writable(const run_options *o) {
+    char err[600];
+    const char *files[] = {o->save, o->history, o->out};
+    for (size_t k = 0; k < sizeof files / sizeof *files; k++)
+        if (files[k] && ir_check_output(files[k], err, sizeof err)) return fprintf(stderr, "mgc: %s\n", err), false;
+    struct stat st; /* the checkpoint directory is made now, so a bad one is found now */
+    if (o->checkpoint_dir && mkdir(o->checkpoint_dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "mgc: %s: cannot create the checkpoint directory: %s\n", o->checkpoint_dir, strerror(errno));
+        return false;
+    }
+    if (o->checkpoint_dir && (stat(o->checkpoint_dir, &st) != 0 || !S_ISDIR(st.st_mode))) {
+        fprintf(stderr, "mgc: %s: not a directory; --checkpoint-dir names one\n", o->checkpoint_dir);
+        return false;
+    }
+    return true;
+}
+
 /* --checkpoint-dir with checkpoints in it: the run resumes from the newest
  * (as --load would). Returns false when the directory cannot be read. */
 static bool find_resume(run_options *o) {
@@ -447,7 +468,7 @@ int cmd_run(int argc, char **argv) {
     run_options o;
     int k = parse_run_options(argc, argv, &o, run_help);
     if (k < 0) return k == -2 ? 0 : 1;
-    if (!find_resume(&o)) return 1;
+    if (!outputs_writable(&o) || !find_resume(&o)) return 1;
     catch_stop_signals();
     bound_plan bp;
     if (!bind_plan(argv[k], &o, &bp)) return 1;
@@ -538,6 +559,7 @@ int cmd_predict(int argc, char **argv) {
         fputs(predict_help, stderr);
         return 1;
     }
+    if (!outputs_writable(&o)) return 1;
     bound_plan bp;
     if (!bind_plan(argv[k], &o, &bp)) return 1;
     char err[640];

@@ -32,11 +32,11 @@ stopped=$(sed -n 's/^mgc: stopped after step \([0-9]*\) (SIGTERM); checkpoint in
 [ -n "$stopped" ] || fail "no stop message: $(cat "$tmp/log")"
 [ -e "$tmp/b/step-$stopped.safetensors" ] || fail "no checkpoint of step $stopped: $(ls "$tmp/b")"
 # a writer killed mid-write leaves a temporary file: it is not a checkpoint
-printf 'half a checkpoint' > "$tmp/b/step-999.safetensors.tmp.Ab12Cd"
+printf 'half a checkpoint' > "$tmp/b/.mgc-tmp-Ab12Cd"
 run --epochs 40 --checkpoint-dir "$tmp/b" --save-every 7steps > /dev/null 2> "$tmp/log2"
 expect_line "$tmp/log2" "^mgc: resuming from $tmp/b/step-$stopped.safetensors \\(step $stopped\\)$"
 cmp "$tmp/a/step-320.safetensors" "$tmp/b/step-320.safetensors" || fail "the resumed run ends with other bytes"
-[ ! -e "$tmp/b/step-999.safetensors.tmp.Ab12Cd" ] || fail "the stray temporary file was left behind"
+[ ! -e "$tmp/b/.mgc-tmp-Ab12Cd" ] || fail "the stray temporary file was left behind"
 
 # at an epoch boundary: 2 epochs, then resume to 40
 run --epochs 2 --checkpoint-dir "$tmp/c" > /dev/null

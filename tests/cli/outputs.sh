@@ -1,0 +1,46 @@
+# Files mgc writes (issue 11): every output path is checked before any work;
+# a device node, FIFO or directory in the way is refused and left as it was;
+# a symlink is followed (the link stays, its target gets the new bytes); a
+# 250-byte file name works (the temporary name is short).
+source "$SRC/tests/cli/lib.sh"
+
+"$MGC" compile "$SRC/examples/mlp.mg" --devices cpu:0 -o "$tmp/m.mgx" 2>/dev/null
+"$PY" - "$tmp" <<'PY'
+import sys, numpy as np
+r = np.random.default_rng(4)
+np.save(sys.argv[1] + "/x.npy", r.random((64, 28, 28, 1), dtype=np.float32))
+np.save(sys.argv[1] + "/y.npy", r.integers(0, 10, 64).astype(np.int32))
+PY
+data=(--input "image=$tmp/x.npy" --input "label=$tmp/y.npy")
+mknod "$tmp/null" c 1 3
+mkfifo "$tmp/fifo"
+mkdir "$tmp/dir"
+for flag in --save --history; do
+  expect_fail "mgc: $tmp/null: not a regular file (a character device); mgc writes only regular files" \
+    "$MGC" run "$tmp/m.mgx" --steps 1 "${data[@]}" $flag "$tmp/null"
+done
+[ -c "$tmp/null" ] || fail "the device node was replaced"
+expect_fail "mgc: $tmp/fifo: not a regular file (a FIFO); mgc writes only regular files" \
+  "$MGC" predict "$tmp/m.mgx" --load "$tmp/none.safetensors" --input "image=$tmp/x.npy" -o "$tmp/fifo"
+[ -p "$tmp/fifo" ] || fail "the FIFO was replaced"
+expect_fail "mgc: $tmp/dir: not a regular file (a directory); mgc writes only regular files" \
+  "$MGC" compile "$SRC/examples/mlp.mg" -o "$tmp/dir"
+expect_fail "mgc: $tmp/nowhere/w.safetensors: cannot write: No such file or directory" \
+  "$MGC" run "$tmp/m.mgx" --steps 1 "${data[@]}" --save "$tmp/nowhere/w.safetensors"
+expect_fail "mgc: $tmp/m.mgx: not a directory; --checkpoint-dir names one" \
+  "$MGC" run "$tmp/m.mgx" --steps 1 "${data[@]}" --checkpoint-dir "$tmp/m.mgx"
+# refused before training: no epoch line was printed
+! grep -q "^Epoch" "$tmp/out" || fail "training ran before the bad output was refused"
+
+# a symlink is followed
+echo old > "$tmp/target.safetensors"
+ln -s target.safetensors "$tmp/link.safetensors"
+"$MGC" run "$tmp/m.mgx" --steps 1 "${data[@]}" --save "$tmp/link.safetensors" > /dev/null
+[ -L "$tmp/link.safetensors" ] || fail "the symlink was replaced by a file"
+[ "$(head -c 3 "$tmp/target.safetensors")" != old ] || fail "the symlink's target was not written"
+
+# a 250-byte name
+long=$(printf 'w%.0s' $(seq 250))
+"$MGC" run "$tmp/m.mgx" --steps 1 "${data[@]}" --save "$tmp/$long" > /dev/null || fail "a 250-byte file name failed"
+[ -s "$tmp/$long" ] || fail "nothing written under a 250-byte name"
+echo ok

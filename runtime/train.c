@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../ir/outfile.h"
 #include "checkpoint.h"
 #include "resume.h"
 #include "train.h"
@@ -233,6 +234,9 @@ typedef struct {
     int64_t epoch, epochs, steps_per_epoch, done_in_epoch, target;
     double sums[17], started, last_print, train_seconds;
     bool tty;
+    FILE *history;              /* a memory stream over history_text, NULL: no history here */
+    char *history_text;
+    size_t history_len;
 } progress;
 
 static void print_progress(progress *p, bool final) {
@@ -267,19 +271,32 @@ static int end_epoch(rt_session *s, progress *p, const rt_dataset *test, char *e
         printf(" (%lld examples)\n", (long long)v.examples);
         fflush(stdout);
     }
-    if (p->o->history) {
-        FILE *h = p->o->history;
-        fprintf(h, "{\"epoch\": %lld, \"step\": %lld, \"loss\": %.9g", (long long)p->epoch + 1,
-                (long long)rt_session_step(s), p->sums[0] / n);
-        for (int k = 0; k < m->n_metrics; k++) fprintf(h, ", \"%s\": %.9g", m->metrics[k].name, p->sums[1 + k] / n);
-        if (test) {
-            fprintf(h, ", \"val_loss\": %.9g", v.loss);
-            for (int k = 0; k < m->n_metrics; k++) fprintf(h, ", \"val_%s\": %.9g", m->metrics[k].name, v.metric[k]);
-        }
-        fprintf(h, ", \"images_per_sec\": %.1f, \"seconds\": %.3f}\n", ips, seconds);
-        fflush(h);
+    FILE *h = p->history;
+    if (!h) return 0;
+    fprintf(h, "{\"epoch\": %lld, \"step\": %lld, \"loss\": %.9g", (long long)p->epoch + 1,
+            (long long)rt_session_step(s), p->sums[0] / n);
+    for (int k = 0; k < m->n_metrics; k++) fprintf(h, ", \"%s\": %.9g", m->metrics[k].name, p->sums[1 + k] / n);
+    if (test) {
+        fprintf(h, ", \"val_loss\": %.9g", v.loss);
+        for (int k = 0; k < m->n_metrics; k++) fprintf(h, ", \"val_%s\": %.9g", m->metrics[k].name, v.metric[k]);
     }
-    return 0;
+    fprintf(h, ", \"images_per_sec\": %.1f, \"seconds\": %.3f}\n", ips, seconds);
+    fflush(h);
+    const void *parts[1] = {p->history_text};
+    size_t sizes[1] = {p->history_len};
+    return ir_write_file_atomic(p->o->history, parts, sizes, 1, err, cap);
+}
+
+/* The history's lines so far, in memory: the file's own when appending. */
+static void open_history(progress *p) {
+    const rt_train_options *o = p->o;
+    if (!o->history || o->quiet) return;
+    p->history = open_memstream(&p->history_text, &p->history_len);
+    size_t len = 0;
+    char err[256];
+    unsigned char *old = o->history_append ? rt_read_file(o->history, &len, err, sizeof err) : NULL;
+    if (old && p->history) fwrite(old, 1, len, p->history);
+    free(old);
 }
 
 static int train_step(rt_session *s, progress *p, const rt_batch *b, int report, char *err, size_t cap) {
@@ -328,6 +345,7 @@ int rt_train(rt_session *s, const rt_dataset *train, const rt_dataset *test, con
     rt_loader *l = rt_loader_new(train, &lo, err, cap);
     if (!l) return -1;
     progress p = {.m = m, .o = o, .steps_per_epoch = rt_loader_steps_per_epoch(l), .tty = isatty(1)};
+    open_history(&p);
     int64_t start = rt_session_step(s);
     int report = report_node(m, rt_session_first_replica(s)), rc = 0;
     if (p.steps_per_epoch == 0) {
@@ -370,5 +388,7 @@ int rt_train(rt_session *s, const rt_dataset *train, const rt_dataset *test, con
         if (!rc && stopping) rc = RT_STOPPED;
     }
     rt_loader_free(l);
+    if (p.history) fclose(p.history);
+    free(p.history_text);
     return rc;
 }

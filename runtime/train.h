@@ -47,7 +47,9 @@ typedef struct {
     int check_replicas;      /* every K steps, 0: never */
     bool check_numerics;     /* stop at the first non-finite loss (ops: rt_session_options) */
     bool quiet;              /* no progress lines (other ranks) */
-    FILE *history;           /* JSON Lines, one object per epoch, or NULL */
+    const char *history;     /* JSON Lines, one object per epoch, or NULL: the whole file is
+                                rewritten atomically at each epoch end (rank 0), never truncated first */
+    bool history_append;     /* keep the lines the file holds (a resumed run) */
     const char *checkpoint_dir; /* periodic checkpoints there (resume.h), NULL: none */
     int64_t save_every;      /* with checkpoint_dir: every N steps, or N epochs when save_every_epochs */
     bool save_every_epochs;

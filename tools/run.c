@@ -53,7 +53,7 @@ static const char run_help[] =
     "  --checkpoint-dir DIR       checkpoints DIR/step-N.safetensors; a run resumes from the newest\n"
     "  --save-every N[steps|epochs]  how often (default: every epoch; always at the end)\n"
     "  --keep K                   checkpoints kept in DIR, the newest (default 3)\n"
-    "  --history FILE             one JSON object per epoch\n"
+    "  --history FILE             one JSON object per epoch, the file rewritten whole at each epoch\n"
     "  --data DIR                 IDX files train-*/t10k-* (default " RT_DEFAULT_DATA_DIR ")\n"
     "  --input NAME=FILE          bind a model input to an IDX or NPY file (instead of --data)\n"
     "  --threads-per-device T     CPU threads of each device's kernels (default 1)\n"
@@ -482,15 +482,10 @@ int cmd_run(int argc, char **argv) {
         fail_local(&bp, err);
     if (!bp.facts.failed && !o.n_bindings && !(test = open_data(bp.m, &o, "test", 0, 1, err, sizeof err)))
         fail_local(&bp, err);
-    FILE *history = NULL;
     int rc = start_plan(&bp, &o, train) ? 0 : 1;
-    if (!rc && o.history && !(history = fopen(o.history, "w"))) {
-        fprintf(stderr, "mgc: %s: cannot write: %s\n", o.history, strerror(errno));
-        rc = 1;
-    }
     rt_train_options to = {.epochs = o.epochs, .steps = o.steps, .seed = bp.seed, .check_replicas = o.check_replicas,
                            .check_numerics = o.check_numerics, .quiet = bp.ip && bp.ip->rank != 0,
-                           .history = history, .checkpoint_dir = o.checkpoint_dir, .save_every = o.save_every,
+                           .history = o.history, .history_append = *o.resumed != 0, .checkpoint_dir = o.checkpoint_dir, .save_every = o.save_every,
                            .save_every_epochs = o.save_every_epochs, .keep = (int)o.keep, .stop = &stop_signal};
     int trained = rc ? 0 : rt_train(bp.s, train, test, &to, err, sizeof err);
     if (trained < 0) {
@@ -507,7 +502,6 @@ int cmd_run(int argc, char **argv) {
                 stop_signal == SIGINT ? "SIGINT" : "SIGTERM", o.checkpoint_dir ? "checkpoint in " : o.save ? "saved to " : "",
                 o.checkpoint_dir ? o.checkpoint_dir : o.save ? o.save : "nothing saved (no --checkpoint-dir or --save)",
                 o.checkpoint_dir || o.save ? ", run again to resume" : "");
-    if (history) fclose(history);
     rt_dataset_free(train);
     rt_dataset_free(test);
     rc = unbind_plan(&bp, rc);

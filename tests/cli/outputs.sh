@@ -43,4 +43,20 @@ ln -s target.safetensors "$tmp/link.safetensors"
 long=$(printf 'w%.0s' $(seq 250))
 "$MGC" run "$tmp/m.mgx" --steps 1 "${data[@]}" --save "$tmp/$long" > /dev/null || fail "a 250-byte file name failed"
 [ -s "$tmp/$long" ] || fail "nothing written under a 250-byte name"
+# --history: never truncated before the first epoch ends, rewritten whole at each epoch end
+printf '{"epoch": 1}\n' > "$tmp/h.jsonl"
+expect_fail "mgc: $tmp/missing.npy: cannot open: No such file or directory" \
+  "$MGC" run "$tmp/m.mgx" --steps 1 --input "image=$tmp/missing.npy" --input "label=$tmp/y.npy" --history "$tmp/h.jsonl"
+[ "$(cat "$tmp/h.jsonl")" = '{"epoch": 1}' ] || fail "a run that failed before its first epoch changed the history"
+"$MGC" run "$tmp/m.mgx" --epochs 3 "${data[@]}" --history "$tmp/h.jsonl" > /dev/null
+"$PY" -c 'import json, sys; e = [json.loads(l) for l in open(sys.argv[1])]; assert [x["epoch"] for x in e] == [1, 2, 3], e' \
+  "$tmp/h.jsonl" || fail "history: $(cat "$tmp/h.jsonl")"
+# a write error fails the run with the file's name, and the file keeps complete lines
+cp "$tmp/h.jsonl" "$tmp/h2.jsonl"
+status=0
+bash -c 'ulimit -f 1; trap "" XFSZ; exec "$@"' sh "$MGC" run "$tmp/m.mgx" --epochs 20 "${data[@]}" \
+  --history "$tmp/h2.jsonl" > /dev/null 2> "$tmp/err" || status=$?
+[ "$status" = 1 ] || fail "a history that cannot grow: status $status"
+expect_line "$tmp/err" "^mgc: $tmp/h2.jsonl: cannot write: File too large$"
+"$PY" -c 'import json, sys; [json.loads(l) for l in open(sys.argv[1])]' "$tmp/h2.jsonl" || fail "a partial history line"
 echo ok

@@ -100,3 +100,18 @@ int ir_write_file_atomic(const char *path, const void *const *parts, const size_
     free(tmp), free(dir), free(target);
     return e ? fail(err, cap, "%s: cannot write: %s", path, strerror(e)) : 0;
 }
+
+int ir_open_regular(const char *path, const char *verb, struct stat *st, char *err, size_t cap) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO without a writer must not block */
+    if (fd < 0) return fail(err, cap, "%s: cannot %s: %s", path, verb, strerror(errno));
+    if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
+        int e = errno;
+        bool dir = S_ISDIR(st->st_mode), other = !dir && e == 0;
+        close(fd);
+        if (other) return fail(err, cap, "%s: not a regular file (%s); mgc reads only regular files", path, kind_of(st->st_mode));
+        return fail(err, cap, "%s: cannot %s: %s", path, verb, strerror(dir ? EISDIR : e));
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+}
+

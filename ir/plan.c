@@ -586,25 +586,24 @@ ir_module *mgx_read_mem(const void *data, size_t size, const char *name, char *e
 }
 
 ir_module *mgx_read(const char *path, char *err, size_t cap) {
-    FILE *f = fopen(path, "rb");
     struct stat st;
-    if (!f || fstat(fileno(f), &st) != 0) {
-        snprintf(err, cap, "%s: cannot read: %s", path, strerror(errno));
-        if (f) fclose(f);
-        return NULL;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        fclose(f);
-        snprintf(err, cap, "%s: cannot read: %s", path, strerror(EISDIR));
-        return NULL;
-    }
-    size_t size = (size_t)st.st_size;
+    int fd = ir_open_regular(path, "read", &st, err, cap);
+    if (fd < 0) return NULL;
+    size_t size = (size_t)st.st_size, got = 0;
     uint8_t *data = xmalloc(size);
-    bool ok = fread(data, 1, size, f) == size && !ferror(f);
-    int saved = errno;
-    fclose(f);
+    int saved = 0;
+    while (got < size) {
+        ssize_t k = read(fd, data + got, size - got);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            saved = k < 0 ? errno : 0;
+            break;
+        }
+        got += (size_t)k;
+    }
+    close(fd);
     ir_module *m = NULL;
-    if (!ok) snprintf(err, cap, "%s: cannot read: %s", path, saved ? strerror(saved) : "short read");
+    if (got != size) snprintf(err, cap, "%s: cannot read: %s", path, saved ? strerror(saved) : "short read");
     else m = mgx_read_mem(data, size, path, err, cap);
     free(data);
     return m;

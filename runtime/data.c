@@ -152,15 +152,10 @@ static void src_close(src *s) {
 
 static int src_open(src *s, const char *path, char *err, size_t cap) {
     memset(s, 0, sizeof *s);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return fail(err, cap, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     unsigned char magic[2] = {0};
-    if (fstat(fd, &st) < 0 || S_ISDIR(st.st_mode)) {
-        int e = S_ISDIR(st.st_mode) ? EISDIR : errno;
-        close(fd);
-        return fail(err, cap, "%s: cannot open: %s", path, strerror(e));
-    }
+    int fd = ir_open_regular(path, "open", &st, err, cap);
+    if (fd < 0) return -1;
     ssize_t k = pread(fd, magic, 2, 0);
     s->compressed = is_gzip(magic, k > 0 ? (size_t)k : 0);
     s->limit = s->compressed ? gz_limit(st.st_size) : st.st_size;
@@ -286,14 +281,9 @@ int rt_load_idx_mem(const void *buf, size_t len, const char *name, rt_tensor *ou
 /* ---- whole files ---- */
 
 unsigned char *rt_read_file(const char *path, size_t *len, char *err, size_t cap) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
-    if (fd < 0) return fail(err, cap, "%s: cannot open: %s", path, strerror(errno)), NULL;
-    if (fstat(fd, &st) < 0 || S_ISDIR(st.st_mode)) {
-        int e = S_ISDIR(st.st_mode) ? EISDIR : errno;
-        close(fd);
-        return fail(err, cap, "%s: cannot open: %s", path, strerror(e)), NULL;
-    }
+    int fd = ir_open_regular(path, "open", &st, err, cap);
+    if (fd < 0) return NULL;
     unsigned char *buf = malloc((size_t)st.st_size + 1);
     size_t got = 0;
     while (buf && got < (size_t)st.st_size) {
@@ -509,10 +499,12 @@ int rt_save_npy(const char *path, const rt_tensor *t, char *err, size_t cap) {
 int rt_load_tensor_file(const char *path, rt_tensor *out, char *err, size_t cap) {
     unsigned char magic[6] = {0};
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
-    if (!f) return fail(err, cap, "%s: cannot open: %s", path, strerror(errno));
-    size_t k = fread(magic, 1, sizeof magic, f);
-    fclose(f);
+    struct stat st;
+    int fd = ir_open_regular(path, "open", &st, err, cap);
+    if (fd < 0) return -1;
+    ssize_t got = pread(fd, magic, sizeof magic, 0);
+    size_t k = got > 0 ? (size_t)got : 0;
+    close(fd);
     if (k == 6 && !memcmp(magic, "\x93NUMPY", 6)) return rt_load_npy(path, out, err, cap);
     if (k < 4 || (magic[0] == 0 && magic[1] == 0) || is_gzip(magic, k)) return rt_load_idx(path, out, err, cap);
     return fail(err, cap, "%s: neither an NPY nor an IDX file (it starts with %02x %02x %02x %02x)", path,

@@ -1,7 +1,7 @@
-# Files mgc writes (issue 11): every output path is checked before any work;
+# Files mgc writes and reads (issue 11): every output path is checked before any work;
 # a device node, FIFO or directory in the way is refused and left as it was;
 # a symlink is followed (the link stays, its target gets the new bytes); a
-# 250-byte file name works (the temporary name is short).
+# 250-byte file name works (the temporary name is short). A FIFO is never read.
 source "$SRC/tests/cli/lib.sh"
 
 "$MGC" compile "$SRC/examples/mlp.mg" --devices cpu:0 -o "$tmp/m.mgx" 2>/dev/null
@@ -43,6 +43,15 @@ ln -s target.safetensors "$tmp/link.safetensors"
 long=$(printf 'w%.0s' $(seq 250))
 "$MGC" run "$tmp/m.mgx" --steps 1 "${data[@]}" --save "$tmp/$long" > /dev/null || fail "a 250-byte file name failed"
 [ -s "$tmp/$long" ] || fail "nothing written under a 250-byte name"
+# reading: a FIFO without a writer is refused at once, not waited on
+for cmd in "inspect $tmp/fifo" "run $tmp/m.mgx --steps 1 --load $tmp/fifo ${data[*]}" \
+           "run $tmp/m.mgx --steps 1 --input image=$tmp/fifo --input label=$tmp/y.npy"; do
+  status=0
+  timeout 20 "$MGC" $cmd > /dev/null 2> "$tmp/err" || status=$?
+  [ "$status" = 1 ] || fail "mgc $cmd: status $status"
+  expect_line "$tmp/err" "^mgc: $tmp/fifo: not a regular file \\(a FIFO\\); mgc reads only regular files$"
+done
+
 # --history: never truncated before the first epoch ends, rewritten whole at each epoch end
 printf '{"epoch": 1}\n' > "$tmp/h.jsonl"
 expect_fail "mgc: $tmp/missing.npy: cannot open: No such file or directory" \

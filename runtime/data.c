@@ -545,10 +545,24 @@ int rt_dataset_check_range(const rt_dataset *ds, int i, int64_t limit, const cha
     return 0;
 }
 
+/* Float inputs take float data or u8 pixels (scaled by 1/255): integers of
+ * other widths are not images (an i8 pixel above 127 would turn negative).
+ * i32 inputs (labels, ids) take i32 or u8. */
 static bool convertible(ir_dtype from, ir_dtype to) {
     if (from == to) return true;
-    if (to == IR_F32 || to == IR_F64) return true; /* from u8 (scaled), i32, f32/f64 */
+    if (to == IR_F32 || to == IR_F64) return from != IR_I32;
     return to == IR_I32 && from == IR_U8;
+}
+
+/* The shapes without their 1-sized axes: [28, 28] is [28, 28, 1]. */
+static bool same_squeezed(const ir_shape *a, const ir_shape *b) {
+    int i = 0, j = 0;
+    for (;;) {
+        while (i < a->rank && a->dim[i] == 1) i++;
+        while (j < b->rank && b->dim[j] == 1) j++;
+        if (i == a->rank || j == b->rank) return i == a->rank && j == b->rank;
+        if (a->dim[i++] != b->dim[j++]) return false;
+    }
 }
 
 static double elem(const void *p, ir_dtype t, int64_t i) {
@@ -585,12 +599,13 @@ static int bind_input(const rt_tensor *src, const char *name, const rt_input_spe
     if (src->shape.rank < 1) return fail(err, cap, "%s: holds a scalar, not a list of examples", name);
     ir_shape ex = {.rank = src->shape.rank - 1};
     memcpy(ex.dim, src->shape.dim + 1, sizeof(int64_t) * (size_t)ex.rank);
-    if (ir_shape_numel(&ex) != ir_shape_numel(&in->shape))
+    if (!same_squeezed(&ex, &in->shape))
         return fail(err, cap, "%s: examples are %s but input '%s' wants %s", name, dims_str(&src->shape, 1, b1, sizeof b1),
                     in->name, ir_type_str(in->dtype, &in->shape, b2, sizeof b2));
     if (!convertible(src->dtype, in->dtype))
-        return fail(err, cap, "%s: holds %s values but input '%s' wants %s", name, ir_dtype_name(src->dtype),
-                    in->name, ir_type_str(in->dtype, &in->shape, b2, sizeof b2));
+        return fail(err, cap, "%s: holds %s values but input '%s' wants %s%s", name, ir_dtype_name(src->dtype),
+                    in->name, ir_type_str(in->dtype, &in->shape, b2, sizeof b2),
+                    src->dtype == IR_I32 ? " (float data, or u8 pixels scaled by 1/255)" : "");
     if (in->shape.rank + 1 > IR_MAX_RANK) return fail(err, cap, "input '%s' has too many dimensions", in->name);
     dst->dtype = in->dtype;
     dst->shape.rank = in->shape.rank + 1;

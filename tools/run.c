@@ -353,9 +353,9 @@ static bool fits_memory(const bound_plan *bp, const char *path, char *err, size_
     return false;
 }
 
-/* Loads the plan and starts a session. Under mpirun the workers first agree
- * on the plan, options and checkpoint; a later local failure is kept in
- * bp->facts for start_plan's agreement. Returns false when nothing runs. */
+/* Loads the plan and fits it to this worker. Under mpirun the workers first
+ * agree on the plan, options and checkpoint; a later local failure is kept
+ * in bp->facts for start_plan's agreement. Returns false when nothing runs. */
 static bool bind_plan(const char *path, const run_options *o, bound_plan *bp) {
     char err[640] = "";
     *bp = (bound_plan){.seed = o->seed};
@@ -382,25 +382,26 @@ static bool bind_plan(const char *path, const run_options *o, bound_plan *bp) {
         rt_mpi_finalize(bp->ip);
         return false;
     }
-    if (!fits_memory(bp, path, err, sizeof err)) return fail_local(bp, err), true;
+    if (!fits_memory(bp, path, err, sizeof err)) fail_local(bp, err);
+    return true;
+}
+
+/* Starts the session once the data are loaded (so data too small for the
+ * plan are refused before its arenas are allocated), the workers agree on
+ * their data and that none failed since bind_plan, then the variables are
+ * set: initializers or --load. */
+static bool start_plan(bound_plan *bp, const char *path, const run_options *o, const rt_dataset *ds) {
+    char err[640];
     const char *absent = getenv("MGC_FAULT_ABSENT_REPLICA"); /* tests: a replica that never arrives */
     rt_session_options so = {.threads_per_device = o->threads, .collective_timeout = o->timeout, .ip = bp->ip,
                              .first_replica = bp->first, .local_replicas = bp->local,
                              .check_numerics = o->check_numerics,
                              .absent_replica = absent ? atoi(absent) + 1 : 0};
-    bp->s = rt_session_new(bp->m, &so, err, sizeof err);
-    if (!bp->s) {
+    if (!bp->facts.failed && !(bp->s = rt_session_new(bp->m, &so, err, sizeof err))) {
         char msg[700];
         snprintf(msg, sizeof msg, "%s: %s", path, err);
         fail_local(bp, msg);
     }
-    return true;
-}
-
-/* The workers agree on their data (and that none failed since bind_plan),
- * then the variables are set: initializers or --load. */
-static bool start_plan(bound_plan *bp, const run_options *o, const rt_dataset *ds) {
-    char err[640];
     if (ds) data_facts(bp, ds);
     if (!agree(bp, o->timeout > 0 ? o->timeout : 60)) return false;
     /* a resumed run shuffles as the run that wrote the checkpoint, unless told otherwise */
@@ -482,7 +483,7 @@ int cmd_run(int argc, char **argv) {
         fail_local(&bp, err);
     if (!bp.facts.failed && !o.n_bindings && !(test = open_data(bp.m, &o, "test", 0, 1, err, sizeof err)))
         fail_local(&bp, err);
-    int rc = start_plan(&bp, &o, train) ? 0 : 1;
+    int rc = start_plan(&bp, argv[k], &o, train) ? 0 : 1;
     rt_train_options to = {.epochs = o.epochs, .steps = o.steps, .seed = bp.seed, .check_replicas = o.check_replicas,
                            .check_numerics = o.check_numerics, .quiet = bp.ip && bp.ip->rank != 0,
                            .history = o.history, .history_append = *o.resumed != 0, .checkpoint_dir = o.checkpoint_dir, .save_every = o.save_every,
@@ -522,7 +523,7 @@ int cmd_eval(int argc, char **argv) {
     rt_dataset *test = NULL;
     if (!bp.facts.failed && !(test = open_data(bp.m, &o, "test", 0, 1, err, sizeof err))) fail_local(&bp, err);
     rt_scores v;
-    int rc = start_plan(&bp, &o, test) ? 0 : 1;
+    int rc = start_plan(&bp, argv[k], &o, test) ? 0 : 1;
     if (!rc && rt_evaluate(bp.s, test, &v, err, sizeof err)) {
         fprintf(stderr, "mgc: %s\n", err);
         rc = 1;
@@ -564,7 +565,7 @@ int cmd_predict(int argc, char **argv) {
     }
     if (!bp.facts.failed && !(ds = open_data(bp.m, &o, "test", PROG_PREDICT, 1, err, sizeof err))) fail_local(&bp, err);
     rt_tensor out = {0};
-    int rc = start_plan(&bp, &o, ds) ? 0 : 1;
+    int rc = start_plan(&bp, argv[k], &o, ds) ? 0 : 1;
     if (!rc && (rt_predict(bp.s, ds, &out, err, sizeof err) ||
                 (rt_session_rank(bp.s) == 0 && rt_save_npy(o.out, &out, err, sizeof err)))) {
         fprintf(stderr, "mgc: %s\n", err);

@@ -157,11 +157,14 @@ import os; print("%.1f" % ((os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SI
 # ... and one of 2 GiB that fits the machine but not the process's address space (not under ASan,
 # which needs terabytes of it for its shadow memory)
 if ! ldd "$MGC" | grep -q libasan; then
-  printf 'model m {\n  input x: f32[batch, 1048576, 256]\n  y = x * 2.0 + x\n  output y\n}\n' > "$tmp/gib.mg"
+  # (the data are read before the arenas are allocated, so the input is small and the arena large)
+  printf 'model m {\n  input x: f32[batch, 1, 1]\n  y = prim.broadcast_to(x, 1, 1048576, 256)\n  z = y * 2.0 + y\n  output z\n}\n' \
+    > "$tmp/gib.mg"
+  "$PY" -c 'import sys, numpy as np; np.save(sys.argv[1], np.ones((1, 1, 1), np.float32))' "$tmp/x11.npy"
   "$MGC" compile "$tmp/gib.mg" --devices cpu:0 -o "$tmp/gib.mgx"
   expect_fail "mgc: $tmp/gib.mgx: cannot allocate 2147483712 bytes for device cpu:0: out of memory (2147483776 bytes)" \
     bash -c 'ulimit -v 1500000 && exec "$@"' sh "$MGC" predict "$tmp/gib.mgx" --load "$tmp/empty.safetensors" \
-    --input x="$tmp/x.npy" -o "$tmp/o.npy"
+    --input x="$tmp/x11.npy" -o "$tmp/o.npy"
 fi
 
 # ---- plans ----

@@ -248,8 +248,9 @@ static void case_dataset(void) {
     CHECK_ERR(!rt_dataset_from_dir(dir, "test", mnist, 2, err, sizeof err), err,
               (snprintf(want, sizeof want, "%s: examples are 32x32 but input 'image' wants f32[28,28,1]",
                         at("t10k-images-idx3-ubyte")), want));
-    /* bindings: NPY labels, IDX images reshaped to [784] */
-    rt_input_spec flat[2] = {{"x", IR_F32, {1, {784}}}, {"y", IR_I32, {0, {0}}}};
+    /* bindings: NPY labels, IDX images [28, 28] for an input of [28, 28, 1] (1-sized axes aside,
+     * the shapes must agree: [784] or [14, 56] is not an image of 28x28) */
+    rt_input_spec flat[2] = {{"x", IR_F32, {3, {28, 28, 1}}}, {"y", IR_I32, {0, {0}}}};
     int32_t lab[5] = {9, 8, 7, 6, 5};
     CHECK(rt_save_npy(at("y.npy"), &(rt_tensor){IR_I32, {1, {5}}, lab}, err, sizeof err) == 0);
     char bx[300], by[300];
@@ -258,6 +259,22 @@ static void case_dataset(void) {
     ds = rt_dataset_from_bindings((const char *[]){by, bx}, 2, flat, 2, err, sizeof err);
     CHECK(ds && rt_dataset_count(ds) == 5 && ((int32_t *)rt_dataset_tensor(ds, 1)->data)[1] == 8);
     rt_dataset_free(ds);
+    for (int k = 0; k < 2; k++) {
+        rt_input_spec wrong[2] = {{"x", IR_F32, k ? (ir_shape){2, {14, 56}} : (ir_shape){1, {784}}}, flat[1]};
+        CHECK_ERR(!rt_dataset_from_bindings((const char *[]){by, bx}, 2, wrong, 2, err, sizeof err), err,
+                  (snprintf(want, sizeof want, "%s: examples are 28x28 but input 'x' wants f32[%s]",
+                            at("train-images-idx3-ubyte.gz"), k ? "14,56" : "784"), want));
+    }
+    /* integers that are not u8 pixels are not images */
+    int32_t ints[5 * 4] = {0};
+    CHECK(rt_save_npy(at("xi.npy"), &(rt_tensor){IR_I32, {2, {5, 4}}, ints}, err, sizeof err) == 0);
+    char bxi[300];
+    snprintf(bxi, sizeof bxi, "x=%s", at("xi.npy"));
+    rt_input_spec four[2] = {{"x", IR_F32, {1, {4}}}, flat[1]};
+    CHECK_ERR(!rt_dataset_from_bindings((const char *[]){bxi, by}, 2, four, 2, err, sizeof err), err,
+              (snprintf(want, sizeof want,
+                        "%s: holds i32 values but input 'x' wants f32[4] (float data, or u8 pixels scaled by 1/255)",
+                        at("xi.npy")), want));
     float fl[5] = {0};
     CHECK(rt_save_npy(at("yf.npy"), &(rt_tensor){IR_F32, {1, {5}}, fl}, err, sizeof err) == 0);
     snprintf(by, sizeof by, "y=%s", at("yf.npy"));

@@ -424,13 +424,21 @@ static int unbind_plan(bound_plan *bp, int rc) {
 
 static volatile sig_atomic_t stop_signal; /* the signal that asked the run to stop, 0 none */
 
-static void on_stop_signal(int sig) { stop_signal = sig; }
+/* The first SIGINT or SIGTERM is noted and both go back to their default
+ * action (sigaction is async-signal-safe), so a second signal of either kind
+ * ends the process at once. */
+static void on_stop_signal(int sig) {
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    sigaction(SIGINT, &dfl, NULL);
+    sigaction(SIGTERM, &dfl, NULL);
+    stop_signal = sig;
+}
 
-/* SIGINT and SIGTERM ask training to stop after the current step; the handler
- * resets itself, so a second signal ends the process at once. */
+/* SIGINT and SIGTERM ask training to stop after the current step. */
 static void catch_stop_signals(void) {
-    struct sigaction sa = {.sa_handler = on_stop_signal, .sa_flags = SA_RESETHAND};
+    struct sigaction sa = {.sa_handler = on_stop_signal};
     sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGINT), sigaddset(&sa.sa_mask, SIGTERM); /* one handler at a time */
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 }

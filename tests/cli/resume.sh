@@ -38,6 +38,23 @@ expect_line "$tmp/log2" "^mgc: resuming from $tmp/b/step-$stopped.safetensors \\
 cmp "$tmp/a/step-320.safetensors" "$tmp/b/step-320.safetensors" || fail "the resumed run ends with other bytes"
 [ ! -e "$tmp/b/.mgc-tmp-Ab12Cd" ] || fail "the stray temporary file was left behind"
 
+# a second signal, of either kind, ends the process at once (no checkpoint, no status 75)
+"$MGC" run "$tmp/m2.mgx" "${data[@]}" --epochs 400 --checkpoint-dir "$tmp/s" > /dev/null 2>&1 &
+pid=$!
+for _ in $(seq 300); do [ -e "$tmp/s/step-8.safetensors" ] && break; sleep 0.01; done
+kill -STOP "$pid"; kill -INT "$pid"; kill -TERM "$pid"; kill -CONT "$pid"
+status=0; wait "$pid" || status=$?
+[ "$status" = 130 ] || [ "$status" = 143 ] || fail "two signals: status $status, expected death by the signal"
+
+# kill -9 while checkpointing every step: the newest complete checkpoint resumes to the same bytes
+"$MGC" run "$tmp/m2.mgx" "${data[@]}" --epochs 40 --checkpoint-dir "$tmp/k" --save-every 1steps > /dev/null 2>&1 &
+pid=$!
+for _ in $(seq 300); do [ -e "$tmp/k/step-30.safetensors" ] && break; sleep 0.01; done
+kill -KILL "$pid"; wait "$pid" 2>/dev/null || true
+run --epochs 40 --checkpoint-dir "$tmp/k" --save-every 7steps > /dev/null 2>&1 || fail "resuming after kill -9"
+cmp "$tmp/a/step-320.safetensors" "$tmp/k/step-320.safetensors" || fail "resumed after kill -9, other bytes"
+[ -z "$(ls -A "$tmp/k" | grep '^\.mgc-tmp-')" ] || fail "a temporary file survived the next run"
+
 # at an epoch boundary: 2 epochs, then resume to 40
 run --epochs 2 --checkpoint-dir "$tmp/c" > /dev/null
 [ "$(ls "$tmp/c")" = "$(printf 'step-8.safetensors\nstep-16.safetensors' | sort)" ] || fail "epoch checkpoints: $(ls "$tmp/c")"

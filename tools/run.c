@@ -425,13 +425,16 @@ static int unbind_plan(bound_plan *bp, int rc) {
 static volatile sig_atomic_t stop_signal; /* the signal that asked the run to stop, 0 none */
 
 /* The first SIGINT or SIGTERM is noted and both go back to their default
- * action (sigaction is async-signal-safe), so a second signal of either kind
- * ends the process at once. */
+ * action, so a second signal of either kind ends the process at once. Two
+ * signals can reach two threads together, before the defaults are back: the
+ * atomic exchange lets exactly one be the first, and the other re-sends its
+ * signal to the process, now with the default action (kill and sigaction are
+ * async-signal-safe). */
 static void on_stop_signal(int sig) {
     struct sigaction dfl = {.sa_handler = SIG_DFL};
     sigaction(SIGINT, &dfl, NULL);
     sigaction(SIGTERM, &dfl, NULL);
-    stop_signal = sig;
+    if (__atomic_exchange_n(&stop_signal, sig, __ATOMIC_SEQ_CST) != 0) kill(getpid(), sig);
 }
 
 /* SIGINT and SIGTERM ask training to stop after the current step. */

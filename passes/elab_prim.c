@@ -1,0 +1,172 @@
+/* elab_prim.c - calls of primitives (prim.NAME: inputs, keyword attributes,
+ * padding, given shapes) and of the builtins dim, rank, size, max, min. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elab.h"
+
+const char *const elab_builtin_names[B_COUNT] = {"dim", "rank", "size", "max", "min"};
+
+/* ---- builtins ---- */
+
+static bool want(elab *c, call *k, int n, const char *name) {
+    for (int i = 0; i < k->n; i++)
+        if (k->a[i].name) return elab_err(c, k->a[i].loc, "'%s' takes no keyword arguments", name), false;
+    if (k->n != n) return elab_err(c, k->loc, "'%s' takes %d argument%s, got %d", name, n, n == 1 ? "" : "s", k->n), false;
+    return true;
+}
+
+static bool want_kind(elab *c, const arg *a, vkind kind, const char *name) {
+    if (a->v.k == kind) return true;
+    elab_err(c, a->loc, "argument of '%s' must be %s, got %s", name, kind == V_INT ? "an int" : "a tensor", elab_describe(c, a->v));
+    return false;
+}
+
+value elab_call_builtin(elab *c, builtin_fn b, call *k) {
+    const char *name = elab_builtin_names[b];
+    if (!want(c, k, b == B_RANK || b == B_SIZE ? 1 : 2, name)) return ERR;
+    if (b == B_MAX || b == B_MIN) {
+        if (!want_kind(c, &k->a[0], V_INT, name) || !want_kind(c, &k->a[1], V_INT, name)) return ERR;
+        return vint((k->a[0].v.i > k->a[1].v.i) == (b == B_MAX) ? k->a[0].v.i : k->a[1].v.i);
+    }
+    if (!want_kind(c, &k->a[0], V_TENSOR, name)) return ERR;
+    const ir_node *n = node(c, k->a[0].v.node);
+    if (b == B_RANK) return vint(n->shape.rank);
+    if (b == B_SIZE) return vint(ir_shape_numel(&n->shape));
+    if (!want_kind(c, &k->a[1], V_INT, name)) return ERR;
+    int64_t i = k->a[1].v.i < 0 ? k->a[1].v.i + n->shape.rank : k->a[1].v.i;
+    if (i < 0 || i >= n->shape.rank)
+        return elab_err(c, k->a[1].loc, "axis %lld is out of range for rank %d", (long long)k->a[1].v.i, n->shape.rank), ERR;
+    return vint(n->shape.dim[i]);
+}
+
+/* ---- primitives ---- */
+
+/* Ops whose output shape is given by the caller (trailing int arguments). */
+static bool shape_given(ir_op op) {
+    return op == OP_RESHAPE || op == OP_BROADCAST_TO || op == OP_CONV2D_GRAD_INPUT || op == OP_CONV2D_GRAD_FILTER ||
+           op == OP_VIEW;
+}
+
+static bool is_window(ir_op op) { return ir_op_iattr_index(op, "pad_t") >= 0; }
+
+/* Keras "same" padding of one axis: output ceil(d / s). */
+static void same_pad(int64_t d, int64_t k, int64_t s, int64_t *before, int64_t *after) {
+    int64_t out = (d + s - 1) / s, total = (out - 1) * s + k - d;
+    if (total < 0) total = 0;
+    *before = total / 2, *after = total - total / 2;
+}
+
+static bool apply_padding(elab *c, ir_node *n, const arg *a, const char *name) {
+    if (a->v.k != V_STR || (strcmp(a->v.s, "same") && strcmp(a->v.s, "valid")))
+        return elab_err(c, a->loc, "padding of '%s' must be \"valid\" or \"same\"", name), false;
+    if (!strcmp(a->v.s, "valid")) return true;
+    int s = ir_op_iattr_index(n->op, "stride_h"), p = ir_op_iattr_index(n->op, "pad_t");
+    int kh = ir_op_iattr_index(n->op, "k_h");
+    const ir_node *x = node(c, n->in[0]), *w = n->n_in > 1 ? node(c, n->in[1]) : NULL;
+    if (x->shape.rank != 4 || (kh < 0 && (!w || w->shape.rank != 4)) || n->iattr[s] < 1 || n->iattr[s + 1] < 1)
+        return true; /* the shape rule reports it */
+    int64_t k_h = kh >= 0 ? n->iattr[kh] : w->shape.dim[0], k_w = kh >= 0 ? n->iattr[kh + 1] : w->shape.dim[1];
+    same_pad(x->shape.dim[1], k_h, n->iattr[s], &n->iattr[p], &n->iattr[p + 2]);
+    same_pad(x->shape.dim[2], k_w, n->iattr[s + 1], &n->iattr[p + 1], &n->iattr[p + 3]);
+    return true;
+}
+
+/* Sets one keyword attribute of a primitive node. */
+static bool prim_attr(elab *c, ir_node *n, const arg *a, const char *name) {
+    int i = ir_op_iattr_index(n->op, a->name), f = ir_op_fattr_index(n->op, a->name);
+    if (!strcmp(a->name, "strides") && ir_op_iattr_index(n->op, "stride_h") >= 0)
+        i = ir_op_iattr_index(n->op, "stride_h");
+    if (n->op == OP_CAST && !strcmp(a->name, "dtype")) {
+        int t = a->v.k == V_STR ? ir_dtype_from_name(a->v.s) : -1;
+        if (t < 0) return elab_err(c, a->loc, "dtype of '%s' must be a dtype name such as \"f32\"", name), false;
+        return n->dtype = (ir_dtype)t, true;
+    }
+    if (i >= 0) {
+        if (a->v.k != V_INT) return elab_err(c, a->loc, "attribute '%s' of '%s' must be an int, got %s", a->name, name, elab_describe(c, a->v)), false;
+        if (a->v.i < -MAX_DIM || a->v.i > MAX_DIM)
+            return elab_err(c, a->loc, "attribute '%s' of '%s' is out of range", a->name, name), false;
+        n->iattr[i] = a->v.i;
+        if (!strcmp(a->name, "strides")) n->iattr[i + 1] = a->v.i;
+        return true;
+    }
+    if (f >= 0) {
+        if (!is_num(a->v)) return elab_err(c, a->loc, "attribute '%s' of '%s' must be a number, got %s", a->name, name, elab_describe(c, a->v)), false;
+        n->fattr[f] = num(a->v);
+        return true;
+    }
+    return elab_err(c, a->loc, "'%s' has no attribute '%s'", name, a->name), false;
+}
+
+/* Trailing int arguments of a shape-given op: the output shape (one -1 allowed for reshape). */
+static bool prim_shape(elab *c, ir_node *n, const arg *a, int n_dims, const char *name) {
+    if (n_dims > IR_MAX_RANK) return elab_err(c, a[IR_MAX_RANK].loc, "'%s' takes at most %d dimensions", name, IR_MAX_RANK), false;
+    int infer_at = -1;
+    int64_t known = 1;
+    n->shape.rank = n_dims;
+    for (int i = 0; i < n_dims; i++) {
+        if (a[i].v.k != V_INT) return elab_err(c, a[i].loc, "a dimension of '%s' must be an int, got %s", name, elab_describe(c, a[i].v)), false;
+        int64_t d = a[i].v.i;
+        if (d == -1 && n->op == OP_RESHAPE && infer_at < 0) infer_at = i, d = 1;
+        else if (d < 1 || d > MAX_DIM) return elab_err(c, a[i].loc, "dimension %lld of '%s' is out of range (1 to 2^31)", (long long)d, name), false;
+        n->shape.dim[i] = d;
+        if (__builtin_mul_overflow(known, d, &known) || known >= IR_MAX_ELEMENTS)
+            return elab_err(c, a[i].loc, "the shape given to '%s' is too large: 2^40 elements or more", name), false;
+    }
+    if (infer_at >= 0) n->shape.dim[infer_at] = ir_shape_numel(&node(c, n->in[0])->shape) / known;
+    return true;
+}
+
+/* Inputs: every positional argument, but only the first `arity` of a shape-given op. */
+static int count_inputs(ir_op op, int n_pos) {
+    return shape_given(op) && n_pos > ir_ops[op].arity ? ir_ops[op].arity : n_pos;
+}
+
+/* The default mask stream of a dropout: a hash of the call's scope path
+ * ("dropout_1", "block/dropout") and position (file name, line, column), so
+ * two dropout layers never share a mask and a model compiled twice, from any
+ * directory, draws the same ones. Below 2^40, as every attribute (ir/verify.c). */
+static int64_t call_site_seed(elab *c, ir_loc loc) {
+    const char *file = loc.file ? loc.file : "", *base = strrchr(file, '/'); /* not the directory: any checkout */
+    const char *key = elab_fmt(c, "%s@%s:%d:%d", elab_scope_path(c, c->fr->scope), base ? base + 1 : file, loc.line, loc.col);
+    uint64_t h = 1469598103934665603u; /* FNV-1a */
+    for (const char *p = key; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211u;
+    return (int64_t)(h & ((UINT64_C(1) << 40) - 1));
+}
+
+value elab_call_prim(elab *c, ir_op op, call *k) {
+    const char *name = elab_fmt(c, "prim.%s", ir_ops[op].name);
+    if (ir_ops[op].flags & OPF_SOURCE) return elab_err(c, k->loc, "'%s' cannot be called", name), ERR;
+    int n_pos = 0, in[MAX_PRIM_INPUTS];
+    while (n_pos < k->n && !k->a[n_pos].name) n_pos++;
+    int n_in = count_inputs(op, n_pos), arity = ir_ops[op].arity;
+    if (n_in > MAX_PRIM_INPUTS) return elab_err(c, k->loc, "'%s' takes at most %d inputs", name, MAX_PRIM_INPUTS), ERR;
+    if (arity >= 0 && n_in != arity)
+        return elab_err(c, k->loc, "'%s' takes %d input%s, got %d", name, arity, arity == 1 ? "" : "s", n_pos), ERR;
+    for (int i = 0; i < n_in; i++) {
+        value v = k->a[i].v;
+        if (is_num(v)) v = elab_constant(c, num(v), IR_F32, k->a[i].loc);
+        else if (v.k != V_TENSOR) return elab_err(c, k->a[i].loc, "input %d of '%s' must be a tensor, got %s", i + 1, name, elab_describe(c, v)), ERR;
+        if (v.k == V_ERR) return ERR;
+        in[i] = v.node;
+    }
+    int id = elab_add(c, op, in, n_in, k->loc);
+    ir_node *n = node(c, id);
+    int s = ir_op_iattr_index(op, "stride_h");
+    if (s >= 0) n->iattr[s] = n->iattr[s + 1] = 1;
+    if (shape_given(op) && !prim_shape(c, n, k->a + n_in, n_pos - n_in, name)) return ERR;
+    const arg *padding = NULL;
+    for (int i = n_pos; i < k->n; i++) {
+        if (!strcmp(k->a[i].name, "padding") && is_window(op)) padding = &k->a[i];
+        else if (!prim_attr(c, n = node(c, id), &k->a[i], name)) return ERR;
+    }
+    n = node(c, id);
+    int kh = ir_op_iattr_index(op, "k_h");
+    if (kh >= 0 && (n->iattr[kh] < 1 || n->iattr[kh + 1] < 1))
+        return elab_err(c, k->loc, "'%s' needs a window k_h, k_w >= 1", name), ERR;
+    if (padding && !apply_padding(c, n, padding, name)) return ERR;
+    if (op == OP_DROPOUT && n->iattr[0] < 0) n->iattr[0] = call_site_seed(c, k->loc);
+    return elab_finish(c, id);
+}
+

@@ -78,6 +78,7 @@ typedef enum {
     ST_METRIC,  /* metric name = expr */
     ST_OUTPUT,  /* output name */
     ST_SETTING, /* in train: name = expr [per replica | global] */
+    ST_STATE,   /* state name: type = expr (a non-trainable variable) */
 } ast_stmt_kind;
 
 enum { BATCH_PLAIN, BATCH_PER_REPLICA, BATCH_GLOBAL };

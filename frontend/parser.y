@@ -52,7 +52,7 @@ static ast_type *make_type(fe_ctx *ctx, const char *name, ir_loc loc, bool has_d
 %token <f> FLOAT "number"
 %token NL "end of line"
 %token USE "'use'" FN "'fn'" PARAM "'param'" MODEL "'model'" INPUT "'input'" LOSS "'loss'"
-%token METRIC "'metric'" OUTPUT "'output'" TRAIN "'train'" RETURN "'return'"
+%token STATE "'state'" METRIC "'metric'" OUTPUT "'output'" TRAIN "'train'" RETURN "'return'"
 %token PER "'per'" REPLICA "'replica'" GLOBAL "'global'"
 
 %left '+' '-'
@@ -140,12 +140,14 @@ stmts
     | stmts error NL    { $$ = $1; yyerrok; }
     ;
 
-/* stmt -> IDENT '=' expr suffix | PARAM IDENT ':' type '=' expr | RETURN expr
+/* stmt -> IDENT '=' expr suffix | (PARAM | STATE) IDENT ':' type '=' expr | RETURN expr
  *       | INPUT IDENT ':' type | LOSS '=' expr | METRIC IDENT '=' expr | OUTPUT IDENT */
 stmt
     : IDENT '=' expr suffix           { $$ = ast_stmt_new(ctx->arena, ST_ASSIGN, L(@1)); $$->name = $1; $$->name_loc = L(@1);
                                         $$->expr = $3; $$->suffix = (int)$4; }
     | PARAM IDENT ':' type '=' expr   { $$ = ast_stmt_new(ctx->arena, ST_PARAM, L(@1)); $$->name = $2; $$->name_loc = L(@2);
+                                        $$->type = $4; $$->expr = $6; }
+    | STATE IDENT ':' type '=' expr   { $$ = ast_stmt_new(ctx->arena, ST_STATE, L(@1)); $$->name = $2; $$->name_loc = L(@2);
                                         $$->type = $4; $$->expr = $6; }
     | RETURN expr                     { $$ = ast_stmt_new(ctx->arena, ST_RETURN, L(@1)); $$->expr = $2; }
     | INPUT IDENT ':' type            { $$ = ast_stmt_new(ctx->arena, ST_INPUT, L(@1)); $$->name = $2; $$->name_loc = L(@2);

@@ -23,7 +23,7 @@ static const char *fill_of(const ir_node *n) {
     case OP_SHARD: return COLOR_SHARD;
     case OP_ALL_REDUCE: return COLOR_ALL_REDUCE;
     case OP_BROADCAST: return COLOR_BROADCAST;
-    case OP_PARAM: case OP_VAR: return COLOR_VARIABLE;
+    case OP_PARAM: case OP_VAR: case OP_STATE: return COLOR_VARIABLE;
     default: return NULL;
     }
 }

@@ -175,6 +175,10 @@ bool ir_host_reads(const ir_module *m, int program, int i) {
 
 bool ir_is_view(const ir_node *n) { return (unsigned)n->op < OP_COUNT && ir_ops[n->op].flags & OPF_ALIAS && n->device >= 0; }
 
+bool ir_reads_input(const ir_node *n, int k, int program) {
+    return n->op != OP_IN_TRAINING || (k == 0) == (1u << program == PROG_TRAIN);
+}
+
 bool ir_writes_input(const ir_node *n, int k) {
     if ((unsigned)n->op >= OP_COUNT || !(ir_ops[n->op].flags & OPF_INPLACE)) return false;
     bool update = n->op == OP_SGD_UPDATE || n->op == OP_ADAM_UPDATE || n->op == OP_RMSPROP_UPDATE;

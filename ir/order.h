@@ -61,5 +61,10 @@ bool ir_is_view(const ir_node *n);
 /* Whether node n's kernel writes its input k in place (optimizer updates
  * write the param and their slots, a broadcast its variable). */
 bool ir_writes_input(const ir_node *n, int k);
+/* Whether node n's kernel reads its input k when it runs in `program` (a bit
+ * index, as ir_program_names): every input, except in_training's other
+ * branch (input 1 in training, input 0 outside it), which that program need
+ * not compute. */
+bool ir_reads_input(const ir_node *n, int k, int program);
 
 #endif

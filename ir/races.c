@@ -95,7 +95,7 @@ static void add_kernel(checker *c, int i) {
     add(c, w);
     for (int k = 0; k < n->n_in; k++) {
         int j = n->in[k];
-        if (m->g.nodes[j].device < 0) continue; /* host input: not in the arena */
+        if (m->g.nodes[j].device < 0 || !ir_reads_input(n, k, c->program)) continue; /* a host input, or a branch not taken */
         access r = bytes_of(m, j);
         r.node = i, r.value = value_writer(m, j);
         r.in_place = ir_writes_input(n, k) || (n->op == OP_ALL_REDUCE && packed_in_place(m, n, k)) ||

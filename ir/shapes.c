@@ -118,6 +118,12 @@ static bool rule_grad_pair(rule *r) {
     return same_as(r, r->x);
 }
 
+/* assign: (state, value of its type) -> the state */
+static bool rule_assign(rule *r) {
+    if (r->x->op != OP_STATE) return fail(r, "'assign' writes a state variable, got a '%s' node", ir_ops[r->x->op].name);
+    return rule_grad_pair(r);
+}
+
 /* cast: x -> x's shape in the node's dtype */
 static bool rule_cast(rule *r) {
     r->n->shape = r->x->shape;

@@ -24,7 +24,7 @@ static void print_attrs(const ir_node *n, FILE *out) {
     const char *p = info->iattrs;
     for (int k = 0; *p && k < IR_MAX_IATTR; k++) {
         int len = (int)strcspn(p, ",");
-        bool init = (n->op == OP_PARAM || n->op == OP_VAR) && k == 0 && n->iattr[0] >= 0 && n->iattr[0] < INIT_COUNT;
+        bool init = (n->op == OP_PARAM || n->op == OP_VAR || n->op == OP_STATE) && k == 0 && n->iattr[0] >= 0 && n->iattr[0] < INIT_COUNT;
         if (init) fprintf(out, " %.*s=%s", len, p, ir_init_names[n->iattr[0]]);
         else fprintf(out, " %.*s=%lld", len, p, (long long)n->iattr[k]);
         p += len + (p[len] == ',');

@@ -80,7 +80,7 @@ static bool check_operands(checker *c, int i, const ir_node *n) {
 static void check_placement(checker *c, int i, const ir_node *n) {
     const ir_module *m = c->m;
     const char *op = op_name(n->op);
-    bool needs_name = n->op == OP_INPUT || n->op == OP_PARAM || n->op == OP_VAR;
+    bool needs_name = n->op == OP_INPUT || n->op == OP_PARAM || n->op == OP_VAR || n->op == OP_STATE;
     if (needs_name && (!n->name || !*n->name)) problem(c, "node %d (%s): has no name", i, op);
     int max_dev = m->n_devices > 0 ? m->n_devices : 1;
     if (n->device < -1 || n->device >= max_dev)

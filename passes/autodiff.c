@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/order.h"
 #include "passes.h"
 
 #define ASSERT(c, ...)                                                                        \
@@ -225,6 +226,25 @@ static void grad_dropout(ad_ctx *c, const ir_node *y, int dy) {
     SEND(0, emit(c, OP_DROPOUT_GRAD, 1, &dy, y));
 }
 
+/* y = in_training(a, b)  ->  da = dy; b is what eval and predict read */
+static void grad_in_training(ad_ctx *c, const ir_node *y, int dy) { SEND(0, dy); }
+
+/* y = all_reduce(x...) over replicas  ->  dx = all_reduce(dy), same attrs, split
+ * back into the inputs. Each replica's loss is its share of the global mean
+ * loss scaled by the replica count (gradients are averaged later), so the
+ * collective's transpose is the same collective: a mean for a mean, a sum
+ * for a sum. */
+static void grad_all_reduce(ad_ctx *c, const ir_node *y, int dy) {
+    int g = emit(c, OP_ALL_REDUCE, 1, &dy, y);
+    int64_t at = 0;
+    for (int k = 0; k < y->n_in; k++) {
+        ir_shape xs = shape_of(c, y->in[k]);
+        if (y->n_in == 1) SEND(k, reshape(c, g, xs));
+        else SEND(k, emit_as(c, xs, OP_VIEW, 1, &g, &(ir_node){.iattr = {at}}));
+        at += ir_shape_numel(&xs);
+    }
+}
+
 /* Ops without an entry have no gradient (CAST: f32 -> f32 only). */
 static const grad_rule rules[OP_COUNT] = {
     [OP_ADD] = grad_add,                  [OP_SUB] = grad_sub,
@@ -238,7 +258,8 @@ static const grad_rule rules[OP_COUNT] = {
     [OP_RESHAPE] = grad_reshape,          [OP_REDUCE_SUM] = grad_reduce_sum,
     [OP_REDUCE_MEAN] = grad_reduce_mean,  [OP_BROADCAST_TO] = grad_broadcast_to,
     [OP_SOFTMAX] = grad_softmax,          [OP_SPARSE_XENT] = grad_sparse_xent,
-    [OP_DROPOUT] = grad_dropout,
+    [OP_DROPOUT] = grad_dropout,          [OP_IN_TRAINING] = grad_in_training,
+    [OP_ALL_REDUCE] = grad_all_reduce,
 };
 
 /* ---- which nodes lie between a param and the loss ---- */
@@ -260,7 +281,8 @@ static void mark_loss(ad_ctx *c) {
     for (int i = c->m->loss; i >= 0; i--) {
         const ir_node *n = ir_node_at(c->m, i);
         if (!c->to_loss[i]) continue;
-        for (int k = 0; k < n->n_in; k++) c->to_loss[n->in[k]] = 1;
+        for (int k = 0; k < n->n_in; k++)
+            if (ir_reads_input(n, k, 0)) c->to_loss[n->in[k]] = 1; /* in the train program (bit 0) */
     }
 }
 

@@ -463,26 +463,33 @@ static void fans(const ir_shape *s, int64_t *in, int64_t *out) {
     *out = r == 0 ? 1 : r == 1 ? s->dim[0] : s->dim[r - 1] * rf;
 }
 
+/* param and state: a variable named by the scope path ("dense_1/kernel").
+ * A param is trained (m->params); a state is written by assign in training
+ * and read by eval and predict (moving statistics). One namespace: both are
+ * checkpoint tensors. */
 static void stmt_param(elab *c, const ast_stmt *st) {
+    const char *what = st->kind == ST_STATE ? "state" : "param";
     ir_shape s;
     value init = elab_eval(c, st->expr);
-    bool ok = eval_shape(c, st->type, "param", st->name, &s);
+    bool ok = eval_shape(c, st->type, what, st->name, &s);
     if (init.k != V_INIT && init.k != V_ERR)
-        elab_err(c, st->expr->loc, "initializer of param '%s' must be zeros, ones, glorot_uniform or he_normal", st->name);
+        elab_err(c, st->expr->loc, "initializer of %s '%s' must be zeros, ones, glorot_uniform or he_normal", what, st->name);
     if (!ok || init.k != V_INIT) return bind(c->fr, st->name, ERR);
     const char *path = elab_scope_path(c, c->fr->scope);
     const char *full = ir_intern(c->m, *path ? elab_fmt(c, "%s/%s", path, st->name) : st->name);
-    for (int i = 0; i < c->m->n_params; i++)
-        if (node(c, c->m->params[i])->name == full) {
-            elab_err(c, st->name_loc, "param '%s' is declared twice", full);
+    for (int i = 0; i < c->m->g.n; i++)
+        if ((node(c, i)->op == OP_PARAM || node(c, i)->op == OP_STATE) && node(c, i)->name == full) {
+            elab_err(c, st->name_loc, "%s '%s' is declared twice", what, full);
             return bind(c->fr, st->name, ERR);
         }
-    int id = elab_add(c, OP_PARAM, NULL, 0, st->loc);
+    int id = elab_add(c, st->kind == ST_STATE ? OP_STATE : OP_PARAM, NULL, 0, st->loc);
     ir_node *n = node(c, id);
     n->dtype = (ir_dtype)st->type->dtype, n->shape = s, n->name = full, n->iattr[0] = init.i;
     fans(&s, &n->iattr[1], &n->iattr[2]);
-    c->m->params = elab_xrealloc(c->m->params, (size_t)(c->m->n_params + 1) * sizeof *c->m->params);
-    c->m->params[c->m->n_params++] = id;
+    if (st->kind == ST_PARAM) {
+        c->m->params = elab_xrealloc(c->m->params, (size_t)(c->m->n_params + 1) * sizeof *c->m->params);
+        c->m->params[c->m->n_params++] = id;
+    }
     bind(c->fr, st->name, elab_finish(c, id));
 }
 
@@ -492,14 +499,14 @@ static void stmt_assign(elab *c, const ast_stmt *st) {
     bind(c->fr, st->name, elab_eval(c, st->expr));
 }
 
-const char *const elab_stmt_names[] = {"assignment", "param", "return", "input", "loss", "metric", "output", "setting"};
+const char *const elab_stmt_names[] = {"assignment", "param", "return", "input", "loss", "metric", "output", "setting", "state"};
 
 /* fn body: assignments, params and a return. */
 static value run_body(elab *c, const ast_stmt *s) {
     for (; s; s = s->next) {
         switch (s->kind) {
         case ST_ASSIGN: stmt_assign(c, s); break;
-        case ST_PARAM: stmt_param(c, s); break;
+        case ST_PARAM: case ST_STATE: stmt_param(c, s); break;
         case ST_RETURN: {
             value v = elab_eval(c, s->expr);
             if (s->next) elab_err(c, s->next->loc, "statement after 'return'");
@@ -594,7 +601,7 @@ static void elab_model(elab *c, const ast_decl *model) {
     for (const ast_stmt *s = model->body; s; s = s->next) {
         switch (s->kind) {
         case ST_ASSIGN: stmt_assign(c, s); break;
-        case ST_PARAM: stmt_param(c, s); break;
+        case ST_PARAM: case ST_STATE: stmt_param(c, s); break;
         case ST_INPUT: stmt_input(c, s); break;
         case ST_LOSS: stmt_loss(c, s, &ms); break;
         case ST_METRIC: stmt_metric(c, s); break;

@@ -119,7 +119,7 @@ static void find_lives(planner *P, int p, int dev) {
         if (ir_order_list(o, i) >= 0) {
             touch(P, p, i, i);
             for (int k = 0; k < n->n_in; k++)
-                if (m->g.nodes[n->in[k]].device == dev) touch(P, p, i, n->in[k]);
+                if (m->g.nodes[n->in[k]].device == dev && ir_reads_input(n, k, p)) touch(P, p, i, n->in[k]);
         }
         int64_t extra;
         int r = P->root_of[storage_root(P, i, &extra)];

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/order.h"
 #include "passes.h"
 
 typedef struct {
@@ -81,7 +82,7 @@ static void clone_replica(replicator *R, int r) {
         const ir_node *o = &R->old.nodes[i];
         if (o->op == OP_INPUT || is_update(o)) continue;
         for (int k = 0; k < o->n_in; k++) in[k] = operand(R, r, o->in[k]);
-        int c = add(R, o->op, in, o->n_in, o->loc, r, STREAM_COMPUTE);
+        int c = add(R, o->op, in, o->n_in, o->loc, r, o->op == OP_ALL_REDUCE ? comm_stream(R) : STREAM_COMPUTE);
         ir_node *n = ir_node_at(R->m, c);
         memcpy(n->iattr, o->iattr, sizeof n->iattr);
         memcpy(n->fattr, o->fattr, sizeof n->fattr);
@@ -190,6 +191,17 @@ static void clone_updates(replicator *R, int **view) {
         }
 }
 
+/* All-reduces of the forward pass (sync batch_norm's statistics) are
+ * collectives of their own, numbered after the buckets and the report. */
+static void number_forward_collectives(replicator *R) {
+    int next = R->m->n_buckets + 1;
+    for (int i = 0; i < R->old.n; i++) {
+        if (R->old.nodes[i].op != OP_ALL_REDUCE) continue;
+        for (int r = 0; r < R->n_dev; r++) ir_node_at(R->m, R->map[r][i])->iattr[0] = next;
+        next++;
+    }
+}
+
 /* The init program: every variable of replica 0 broadcast to all. */
 static void add_broadcasts(replicator *R) {
     int group = 0;
@@ -204,18 +216,19 @@ static void add_broadcasts(replicator *R) {
     }
 }
 
-/* Marks node i and everything it depends on as part of `program`. */
+/* Marks node i and everything it reads in `program` as part of it. */
 static void mark(ir_module *m, int i, unsigned program) {
     ir_node *n = ir_node_at(m, i);
     if (n->programs & program) return;
     n->programs |= program;
-    for (int k = 0; k < n->n_in; k++) mark(m, n->in[k], program);
+    for (int k = 0; k < n->n_in; k++)
+        if (ir_reads_input(n, k, __builtin_ctz(program))) mark(m, n->in[k], program);
 }
 
 static void mark_programs(ir_module *m, int n_dev) {
     for (int i = 0; i < m->g.n; i++) {
         const ir_node *n = ir_node_at(m, i);
-        if (is_update(n) || n->op == OP_ALL_REDUCE) mark(m, i, PROG_TRAIN);
+        if (is_update(n) || n->op == OP_ALL_REDUCE || n->op == OP_ASSIGN) mark(m, i, PROG_TRAIN);
         if (n->op == OP_BROADCAST) mark(m, i, PROG_INIT);
     }
     for (int r = 0; r < n_dev; r++) {
@@ -263,6 +276,7 @@ bool pass_replicate(ir_module *m, ir_diag *d, const pass_options *o) {
         clone_updates(&R, view);
     }
     add_broadcasts(&R);
+    number_forward_collectives(&R);
 
     /* the model interface now names replica 0's nodes */
     for (int b = 0; b < m->n_buckets; b++)

@@ -59,6 +59,7 @@ static void schedule_program(ir_module *m, int p, ir_sched_list *lists, int *wai
         if (!runs_in(node, p)) continue;
         int list = node->device * STREAM_COUNT + node->stream;
         for (int k = 0; k < node->n_in; k++) {
+            if (!ir_reads_input(node, k, p)) continue;
             int w = writer_of(m, node->in[k]);
             const ir_node *src = &m->g.nodes[w];
             if (src->device != node->device || src->stream == node->stream || !has_kernel_work(src)) continue;

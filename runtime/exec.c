@@ -2,6 +2,7 @@
  * walking the compiled schedule. It knows no backend: every allocation, copy,
  * kernel, event and collective goes through rt_backend_i. */
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -318,7 +319,8 @@ int rt_session_check_replicas(rt_session *s, char *err, size_t cap) {
     if (s->local < 2 && s->first == 0) return 0;
     for (int i = 0; i < m->g.n; i++) {
         const ir_node *n = &m->g.nodes[i];
-        if (!(ir_ops[n->op].flags & OPF_VARIABLE) || n->device != s->first) continue;
+        /* state (moving statistics) differs across replicas by design until averaged */
+        if (!(ir_ops[n->op].flags & OPF_VARIABLE) || n->op == OP_STATE || n->device != s->first) continue;
         size_t bytes = (size_t)ir_node_bytes(n);
         char *ref = malloc(bytes + 1), *other = malloc(bytes + 1);
         int bad = -1, rc = rt_session_read(s, i, ref);
@@ -343,6 +345,28 @@ int rt_session_check_replicas(rt_session *s, char *err, size_t cap) {
 }
 
 int rt_session_rank(const rt_session *s) { return s->b->ip ? s->b->ip->rank : 0; }
+
+int rt_session_average_states(rt_session *s) {
+    const ir_module *m = s->m;
+    int rc = 0;
+    for (int i = 0; i < m->g.n && !rc; i++) {
+        const ir_node *n = &m->g.nodes[i];
+        if (n->op != OP_STATE || n->device != s->first) continue;
+        int64_t count = ir_shape_numel(&n->shape);
+        if (count > INT_MAX) return fail(s, "a state variable is too large to average (2^31 elements or more)");
+        float *buf = malloc((size_t)count * sizeof *buf + 1);
+        double *sum = calloc((size_t)count + 1, sizeof *sum);
+        for (int r = s->first; r < s->first + s->local && !rc; r++) {
+            rc = rt_session_read(s, rt_session_peer(s, i, r), buf);
+            for (int64_t k = 0; k < count && !rc; k++) sum[k] += buf[k];
+        }
+        if (!rc) rc = rt_session_sum_processes(s, sum, (int)count);
+        for (int64_t k = 0; k < count && !rc; k++) buf[k] = (float)(sum[k] / m->n_devices);
+        for (int r = s->first; r < s->first + s->local && !rc; r++) rc = rt_session_write(s, rt_session_peer(s, i, r), buf);
+        free(buf), free(sum);
+    }
+    return rc;
+}
 
 int rt_session_sum_processes(rt_session *s, double *v, int n) {
     const rt_interprocess *ip = s->b->ip;

@@ -79,14 +79,14 @@ static void prune(const char *dir, int keep) {
 }
 
 int rt_ckpt_dir_save(rt_session *s, const char *dir, uint64_t seed, int keep, char *err, size_t cap) {
-    if (!rt_session_is_local(s, 0)) return 0;
-    if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
+    bool writer = rt_session_is_local(s, 0); /* every process saves (it averages state), replica 0's writes */
+    if (writer && mkdir(dir, 0777) < 0 && errno != EEXIST) {
         snprintf(err, cap, "%s: cannot create the checkpoint directory: %s", dir, strerror(errno));
         return -1;
     }
     char path[4096];
     snprintf(path, sizeof path, "%s/step-%lld.safetensors", dir, (long long)rt_session_step(s));
     if (rt_save_variables(s, path, seed, err, cap)) return -1;
-    prune(dir, keep);
+    if (writer) prune(dir, keep);
     return 0;
 }

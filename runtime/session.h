@@ -63,6 +63,13 @@ int rt_session_write(rt_session *s, int node, const void *src);
  * byte. Returns 0, or -1 naming the first differing variable in err. */
 int rt_session_check_replicas(rt_session *s, char *err, size_t cap);
 
+/* Non-trainable state (batch_norm's moving statistics without sync) drifts
+ * apart across replicas, each seeing its own batches. Its value is the mean
+ * over every replica (TF's ON_READ MEAN), written back to all of them; the
+ * runtime does this before a checkpoint is saved and before eval and predict.
+ * Training never reads state and moving averages are linear, so averaging
+ * early changes no later value. A collective: every process calls it. */
+int rt_session_average_states(rt_session *s);
 /* Sums v[0..n) over every process (no-op in one process). */
 int rt_session_sum_processes(rt_session *s, double *v, int n);
 /* Under mpirun: every process ends with buf's bytes merged, where each

@@ -36,6 +36,7 @@ int rt_input_specs(const ir_module *m, unsigned program, rt_input_spec *specs, i
 
 int rt_save_variables(rt_session *s, const char *path, uint64_t seed, char *err, size_t cap) {
     const ir_module *m = rt_session_module(s);
+    if (rt_session_average_states(s)) return snprintf(err, cap, "%s", rt_session_error(s)), -1;
     if (!rt_session_is_local(s, 0)) return 0;
     int n = 0;
     rt_ck_tensor *t = calloc((size_t)m->g.n, sizeof *t);
@@ -155,6 +156,7 @@ static int sum_rows(rt_session *s, int node, int r, int64_t valid, float *buf, d
 int rt_evaluate(rt_session *s, const rt_dataset *ds, rt_scores *out, char *err, size_t cap) {
     const ir_module *m = rt_session_module(s);
     int64_t per = m->global_batch / m->n_devices;
+    if (rt_session_average_states(s)) return snprintf(err, cap, "%s", rt_session_error(s)), -1;
     rt_loader *l = ordered_loader(s, ds, err, cap);
     if (!l) return -1;
     double sums[17] = {0};
@@ -188,6 +190,7 @@ int rt_predict(rt_session *s, const rt_dataset *ds, rt_tensor *out, char *err, s
         snprintf(err, cap, "model '%s' has no output to predict", m->model_name);
         return -1;
     }
+    if (rt_session_average_states(s)) return snprintf(err, cap, "%s", rt_session_error(s)), -1;
     const ir_node *o = &m->g.nodes[m->output];
     int64_t per = m->global_batch / m->n_devices, row = ir_node_bytes(o) / per, n = rt_dataset_count(ds);
     out->dtype = o->dtype, out->shape = o->shape, out->shape.dim[0] = n;

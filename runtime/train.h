@@ -15,9 +15,10 @@
  * Both have room for m->n_inputs. Returns the count. */
 int rt_input_specs(const ir_module *m, unsigned program, rt_input_spec *specs, int *which);
 
-/* Saves replica 0's variables (params and optimizer slots, hierarchical
- * names) with the step counter and seed as metadata. Only the process that
- * holds replica 0 writes. */
+/* Saves replica 0's variables (params, optimizer slots and state, by their
+ * hierarchical names) with the step counter and seed as metadata. Every
+ * process calls it (state is averaged over replicas first); only the process
+ * that holds replica 0 writes. */
 int rt_save_variables(rt_session *s, const char *path, uint64_t seed, char *err, size_t cap);
 /* Loads variables into replica 0 and broadcasts them. Every param must be
  * present with its shape; optimizer slots too, unless the file has none (a

@@ -19,3 +19,11 @@ add_test(NAME train_equivalence_wide_logits
          COMMAND test_equivalence ${MGC_SRC}/tests/train/wide_logits.mg ${MGC_SRC}/stdlib --synthetic 300000 --steps 6)
 set_tests_properties(train_equivalence_mnist_cnn_bucket1 train_equivalence_wide_logits
                      PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+# issue 12: batch_norm with sync equals 1 device (params and moving statistics);
+# without sync, replicas normalize by their own batch and must differ
+add_test(NAME train_equivalence_sync_bn
+         COMMAND test_equivalence ${MGC_SRC}/tests/train/sync_bn.mg ${MGC_SRC}/stdlib)
+add_test(NAME train_equivalence_local_bn_differs
+         COMMAND test_equivalence ${MGC_SRC}/tests/train/local_bn.mg ${MGC_SRC}/stdlib --expect-differ)
+set_tests_properties(train_equivalence_sync_bn train_equivalence_local_bn_differs
+                     PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)

@@ -387,6 +387,16 @@ static void inspect(const char *path, const ir_module *m) {
         printf("  %-24s %-20s %12s\n", n->name, ir_type_str(n->dtype, &n->shape, t, sizeof t), thousands(count, num));
     }
     printf("trainable parameters: %s\n", thousands(total, num));
+    int64_t fixed = 0; /* state: moving statistics, set by the forward pass (Keras' non-trainable count) */
+    for (int i = 0; i < m->g.n; i++) {
+        const ir_node *n = &m->g.nodes[i];
+        if (n->op != OP_STATE || n->device > 0) continue;
+        int64_t count = ir_shape_numel(&n->shape);
+        if (!fixed) printf("state (non-trainable)\n");
+        fixed += count;
+        printf("  %-24s %-20s %12s\n", n->name, ir_type_str(n->dtype, &n->shape, t, sizeof t), thousands(count, num));
+    }
+    printf("non-trainable parameters: %s\n", thousands(fixed, num));
     if (m->n_buckets) {
         printf("gradient buckets (each closes at ");
         print_bytes(m->bucket_bytes);

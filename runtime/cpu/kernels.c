@@ -76,6 +76,20 @@ static int k_pack(const rt_kernel_args *k, char *err, size_t cap) {
     return 0;
 }
 
+/* assign: the state (the output's bytes) takes the value */
+static int k_assign(const rt_kernel_args *k, char *err, size_t cap) {
+    (void)err, (void)cap;
+    memcpy(k->out, k->in[1], (size_t)ir_node_bytes(k->node));
+    return 0;
+}
+
+/* in_training: input 0 in the train program, input 1 in eval and predict */
+static int k_in_training(const rt_kernel_args *k, char *err, size_t cap) {
+    (void)err, (void)cap;
+    memcpy(k->out, k->in[*k->training ? 0 : 1], (size_t)ir_node_bytes(k->node));
+    return 0;
+}
+
 static const cpu_kernel_fn kernels[OP_COUNT] = {
     [OP_ADD] = cpu_k_binary, [OP_SUB] = cpu_k_binary, [OP_MUL] = cpu_k_binary, [OP_DIV] = cpu_k_binary,
     [OP_NEG] = cpu_k_unary, [OP_EXP] = cpu_k_unary, [OP_LOG] = cpu_k_unary, [OP_SQRT] = cpu_k_unary,
@@ -97,6 +111,7 @@ static const cpu_kernel_fn kernels[OP_COUNT] = {
     [OP_DROPOUT] = cpu_k_dropout, [OP_DROPOUT_GRAD] = cpu_k_dropout,
     [OP_SGD_UPDATE] = cpu_k_sgd, [OP_ADAM_UPDATE] = cpu_k_adam, [OP_RMSPROP_UPDATE] = cpu_k_rmsprop,
     [OP_ALL_REDUCE] = k_pack,
+    [OP_ASSIGN] = k_assign, [OP_IN_TRAINING] = k_in_training,
 };
 
 /* ops whose kernels read f32 data only (CAST, SHARD, RESHAPE, VIEW and the

@@ -230,7 +230,9 @@ static int dispatch(const ctx *c) {
     case OP_SHARD: return op_shard(c);
     case OP_ALL_REDUCE: return op_pack(c);
     case OP_CONST: return op_const(c);
-    case OP_INPUT: case OP_PARAM: case OP_VAR: case OP_COUNT: break;
+    case OP_ASSIGN: return copy_in(c, 1, 0, (size_t)ir_node_bytes(c->n)); /* into the state's bytes */
+    case OP_IN_TRAINING: return copy_in(c, *c->k->training ? 0 : 1, 0, (size_t)ir_node_bytes(c->n));
+    case OP_INPUT: case OP_PARAM: case OP_VAR: case OP_STATE: case OP_COUNT: break;
     }
     return bad(c, "source op has no kernel");
 }

@@ -326,7 +326,7 @@ static void eval_node(ref_eval *e, int i, int64_t step, bool training) {
     if (n->n_in > 1) t.y = &nodes[n->in[1]], t.b = e->val[n->in[1]];
     if (n->n_in > 2) t.c = e->val[n->in[2]];
     switch (n->op) {
-    case OP_INPUT: case OP_PARAM: case OP_VAR: return;
+    case OP_INPUT: case OP_PARAM: case OP_VAR: case OP_STATE: return;
     case OP_CONST: for (int64_t k = 0; k < t.len; k++) t.out[k] = n->fattr[0]; return;
     case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV:
     case OP_RELU_GRAD: case OP_SIGMOID_GRAD: case OP_TANH_GRAD: eval_binary(&t); return;
@@ -344,7 +344,17 @@ static void eval_node(ref_eval *e, int i, int64_t step, bool training) {
     case OP_SPARSE_XENT: case OP_SPARSE_XENT_GRAD: case OP_ARGMAX_MATCH: eval_xent(&t); return;
     case OP_DROPOUT: case OP_DROPOUT_GRAD: eval_dropout(&t, step, training); return;
     case OP_SGD_UPDATE: case OP_ADAM_UPDATE: case OP_RMSPROP_UPDATE: eval_update(e, &t, step); return;
-    case OP_SHARD: case OP_ALL_REDUCE: case OP_VIEW: case OP_BROADCAST: case OP_COUNT: break;
+    case OP_ASSIGN: /* the state takes the value, in training only */
+        if (training) memcpy(e->val[n->in[0]], t.b, (size_t)t.len * sizeof *t.out);
+        memcpy(t.out, e->val[n->in[0]], (size_t)t.len * sizeof *t.out);
+        return;
+    case OP_IN_TRAINING: memcpy(t.out, training ? t.a : t.b, (size_t)t.len * sizeof *t.out); return;
+    case OP_ALL_REDUCE: /* one replica: the inputs packed in order */
+        for (int k = 0, at = 0; k < n->n_in; at += (int)ir_shape_numel(&nodes[n->in[k]].shape), k++)
+            memcpy(t.out + at, e->val[n->in[k]], (size_t)ir_shape_numel(&nodes[n->in[k]].shape) * sizeof *t.out);
+        return;
+    case OP_VIEW: memcpy(t.out, t.a + n->iattr[0], (size_t)t.len * sizeof *t.out); return;
+    case OP_SHARD: case OP_BROADCAST: case OP_COUNT: break;
     }
     die("no reference for op '%s'", n->op < OP_COUNT ? ir_ops[n->op].name : "?");
 }

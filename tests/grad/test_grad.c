@@ -163,6 +163,19 @@ static int b_dropout(tb *t) {
     int x = param(t, "x", S(4, 5));
     return node(t, OP_DROPOUT, 1, &x, (int64_t[]){1234}, 1, (double[]){0.3}, 1, NULL);
 }
+/* in training: tanh(x); z only feeds the branch eval takes (its gradient is zero) */
+static int b_in_training(tb *t) {
+    return op2(t, OP_IN_TRAINING, op1(t, OP_TANH, param(t, "x", S(3, 4))), op1(t, OP_EXP, param(t, "z", S(3, 4))));
+}
+/* all_reduce over one replica packs its inputs (mean of one): the gradient
+ * path splits dy back (a reshape for one input, views for several) */
+static int b_all_reduce1(tb *t) {
+    return node(t, OP_ALL_REDUCE, 1, (int[]){param(t, "x", S(2, 3))}, (int64_t[]){0, 1}, 2, NULL, 0, NULL);
+}
+static int b_all_reduce2(tb *t) {
+    int x = op1(t, OP_SIGMOID, param(t, "x", S(2, 3))), y = param(t, "y", S(4));
+    return node(t, OP_ALL_REDUCE, 2, (int[]){x, y}, (int64_t[]){0, 1}, 2, NULL, 0, NULL);
+}
 /* y = tanh(x) has three users, x two: z = y*y + exp(y) + x */
 static int b_two_users(tb *t) {
     int x = param(t, "x", S(2, 3)), y = op1(t, OP_TANH, x);
@@ -231,6 +244,9 @@ static const grad_case cases[] = {
     {"softmax rank 3", OP_SOFTMAX, b_softmax3},
     {"sparse_xent", OP_SPARSE_XENT, b_xent},
     {"dropout", OP_DROPOUT, b_dropout},
+    {"in_training", OP_IN_TRAINING, b_in_training},
+    {"all_reduce one input", OP_ALL_REDUCE, b_all_reduce1},
+    {"all_reduce two inputs", OP_ALL_REDUCE, b_all_reduce2},
     {"value with several users", OP_ADD, b_two_users},
     {"mlp", OP_MATMUL, b_mlp},
     {"cnn", OP_CONV2D, b_cnn},

@@ -41,7 +41,7 @@ static inline int kh_build(one_op *t, ir_op op, int n_in, const ir_shape *in_sha
     t->n_in = n_in;
     int idx[4];
     for (int i = 0; i < n_in; i++) {
-        idx[i] = ir_add(t->m, OP_INPUT, NULL, 0, (ir_loc){0});
+        idx[i] = ir_add(t->m, op == OP_ASSIGN && i == 0 ? OP_STATE : OP_INPUT, NULL, 0, (ir_loc){0}); /* assign writes a state */
         ir_node *x = ir_node_at(t->m, idx[i]);
         x->shape = in_shape[i], x->dtype = in_dtype[i];
     }

@@ -240,6 +240,17 @@ static void ref_dropout(const one_op *t, double **in, double *out) {
     }
 }
 
+/* assign: the state (in[0], written in place) takes the value */
+static void ref_assign(const one_op *t, double **in, double *out) {
+    (void)out;
+    memcpy(in[0], in[1], (size_t)numel(oshape(t)) * sizeof **in);
+}
+
+/* in_training: input 0 in training, input 1 outside it */
+static void ref_in_training(const one_op *t, double **in, double *out) {
+    memcpy(out, in[t->training ? 0 : 1], (size_t)numel(oshape(t)) * sizeof *out);
+}
+
 /* optimizers update in[0] and the slots in place (Keras formulas, in double) */
 static void ref_sgd(const one_op *t, double **in, double *out) {
     (void)out;
@@ -374,6 +385,8 @@ static const tcase cases[] = {
     {"argmax_match", OP_ARGMAX_MATCH, 2, {"64,10", "64"}, LAB, .ref = ref_xent},
     {"dropout", OP_DROPOUT, 1, {"8,50"}, .iattr = {42}, .fattr = {0.3}, .ref = ref_dropout},
     {"dropout_grad", OP_DROPOUT_GRAD, 1, {"8,50"}, .iattr = {42}, .fattr = {0.3}, .ref = ref_dropout},
+    {"assign", OP_ASSIGN, 2, {"3,7", "3,7"}, .ref = ref_assign},
+    {"in_training", OP_IN_TRAINING, 2, {"4,6", "4,6"}, .ref = ref_in_training},
     {"sgd", OP_SGD_UPDATE, 2, {"33", "33"}, .fattr = {0.1}, .ref = ref_sgd},
     {"sgd momentum", OP_SGD_UPDATE, 3, {"33", "33", "33"}, .fattr = {0.1, 0.9}, .ref = ref_sgd},
     {"sgd nesterov", OP_SGD_UPDATE, 3, {"33", "33", "33"}, .iattr = {1}, .fattr = {0.1, 0.9}, .ref = ref_sgd},
@@ -519,6 +532,24 @@ static int test_dropout_stats(void) {
     return bad;
 }
 
+/* in_training reads its second input outside training */
+static int test_in_training_eval(void) {
+    ir_shape s[2] = {kh_shape("100"), kh_shape("100")};
+    one_op t;
+    char err[256];
+    int bad = kh_build(&t, OP_IN_TRAINING, 2, s, (ir_dtype[]){IR_F32, IR_F32}, (int64_t[8]){0}, (double[6]){0}, NULL, 0,
+                       err, sizeof err);
+    for (int i = 0; i < 100; i++) ((float *)t.in[0])[i] = (float)i, ((float *)t.in[1])[i] = -(float)i - 1;
+    t.training = 0;
+    bad |= kh_run(&t, err, sizeof err);
+    if (bad || memcmp(t.in[1], t.out, 100 * sizeof(float))) {
+        fprintf(stderr, "FAIL in_training outside training: not its second input\n");
+        bad = 1;
+    }
+    kh_free(&t);
+    return bad;
+}
+
 /* dropout and its gradient are the identity outside training (eval, predict) */
 static int test_dropout_eval(void) {
     int bad = 0;
@@ -629,7 +660,8 @@ int main(void) {
     failed += test_bad_label();
     failed += test_dropout_stats();
     failed += test_dropout_eval();
+    failed += test_in_training_eval();
     failed += test_concurrent();
-    printf("%d kernel cases, %d failed\n", n + 4, failed);
+    printf("%d kernel cases, %d failed\n", n + 5, failed);
     return failed != 0;
 }

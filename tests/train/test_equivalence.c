@@ -1,11 +1,15 @@
 /* test_equivalence.c - N replicas at global batch B follow one device at
  * batch B: train a model 20 steps (or S) on 1, 2 and 4 logical CPU devices (same
- * seed, same global batch) and compare every param (relative 1e-5 per
+ * seed, same global batch) and compare every param and state (relative 1e-5 per
  * tensor); every replica must be bit-identical to replica 0 after every step,
  * one bit flipped on the last replica must make the replica check name it,
  * and a second 2-device run must end with the same bits as the first.
  *   test_equivalence MODEL.mg STDLIB_DIR [cross-device-ops] [--bucket-bytes N] [--steps S]
- *                    [--synthetic CLASSES]
+ *                    [--synthetic CLASSES] [--expect-differ]
+ * State (moving statistics) is compared after averaging over replicas, as
+ * saved. --expect-differ: a model whose replicas normalize by their own
+ * batch (batch_norm without sync) must differ from one device by more than
+ * 1e-3 somewhere (the documented difference), and still agree run after run.
  * Data: Fashion-MNIST, or with --synthetic, 256 random examples (f32 inputs
  * in [-1, 1), i32 labels in [0, CLASSES)). */
 #include <math.h>
@@ -21,6 +25,7 @@ enum { GLOBAL_BATCH = 64 };
 static int64_t steps = 20;
 
 static int64_t bucket_bytes = 256 << 10; /* several buckets, so overlap and packing are exercised */
+static bool expect_differ;                /* --expect-differ: batch_norm without sync must not match */
 
 static ir_module *compile(const char *path, const char *stdlib, int n_dev, ir_cross_device xdev) {
     pass_options o;
@@ -39,7 +44,17 @@ static ir_module *compile(const char *path, const char *stdlib, int n_dev, ir_cr
     return m;
 }
 
-/* Trains and returns replica 0's params, concatenated. */
+/* The variables compared: params, then state (moving statistics), of replica 0. */
+static int *compared(const ir_module *m, int *n) {
+    int *v = malloc((size_t)m->g.n * sizeof *v);
+    *n = 0;
+    for (int p = 0; p < m->n_params; p++) v[(*n)++] = m->params[p];
+    for (int i = 0; i < m->g.n; i++)
+        if (m->g.nodes[i].op == OP_STATE && m->g.nodes[i].device == 0) v[(*n)++] = i;
+    return v;
+}
+
+/* Trains and returns replica 0's params and state, concatenated. */
 static float *train(ir_module *m, const rt_dataset *ds, int64_t *count) {
     char err[640] = "";
     rt_session_options so = {.threads_per_device = 1, .collective_timeout = 30};
@@ -72,13 +87,16 @@ static float *train(ir_module *m, const rt_dataset *ds, int64_t *count) {
         }
         free(v);
     }
+    if (rt_session_average_states(s)) exit(1); /* as saved: the mean over replicas */
+    int n_vars, *vars = compared(m, &n_vars);
     *count = 0;
-    for (int p = 0; p < m->n_params; p++) *count += ir_shape_numel(&m->g.nodes[m->params[p]].shape);
+    for (int v = 0; v < n_vars; v++) *count += ir_shape_numel(&m->g.nodes[vars[v]].shape);
     float *all = malloc((size_t)*count * sizeof *all), *at = all;
-    for (int p = 0; p < m->n_params; p++) {
-        rt_session_read(s, m->params[p], at);
-        at += ir_shape_numel(&m->g.nodes[m->params[p]].shape);
+    for (int v = 0; v < n_vars; v++) {
+        rt_session_read(s, vars[v], at);
+        at += ir_shape_numel(&m->g.nodes[vars[v]].shape);
     }
+    free(vars);
     rt_session_free(s);
     return all;
 }
@@ -107,21 +125,30 @@ static rt_dataset *synthetic(const rt_input_spec *specs, int n, int64_t classes,
     return ds;
 }
 
-/* Relative difference of each param of b from a; returns how many exceed 1e-5. */
+/* Relative difference of each variable of b from a; returns how many exceed
+ * 1e-5 (with expect_differ: how many stay within it). */
 static int compare(const ir_module *m, const float *a, const float *b, int devices) {
-    int failures = 0;
-    for (int p = 0; p < m->n_params; p++) {
-        int64_t len = ir_shape_numel(&m->g.nodes[m->params[p]].shape);
+    int failures = 0, n_vars, *vars = compared(m, &n_vars), within = 0;
+    double worst = 0;
+    for (int v = 0; v < n_vars; v++) {
+        const ir_node *x = &m->g.nodes[vars[v]];
+        int64_t len = ir_shape_numel(&x->shape);
         double diff = 0, norm = 0;
         for (int64_t k = 0; k < len; k++) diff += (a[k] - b[k]) * (double)(a[k] - b[k]), norm += a[k] * (double)a[k];
         double rel = sqrt(diff / (norm > 0 ? norm : 1));
-        printf("%d devices  %-20s relative difference %.2e\n", devices, m->g.nodes[m->params[p]].name, rel);
-        if (!(rel < 1e-5)) {
-            printf("FAIL: %s differs by %.2e (limit 1e-5)\n", m->g.nodes[m->params[p]].name, rel);
+        printf("%d devices  %-32s relative difference %.2e\n", devices, x->name, rel);
+        within += rel < 1e-5, worst = rel > worst ? rel : worst;
+        if (!(rel < 1e-5) && !expect_differ) {
+            printf("FAIL: %s differs by %.2e (limit 1e-5)\n", x->name, rel);
             failures++;
         }
         a += len, b += len;
     }
+    if (expect_differ && !(worst > 1e-3)) {
+        printf("FAIL: expected %d devices to differ from 1 (per-replica statistics), worst difference %.2e\n", devices, worst);
+        failures++;
+    }
+    free(vars);
     return failures;
 }
 
@@ -135,6 +162,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[a], "--bucket-bytes") && a + 1 < argc) bucket_bytes = atoll(argv[++a]);
         else if (!strcmp(argv[a], "--synthetic") && a + 1 < argc) classes = atoll(argv[++a]);
         else if (!strcmp(argv[a], "--steps") && a + 1 < argc) steps = atoll(argv[++a]);
+        else if (!strcmp(argv[a], "--expect-differ")) expect_differ = true;
         else return fprintf(stderr, "test_equivalence: unknown argument '%s'\n", argv[a]), 2;
     }
     char err[640];

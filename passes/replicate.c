@@ -5,9 +5,12 @@
  *   gradients --(buckets)--> all_reduce(mean) --view--> optimizer updates
  *   loss, metric means --> all_reduce(mean)  (the "report" bucket)
  *   every variable --broadcast from replica 0--> all  (the init program)
+ *   all_reduce of the model itself (synchronized batch statistics): cloned,
+ *   a collective of its own on the communication stream
  *
  * Every replica applies the same averaged gradient to the same values, so
- * variables stay bit-identical across replicas.
+ * params and slots stay bit-identical across replicas (state, updated from
+ * each replica's own batch, is averaged by the runtime instead).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -378,13 +378,18 @@ static void inspect(const char *path, const ir_module *m) {
         if (o->kind == OPT_RMSPROP) printf(" rho=%g momentum=%g epsilon=%g", o->rho, o->momentum, o->epsilon);
         printf("\n");
     }
+    int width = 24; /* the name column: the longest param or state name */
+    for (int i = 0; i < m->g.n; i++)
+        if ((m->g.nodes[i].op == OP_PARAM || m->g.nodes[i].op == OP_STATE) && m->g.nodes[i].name &&
+            (int)strlen(m->g.nodes[i].name) > width)
+            width = (int)strlen(m->g.nodes[i].name);
     printf("params\n");
     int64_t total = 0;
     for (int p = 0; p < m->n_params; p++) {
         const ir_node *n = &m->g.nodes[m->params[p]];
         int64_t count = ir_shape_numel(&n->shape);
         total += count;
-        printf("  %-24s %-20s %12s\n", n->name, ir_type_str(n->dtype, &n->shape, t, sizeof t), thousands(count, num));
+        printf("  %-*s %-20s %12s\n", width, n->name, ir_type_str(n->dtype, &n->shape, t, sizeof t), thousands(count, num));
     }
     printf("trainable parameters: %s\n", thousands(total, num));
     int64_t fixed = 0; /* state: moving statistics, set by the forward pass (Keras' non-trainable count) */
@@ -394,7 +399,7 @@ static void inspect(const char *path, const ir_module *m) {
         int64_t count = ir_shape_numel(&n->shape);
         if (!fixed) printf("state (non-trainable)\n");
         fixed += count;
-        printf("  %-24s %-20s %12s\n", n->name, ir_type_str(n->dtype, &n->shape, t, sizeof t), thousands(count, num));
+        printf("  %-*s %-20s %12s\n", width, n->name, ir_type_str(n->dtype, &n->shape, t, sizeof t), thousands(count, num));
     }
     printf("non-trainable parameters: %s\n", thousands(fixed, num));
     if (m->n_buckets) {

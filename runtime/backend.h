@@ -11,6 +11,7 @@
 #ifndef MGC_BACKEND_H
 #define MGC_BACKEND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -56,6 +57,10 @@ typedef struct {
     int (*upload)(rt_backend *b, int device, int stream, void *dst, const void *src, size_t bytes);
     int (*download)(rt_backend *b, int device, int stream, void *dst, const void *src, size_t bytes);
     int (*launch)(rt_backend *b, int device, int stream, const rt_kernel_args *k);
+    /* whether launch has a kernel for node n (its op and dtype); asked for
+     * every node of a plan before a session starts, so a missing kernel is
+     * one message up front, not a failure at step 1; why says what is missing */
+    bool (*supports)(const ir_node *n, char *why, size_t cap);
     /* events: indices < n_events; generation distinguishes runs of a program */
     int (*record)(rt_backend *b, int device, int stream, int event, uint64_t generation);
     int (*wait)(rt_backend *b, int device, int stream, int event, uint64_t generation);

@@ -1,12 +1,13 @@
 /* exec.c - the executor: binds a plan to a backend and runs its programs by
  * walking the compiled schedule. It knows no backend: every allocation, copy,
  * kernel, event and collective goes through rt_backend_i. */
-#include <stdio.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../ir/devices.h"
+#include "../ir/order.h"
 #include "session.h"
 
 struct rt_session {
@@ -135,6 +136,21 @@ static int fill_constants(rt_session *s) {
     return 0;
 }
 
+/* Every kernel of this process's replicas has an implementation in b. */
+static bool backend_runs_plan(rt_backend *b, const ir_module *m, int first, int local, char *err, size_t cap) {
+    char why[128];
+    for (int i = 0; i < m->g.n; i++) {
+        const ir_node *n = &m->g.nodes[i];
+        bool kernel = n->programs && !(ir_ops[n->op].flags & OPF_SOURCE) && !ir_is_view(n) &&
+                      n->op != OP_SHARD && n->op != OP_BROADCAST; /* an upload, a collective: no kernel (issue) */
+        if (!kernel || n->device < first || n->device >= first + local || b->i->supports(n, why, sizeof why)) continue;
+        snprintf(err, cap, "the %s backend cannot run '%s' (%s:%d:%d): %s", b->i->name, ir_ops[n->op].name,
+                 n->loc.file ? n->loc.file : "?", n->loc.line, n->loc.col, why);
+        return false;
+    }
+    return true;
+}
+
 rt_session *rt_session_new(const ir_module *m, const rt_session_options *o, char *err, size_t cap) {
     int first = o->local_replicas ? o->first_replica : 0, local = o->local_replicas ? o->local_replicas : m->n_devices;
     if (first < 0 || local < 1 || first + local > m->n_devices) {
@@ -143,6 +159,7 @@ rt_session *rt_session_new(const ir_module *m, const rt_session_options *o, char
     }
     rt_backend *b = pick_backend(m, first, local, err, cap);
     if (!b) return NULL;
+    if (!backend_runs_plan(b, m, first, local, err, cap)) return free(b), NULL;
     rt_session *s = calloc(1, sizeof *s);
     s->m = m, s->b = b;
     s->local = local, s->first = first, s->absent = o->absent_replica - 1, s->check_numerics = o->check_numerics;

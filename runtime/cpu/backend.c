@@ -350,6 +350,7 @@ static const rt_backend_i cpu_backend_i = {
     .upload = cpu_copy,
     .download = cpu_copy,
     .launch = cpu_launch,
+    .supports = cpu_kernel_supports,
     .record = cpu_record,
     .wait = cpu_wait,
     .collective = cpu_collective,

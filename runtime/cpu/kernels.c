@@ -135,6 +135,13 @@ static int check_finite(const rt_kernel_args *k, char *err, size_t cap) {
     return 0;
 }
 
+bool cpu_kernel_supports(const ir_node *n, char *why, size_t cap) {
+    if (!kernels[n->op]) return snprintf(why, cap, "no CPU kernel"), false;
+    if (f32_only(n->op) && n->dtype != IR_F32)
+        return snprintf(why, cap, "the CPU kernel takes f32, got %s", ir_dtype_name(n->dtype)), false;
+    return true;
+}
+
 int cpu_kernel_run(const rt_kernel_args *k, char *err, size_t cap) {
     ir_op op = k->node->op;
     if (!kernels[op]) return cpu_kerr(k, err, cap, "has no CPU kernel");

@@ -278,6 +278,7 @@ static const rt_backend_i cuda_iface = {
     .upload = cuda_upload,
     .download = cuda_download,
     .launch = cuda_launch,
+    .supports = cuda_supports,
     .record = cuda_record,
     .wait = cuda_wait,
     .collective = cuda_collective,

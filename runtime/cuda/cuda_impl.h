@@ -96,6 +96,8 @@ int cuda_use(rt_backend *b, int device); /* cudaSetDevice(ordinal) */
 
 /* cuda_launch.c: runs one node on (device, stream) */
 int cuda_launch(rt_backend *b, int device, int stream, const rt_kernel_args *k);
+/* whether cuda_launch has a kernel for node n (rt_backend_i.supports) */
+bool cuda_supports(const ir_node *n, char *why, size_t cap);
 
 /* cuda_dnn.c: cuDNN convolution and pooling */
 int cuda_conv(rt_backend *b, int device, int stream, const rt_kernel_args *k);

@@ -1,4 +1,4 @@
-/* cuda_launch.c - runs one node on a device stream: dispatch over the op enum
+/* cuda_launch.c - runs one node on a device stream: a table over the op enum
  * to cuBLAS (matmul), cuDNN (cuda_dnn.c) or a kernel of cuda_kernels.cu. */
 #include <string.h>
 
@@ -209,37 +209,43 @@ static int op_const(const ctx *c) {
     return 0;
 }
 
-static int dispatch(const ctx *c) {
-    switch (c->n->op) {
-    case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV:
-    case OP_RELU_GRAD: case OP_SIGMOID_GRAD: case OP_TANH_GRAD: return op_binary(c);
-    case OP_NEG: case OP_EXP: case OP_LOG: case OP_SQRT:
-    case OP_RELU: case OP_SIGMOID: case OP_TANH: return op_unary(c);
-    case OP_CAST: return op_cast(c);
-    case OP_MATMUL: return op_matmul(c);
-    case OP_CONV2D: case OP_CONV2D_GRAD_INPUT: case OP_CONV2D_GRAD_FILTER: return cuda_conv(c->b, c->device, c->stream, c->k);
-    case OP_MAX_POOL2D: case OP_MAX_POOL2D_GRAD:
-    case OP_AVG_POOL2D: case OP_AVG_POOL2D_GRAD: return cuda_pool(c->b, c->device, c->stream, c->k);
-    case OP_RESHAPE: case OP_VIEW: case OP_BROADCAST: return op_alias(c);
-    case OP_REDUCE_SUM: case OP_REDUCE_MEAN: return op_reduce(c);
-    case OP_BROADCAST_TO: return op_broadcast_to(c);
-    case OP_SOFTMAX: case OP_SOFTMAX_GRAD: case OP_SPARSE_XENT:
-    case OP_SPARSE_XENT_GRAD: case OP_ARGMAX_MATCH: return op_softmax(c);
-    case OP_DROPOUT: case OP_DROPOUT_GRAD: return op_dropout(c);
-    case OP_SGD_UPDATE: case OP_ADAM_UPDATE: case OP_RMSPROP_UPDATE: return op_update(c);
-    case OP_SHARD: return op_shard(c);
-    case OP_ALL_REDUCE: return op_pack(c);
-    case OP_CONST: return op_const(c);
-    case OP_ASSIGN: return copy_in(c, 1, 0, (size_t)ir_node_bytes(c->n)); /* into the state's bytes */
-    case OP_IN_TRAINING: return copy_in(c, *c->k->training ? 0 : 1, 0, (size_t)ir_node_bytes(c->n));
-    case OP_INPUT: case OP_PARAM: case OP_VAR: case OP_STATE: case OP_COUNT: break;
-    }
-    return bad(c, "source op has no kernel");
+static int op_conv(const ctx *c) { return cuda_conv(c->b, c->device, c->stream, c->k); }
+static int op_pool(const ctx *c) { return cuda_pool(c->b, c->device, c->stream, c->k); }
+static int op_assign(const ctx *c) { return copy_in(c, 1, 0, (size_t)ir_node_bytes(c->n)); } /* into the state's bytes */
+static int op_in_training(const ctx *c) { return copy_in(c, *c->k->training ? 0 : 1, 0, (size_t)ir_node_bytes(c->n)); }
+
+/* The kernel of each op; sources have none (cuda_supports reports the rest). */
+static int (*const kernels[OP_COUNT])(const ctx *c) = {
+    [OP_ADD] = op_binary, [OP_SUB] = op_binary, [OP_MUL] = op_binary, [OP_DIV] = op_binary,
+    [OP_RELU_GRAD] = op_binary, [OP_SIGMOID_GRAD] = op_binary, [OP_TANH_GRAD] = op_binary,
+    [OP_NEG] = op_unary, [OP_EXP] = op_unary, [OP_LOG] = op_unary, [OP_SQRT] = op_unary,
+    [OP_RELU] = op_unary, [OP_SIGMOID] = op_unary, [OP_TANH] = op_unary,
+    [OP_CAST] = op_cast,
+    [OP_MATMUL] = op_matmul,
+    [OP_CONV2D] = op_conv, [OP_CONV2D_GRAD_INPUT] = op_conv, [OP_CONV2D_GRAD_FILTER] = op_conv,
+    [OP_MAX_POOL2D] = op_pool, [OP_MAX_POOL2D_GRAD] = op_pool, [OP_AVG_POOL2D] = op_pool, [OP_AVG_POOL2D_GRAD] = op_pool,
+    [OP_RESHAPE] = op_alias, [OP_VIEW] = op_alias, [OP_BROADCAST] = op_alias,
+    [OP_REDUCE_SUM] = op_reduce, [OP_REDUCE_MEAN] = op_reduce,
+    [OP_BROADCAST_TO] = op_broadcast_to,
+    [OP_SOFTMAX] = op_softmax, [OP_SOFTMAX_GRAD] = op_softmax, [OP_SPARSE_XENT] = op_softmax,
+    [OP_SPARSE_XENT_GRAD] = op_softmax, [OP_ARGMAX_MATCH] = op_softmax,
+    [OP_DROPOUT] = op_dropout, [OP_DROPOUT_GRAD] = op_dropout,
+    [OP_SGD_UPDATE] = op_update, [OP_ADAM_UPDATE] = op_update, [OP_RMSPROP_UPDATE] = op_update,
+    [OP_SHARD] = op_shard,
+    [OP_ALL_REDUCE] = op_pack,
+    [OP_CONST] = op_const,
+    [OP_ASSIGN] = op_assign, [OP_IN_TRAINING] = op_in_training,
+};
+
+bool cuda_supports(const ir_node *n, char *why, size_t cap) {
+    if (!kernels[n->op]) return snprintf(why, cap, "no CUDA kernel"), false;
+    return true;
 }
 
 int cuda_launch(rt_backend *b, int device, int stream, const rt_kernel_args *k) {
     cuda_device *dev = &cuda_st(b)->dev[device];
     ctx c = {b, dev, device, stream, dev->stream[stream], k, k->node};
     TRY(cuda_use(b, device));
-    return dispatch(&c);
+    if (!kernels[c.n->op]) return bad(&c, "no CUDA kernel");
+    return kernels[c.n->op](&c);
 }

@@ -1,5 +1,6 @@
 /* test_cuda_init.c - the CUDA backend starts on a GPU machine and fails cleanly
- * (-1, one line naming cudaGetDeviceCount) on a machine without one. */
+ * (-1, one line naming cudaGetDeviceCount) on a machine without one; it has a
+ * kernel for every op the CPU backend has. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +45,27 @@ static void with_gpu(rt_backend *b) {
     b->i->shutdown(b);
 }
 
+/* Both backends answer for a plan before it runs: every op with a CPU kernel
+ * has a CUDA kernel (runs without a GPU: the tables are host code). */
+static void same_ops(void) {
+    rt_backend *cpu = rt_backend_cpu(), *cuda = rt_backend_cuda();
+    char why[128];
+    for (int op = 0; op < OP_COUNT; op++) {
+        ir_node n = {.op = (ir_op)op, .dtype = IR_F32};
+        if (!cpu->i->supports(&n, why, sizeof why)) continue;
+        if (!cuda->i->supports(&n, why, sizeof why)) {
+            fprintf(stderr, "FAIL: op '%s' has a CPU kernel and %s\n", ir_ops[op].name, why);
+            failures++;
+        }
+    }
+    ir_node i32_add = {.op = OP_ADD, .dtype = IR_I32};
+    expect(!cpu->i->supports(&i32_add, why, sizeof why) && !strcmp(why, "the CPU kernel takes f32, got i32"),
+           "the CPU backend refuses an i32 add, saying why");
+    free(cpu), free(cuda);
+}
+
 int main(void) {
+    same_ops();
     char why[256] = "";
     int n = rt_cuda_device_count(why, sizeof why);
     rt_backend *b = rt_backend_cuda();

@@ -18,10 +18,16 @@ typedef enum {
     EX_FLOAT,  /* fval */
     EX_STR,    /* name: the string's contents */
     EX_NAME,   /* name: an identifier, or "prim.NAME" */
-    EX_BINARY, /* op in "+-* /", lhs, rhs */
+    EX_BINARY, /* op, lhs, rhs: op one of + - * / < > and AST_LE AST_GE AST_EQ AST_NE AST_AND AST_OR */
     EX_NEG,    /* lhs */
+    EX_NOT,    /* lhs */
     EX_CALL,   /* lhs: the callee, args */
+    EX_LIST,   /* lhs: the first element, linked by next; NULL when empty */
+    EX_INDEX,  /* lhs[rhs] */
 } ast_expr_kind;
+
+/* EX_BINARY operators beyond the one-character ones */
+enum { AST_LE = 'l', AST_GE = 'g', AST_EQ = '=', AST_NE = '!', AST_AND = '&', AST_OR = '|' };
 
 typedef struct ast_arg ast_arg;
 
@@ -79,7 +85,16 @@ typedef enum {
     ST_OUTPUT,  /* output name */
     ST_SETTING, /* in train: name = expr [per replica | global] */
     ST_STATE,   /* state name: type = expr (a non-trainable variable) */
+    ST_IF,      /* if expr { body } else { orelse } (orelse may hold one ST_IF: else if) */
+    ST_FOR,     /* for name in expr { body } */
 } ast_stmt_kind;
+
+/* The names of `a, b = expr`, linked by next. */
+typedef struct ast_name {
+    const char *name;
+    ir_loc loc;
+    struct ast_name *next;
+} ast_name;
 
 enum { BATCH_PLAIN, BATCH_PER_REPLICA, BATCH_GLOBAL };
 
@@ -91,6 +106,8 @@ typedef struct ast_stmt {
     ast_type *type;
     ast_expr *expr;
     int suffix;             /* BATCH_* of a setting */
+    ast_name *targets;      /* ST_ASSIGN of several names: every name (name is the first) */
+    struct ast_stmt *body, *orelse; /* ST_IF, ST_FOR */
     struct ast_stmt *next;
 } ast_stmt;
 

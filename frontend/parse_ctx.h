@@ -14,6 +14,7 @@ typedef struct {
     int last_col;      /* column of the last newline */
     bool at_line_start;/* last token was an end of line (or none yet) */
     bool eof_nl_sent;
+    int depth;         /* open ( and [: inside them a line break is not the end of a statement */
     ast_decl *decls, *tail;
 } fe_ctx;
 

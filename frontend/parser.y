@@ -19,6 +19,7 @@ typedef struct { ast_stmt *head, *tail; } stmt_list;
 typedef struct { ast_param *head, *tail; } param_list;
 typedef struct { ast_arg *head, *tail; } arg_list;
 typedef struct { ast_expr *head, *tail; } expr_list;
+typedef struct { ast_name *head, *tail; } name_list;
 }
 
 %code {
@@ -30,6 +31,8 @@ static void add_decl(fe_ctx *ctx, ast_decl_kind kind, ir_loc loc, const char *na
                      ast_param *params, ast_stmt *body);
 static ast_expr *binary(fe_ctx *ctx, char op, ast_expr *a, ast_expr *b, ir_loc loc);
 static ast_type *make_type(fe_ctx *ctx, const char *name, ir_loc loc, bool has_dims, ast_expr *dims);
+static ast_expr *list(fe_ctx *ctx, ast_expr *first, ir_loc loc);
+static ast_name *name_new(fe_ctx *ctx, const char *name, ir_loc loc);
 }
 
 %union {
@@ -45,6 +48,7 @@ static ast_type *make_type(fe_ctx *ctx, const char *name, ir_loc loc, bool has_d
     param_list params;
     arg_list args;
     expr_list exprs;
+    name_list names;
 }
 
 %token <s> IDENT "identifier" STRING "string"
@@ -54,20 +58,28 @@ static ast_type *make_type(fe_ctx *ctx, const char *name, ir_loc loc, bool has_d
 %token USE "'use'" FN "'fn'" PARAM "'param'" MODEL "'model'" INPUT "'input'" LOSS "'loss'"
 %token STATE "'state'" METRIC "'metric'" OUTPUT "'output'" TRAIN "'train'" RETURN "'return'"
 %token PER "'per'" REPLICA "'replica'" GLOBAL "'global'"
+%token IF "'if'" ELSE "'else'" FOR "'for'" IN "'in'" AND "'and'" OR "'or'" NOT "'not'"
+%token LE "'<='" GE "'>='" EQ "'=='" NE "'!='"
 
+%left OR
+%left AND
+%precedence NOT
+%nonassoc '<' '>' LE GE EQ NE
 %left '+' '-'
 %left '*' '/'
 %precedence NEG
+%precedence '[' '('
 
 %type <expr> expr primary name
 %type <type> type
-%type <stmt> stmt
+%type <stmt> stmt if_stmt
+%type <names> names
 %type <stmts> stmts block
 %type <param> param
 %type <params> params
 %type <arg> arg
 %type <args> args
-%type <exprs> dims
+%type <exprs> dims exprs
 %type <i> suffix
 
 %%
@@ -141,7 +153,8 @@ stmts
     ;
 
 /* stmt -> IDENT '=' expr suffix | (PARAM | STATE) IDENT ':' type '=' expr | RETURN expr
- *       | INPUT IDENT ':' type | LOSS '=' expr | METRIC IDENT '=' expr | OUTPUT IDENT */
+ *       | INPUT IDENT ':' type | LOSS '=' expr | METRIC IDENT '=' expr | OUTPUT IDENT
+ *       | IDENT (',' IDENT)+ '=' expr | RETURN expr (',' expr)* | if_stmt | FOR IDENT IN expr block */
 stmt
     : IDENT '=' expr suffix           { $$ = ast_stmt_new(ctx->arena, ST_ASSIGN, L(@1)); $$->name = $1; $$->name_loc = L(@1);
                                         $$->expr = $3; $$->suffix = (int)$4; }
@@ -149,13 +162,36 @@ stmt
                                         $$->type = $4; $$->expr = $6; }
     | STATE IDENT ':' type '=' expr   { $$ = ast_stmt_new(ctx->arena, ST_STATE, L(@1)); $$->name = $2; $$->name_loc = L(@2);
                                         $$->type = $4; $$->expr = $6; }
+    | names ',' IDENT '=' expr        { $$ = ast_stmt_new(ctx->arena, ST_ASSIGN, L(@1)); $$->targets = $1.head;
+                                        ast_name *n = name_new(ctx, $3, L(@3)); $1.tail->next = n;
+                                        $$->name = $1.head->name; $$->name_loc = $1.head->loc; $$->expr = $5; }
     | RETURN expr                     { $$ = ast_stmt_new(ctx->arena, ST_RETURN, L(@1)); $$->expr = $2; }
+    | RETURN expr ',' exprs           { $$ = ast_stmt_new(ctx->arena, ST_RETURN, L(@1));
+                                        $2->next = $4.head; $$->expr = list(ctx, $2, L(@2)); }
+    | if_stmt
+    | FOR IDENT IN expr block         { $$ = ast_stmt_new(ctx->arena, ST_FOR, L(@1)); $$->name = $2; $$->name_loc = L(@2);
+                                        $$->expr = $4; $$->body = $5.head; }
     | INPUT IDENT ':' type            { $$ = ast_stmt_new(ctx->arena, ST_INPUT, L(@1)); $$->name = $2; $$->name_loc = L(@2);
                                         $$->type = $4; }
     | LOSS '=' expr                   { $$ = ast_stmt_new(ctx->arena, ST_LOSS, L(@1)); $$->expr = $3; }
     | METRIC IDENT '=' expr           { $$ = ast_stmt_new(ctx->arena, ST_METRIC, L(@1)); $$->name = $2; $$->name_loc = L(@2);
                                         $$->expr = $4; }
     | OUTPUT IDENT                    { $$ = ast_stmt_new(ctx->arena, ST_OUTPUT, L(@1)); $$->name = $2; $$->name_loc = L(@2); }
+    ;
+
+/* if_stmt -> IF expr block [ELSE (block | if_stmt)] */
+if_stmt
+    : IF expr block                   { $$ = ast_stmt_new(ctx->arena, ST_IF, L(@1)); $$->expr = $2; $$->body = $3.head; }
+    | IF expr block ELSE block        { $$ = ast_stmt_new(ctx->arena, ST_IF, L(@1)); $$->expr = $2; $$->body = $3.head;
+                                        $$->orelse = $5.head; }
+    | IF expr block ELSE if_stmt      { $$ = ast_stmt_new(ctx->arena, ST_IF, L(@1)); $$->expr = $2; $$->body = $3.head;
+                                        $$->orelse = $5; }
+    ;
+
+/* the first names of `a, b = expr` */
+names
+    : IDENT                           { ast_name *n = name_new(ctx, $1, L(@1)); $$ = (name_list){n, n}; }
+    | names ',' IDENT                 { ast_name *n = name_new(ctx, $3, L(@3)); $$ = $1; $$.tail->next = n; $$.tail = n; }
     ;
 
 suffix
@@ -169,8 +205,22 @@ expr
     | expr '-' expr           { $$ = binary(ctx, '-', $1, $3, L(@2)); }
     | expr '*' expr           { $$ = binary(ctx, '*', $1, $3, L(@2)); }
     | expr '/' expr           { $$ = binary(ctx, '/', $1, $3, L(@2)); }
+    | expr '<' expr           { $$ = binary(ctx, '<', $1, $3, L(@2)); }
+    | expr '>' expr           { $$ = binary(ctx, '>', $1, $3, L(@2)); }
+    | expr LE expr            { $$ = binary(ctx, AST_LE, $1, $3, L(@2)); }
+    | expr GE expr            { $$ = binary(ctx, AST_GE, $1, $3, L(@2)); }
+    | expr EQ expr            { $$ = binary(ctx, AST_EQ, $1, $3, L(@2)); }
+    | expr NE expr            { $$ = binary(ctx, AST_NE, $1, $3, L(@2)); }
+    | expr AND expr           { $$ = binary(ctx, AST_AND, $1, $3, L(@2)); }
+    | expr OR expr            { $$ = binary(ctx, AST_OR, $1, $3, L(@2)); }
+    | NOT expr                { $$ = ast_expr_new(ctx->arena, EX_NOT, L(@1)); $$->lhs = $2; }
     | '-' expr %prec NEG      { $$ = ast_expr_new(ctx->arena, EX_NEG, L(@1)); $$->lhs = $2; }
     | primary
+    ;
+
+exprs
+    : expr                    { $$ = (expr_list){$1, $1}; }
+    | exprs ',' expr          { $$ = $1; $$.tail->next = $3; $$.tail = $3; }
     ;
 
 /* primary -> INT | FLOAT | STRING | name | primary '(' args ')' | '(' expr ')' */
@@ -183,6 +233,9 @@ primary
     | primary '(' nl_opt args trail ')'
                               { $$ = ast_expr_new(ctx->arena, EX_CALL, $1->loc); $$->lhs = $1; $$->args = $4.head; }
     | '(' nl_opt expr nl_opt ')'  { $$ = $3; }
+    | '[' ']'                 { $$ = list(ctx, NULL, L(@1)); }
+    | '[' exprs trail ']'     { $$ = list(ctx, $2.head, L(@1)); }
+    | primary '[' expr ']'    { $$ = ast_expr_new(ctx->arena, EX_INDEX, L(@2)); $$->lhs = $1; $$->rhs = $3; }
     ;
 
 /* name -> IDENT ['.' IDENT] */
@@ -214,6 +267,7 @@ static void yyerror(YYLTYPE *l, yyscan_t scanner, fe_ctx *ctx, const char *msg) 
     (void)scanner;
     if (!strcmp(msg, "memory exhausted")) msg = "expression nested too deeply";
     ir_diag_error(ctx->diag, L(*l), "%s", msg);
+    ctx->depth = 0; /* an unclosed bracket must not hide the line ends recovery skips to */
 }
 
 static void add_decl(fe_ctx *ctx, ast_decl_kind kind, ir_loc loc, const char *name, ir_loc name_loc,
@@ -248,4 +302,17 @@ static ast_type *make_type(fe_ctx *ctx, const char *name, ir_loc loc, bool has_d
     if (t->kind == TY_ANY) ir_diag_error(ctx->diag, loc, "unknown type '%s'", name);
     else if (has_dims) ir_diag_error(ctx->diag, loc, "type '%s' takes no dimensions", name);
     return t;
+}
+
+/* [a, b, ...]: the elements linked by next */
+static ast_expr *list(fe_ctx *ctx, ast_expr *first, ir_loc loc) {
+    ast_expr *e = ast_expr_new(ctx->arena, EX_LIST, loc);
+    e->lhs = first;
+    return e;
+}
+
+static ast_name *name_new(fe_ctx *ctx, const char *name, ir_loc loc) {
+    ast_name *n = ast_alloc(ctx->arena, sizeof *n);
+    *n = (ast_name){name, loc, NULL};
+    return n;
 }

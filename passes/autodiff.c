@@ -226,6 +226,10 @@ static void grad_dropout(ad_ctx *c, const ir_node *y, int dy) {
     SEND(0, emit(c, OP_DROPOUT_GRAD, 1, &dy, y));
 }
 
+/* y = (a < b) and the other comparisons: a step function, zero gradient almost
+ * everywhere (as TF and PyTorch treat it) */
+static void grad_compare(ad_ctx *c, const ir_node *y, int dy) { (void)c, (void)y, (void)dy; }
+
 /* y = in_training(a, b)  ->  da = dy; b is what eval and predict read */
 static void grad_in_training(ad_ctx *c, const ir_node *y, int dy) { SEND(0, dy); }
 
@@ -260,6 +264,9 @@ static const grad_rule rules[OP_COUNT] = {
     [OP_SOFTMAX] = grad_softmax,          [OP_SPARSE_XENT] = grad_sparse_xent,
     [OP_DROPOUT] = grad_dropout,          [OP_IN_TRAINING] = grad_in_training,
     [OP_ALL_REDUCE] = grad_all_reduce,
+    [OP_LESS] = grad_compare,             [OP_LESS_EQUAL] = grad_compare,
+    [OP_GREATER] = grad_compare,          [OP_GREATER_EQUAL] = grad_compare,
+    [OP_EQUAL] = grad_compare,            [OP_NOT_EQUAL] = grad_compare,
 };
 
 /* ---- which nodes lie between a param and the loss ---- */

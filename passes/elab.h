@@ -26,7 +26,10 @@ typedef enum {
     V_PRIM,    /* i: an ir_op, "prim.NAME" */
     V_BUILTIN, /* i: a builtin_fn */
     V_INIT,    /* i: an ir_init */
+    V_LIST,    /* list: [a, b, ...], also what `return a, b` gives */
 } vkind;
+
+typedef struct vlist vlist;
 
 typedef struct {
     vkind k;
@@ -35,9 +38,17 @@ typedef struct {
     const char *s;
     int node;
     const ast_decl *fn;
+    const vlist *list;
 } value;
 
-typedef enum { B_DIM, B_RANK, B_SIZE, B_MAX, B_MIN, B_COUNT } builtin_fn;
+/* A list's values, in the AST arena: never changed once made. */
+struct vlist {
+    int n;
+    value *v;
+};
+
+typedef enum { B_DIM, B_RANK, B_SIZE, B_MAX, B_MIN, B_LEN, B_RANGE, B_COUNT } builtin_fn;
+enum { MAX_LIST = 100000 }; /* elements of a list (a range): bounds every compile-time loop */
 extern const char *const elab_builtin_names[B_COUNT];
 
 static const value ERR = {.k = V_ERR};
@@ -139,6 +150,21 @@ value elab_finish(elab *c, int i);
 value elab_constant(elab *c, double v, ir_dtype t, ir_loc loc);
 /* Keras-style hierarchical name of a scope: "dense_1", "block/dense". */
 const char *elab_scope_path(elab *c, scope *s);
+/* Binds name in frame f (rebinding replaces); looks a name up (locals, then globals). */
+void elab_bind(frame *f, const char *name, value v);
+value elab_lookup(elab *c, const char *name, ir_loc loc);
+/* A list of n values (copied) in the AST arena. */
+value elab_list(elab *c, const value *v, int n);
+/* Fewer than IR_MAX_ELEMENTS elements (what a plan may hold); the count in *out. */
+bool elab_checked_numel(const ir_shape *s, int64_t *out);
+
+/* elab_stmt.c */
+/* Python's truth of a compile-time value; *ok false (after an error) for a tensor. */
+bool elab_truth(elab *c, value v, ir_loc loc, bool *ok);
+/* A function body: its return value (ERR after errors). */
+value elab_run_body(elab *c, const ast_stmt *s);
+/* The model block: inputs, params, loss, metrics, output into c->m. */
+void elab_model(elab *c, const ast_decl *model);
 
 /* elab_prim.c */
 value elab_call_builtin(elab *c, builtin_fn b, call *k);

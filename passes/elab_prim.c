@@ -1,12 +1,13 @@
 /* elab_prim.c - calls of primitives (prim.NAME: inputs, keyword attributes,
  * padding, given shapes) and of the builtins dim, rank, size, max, min. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "elab.h"
 
-const char *const elab_builtin_names[B_COUNT] = {"dim", "rank", "size", "max", "min"};
+const char *const elab_builtin_names[B_COUNT] = {"dim", "rank", "size", "max", "min", "len", "range"};
 
 /* ---- builtins ---- */
 
@@ -23,8 +24,34 @@ static bool want_kind(elab *c, const arg *a, vkind kind, const char *name) {
     return false;
 }
 
+/* range(stop), range(start, stop[, step]): a list of ints, as Python's */
+static value call_range(elab *c, call *k) {
+    for (int i = 0; i < k->n; i++) {
+        if (k->a[i].name) return elab_err(c, k->a[i].loc, "'range' takes no keyword arguments"), ERR;
+        if (!want_kind(c, &k->a[i], V_INT, "range")) return ERR;
+    }
+    if (k->n < 1 || k->n > 3) return elab_err(c, k->loc, "'range' takes 1 to 3 arguments, got %d", k->n), ERR;
+    int64_t start = k->n > 1 ? k->a[0].v.i : 0, stop = k->a[k->n > 1].v.i, step = k->n > 2 ? k->a[2].v.i : 1;
+    if (step == 0) return elab_err(c, k->a[2].loc, "the step of 'range' must not be zero"), ERR;
+    double count = step > 0 ? ceil(((double)stop - (double)start) / (double)step) : ceil(((double)start - (double)stop) / -(double)step);
+    if (count < 0) count = 0;
+    if (count > MAX_LIST)
+        return elab_err(c, k->loc, "range of %.0f elements; a loop runs at most %d times", count, MAX_LIST), ERR;
+    value *v = elab_xrealloc(NULL, (size_t)count * sizeof *v + 1);
+    for (int64_t i = 0; i < (int64_t)count; i++) v[i] = vint(start + i * step);
+    value r = elab_list(c, v, (int)count);
+    free(v);
+    return r;
+}
+
 value elab_call_builtin(elab *c, builtin_fn b, call *k) {
     const char *name = elab_builtin_names[b];
+    if (b == B_RANGE) return call_range(c, k);
+    if (b == B_LEN) {
+        if (!want(c, k, 1, name)) return ERR;
+        if (k->a[0].v.k != V_LIST) return elab_err(c, k->a[0].loc, "argument of 'len' must be a list, got %s", elab_describe(c, k->a[0].v)), ERR;
+        return vint(k->a[0].v.list->n);
+    }
     if (!want(c, k, b == B_RANK || b == B_SIZE ? 1 : 2, name)) return ERR;
     if (b == B_MAX || b == B_MIN) {
         if (!want_kind(c, &k->a[0], V_INT, name) || !want_kind(c, &k->a[1], V_INT, name)) return ERR;
@@ -73,6 +100,34 @@ static bool apply_padding(elab *c, ir_node *n, const arg *a, const char *name) {
     return true;
 }
 
+/* A list for an int attribute: `strides: [h, w]` sets stride_h and stride_w,
+ * `axes: [0, 2]` the bit mask of those axes (negative from the end). */
+static bool list_attr(elab *c, ir_node *n, const arg *a, int i, const char *name) {
+    const vlist *l = a->v.list;
+    for (int k = 0; k < l->n; k++)
+        if (l->v[k].k != V_INT)
+            return elab_err(c, a->loc, "attribute '%s' of '%s' must be a list of ints", a->name, name), false;
+    if (!strcmp(a->name, "strides") && l->n == 2) {
+        for (int k = 0; k < 2; k++)
+            if (l->v[k].i < 1 || l->v[k].i > MAX_DIM) return elab_err(c, a->loc, "strides of '%s' must be positive", name), false;
+        n->iattr[i] = l->v[0].i, n->iattr[i + 1] = l->v[1].i;
+        return true;
+    }
+    if (!strcmp(a->name, "axes")) {
+        int rank = node(c, n->in[0])->shape.rank;
+        int64_t mask = 0;
+        for (int k = 0; k < l->n; k++) {
+            int64_t axis = l->v[k].i < 0 ? l->v[k].i + rank : l->v[k].i;
+            if (axis < 0 || axis >= rank)
+                return elab_err(c, a->loc, "axis %lld of '%s' is out of range for rank %d", (long long)l->v[k].i, name, rank), false;
+            mask |= (int64_t)1 << axis;
+        }
+        n->iattr[i] = mask;
+        return true;
+    }
+    return elab_err(c, a->loc, "attribute '%s' of '%s' must be an int, got %s", a->name, name, elab_describe(c, a->v)), false;
+}
+
 /* Sets one keyword attribute of a primitive node. */
 static bool prim_attr(elab *c, ir_node *n, const arg *a, const char *name) {
     int i = ir_op_iattr_index(n->op, a->name), f = ir_op_fattr_index(n->op, a->name);
@@ -83,6 +138,7 @@ static bool prim_attr(elab *c, ir_node *n, const arg *a, const char *name) {
         if (t < 0) return elab_err(c, a->loc, "dtype of '%s' must be a dtype name such as \"f32\"", name), false;
         return n->dtype = (ir_dtype)t, true;
     }
+    if (i >= 0 && a->v.k == V_LIST) return list_attr(c, n, a, i, name);
     if (i >= 0) {
         if (a->v.k != V_INT) return elab_err(c, a->loc, "attribute '%s' of '%s' must be an int, got %s", a->name, name, elab_describe(c, a->v)), false;
         if (a->v.i < -MAX_DIM || a->v.i > MAX_DIM)
@@ -96,7 +152,17 @@ static bool prim_attr(elab *c, ir_node *n, const arg *a, const char *name) {
         n->fattr[f] = num(a->v);
         return true;
     }
-    return elab_err(c, a->loc, "'%s' has no attribute '%s'", name, a->name), false;
+    char have[256] = "";
+    const char *lists[2] = {ir_ops[n->op].iattrs, ir_ops[n->op].fattrs};
+    for (int l = 0; l < 2; l++) /* "k_h,k_w" -> "k_h, k_w" */
+        for (const char *p = lists[l]; *p; p++) {
+            size_t len = strlen(have);
+            if (len + 3 >= sizeof have) break;
+            if (p == lists[l] && len) strcat(have, ", ");
+            if (*p == ',') strcat(have, ", ");
+            else have[len] = *p, have[len + 1] = 0;
+        }
+    return elab_err(c, a->loc, "'%s' has no attribute '%s'; it has %s", name, a->name, *have ? have : "none"), false;
 }
 
 /* Trailing int arguments of a shape-given op: the output shape (one -1 allowed for reshape). */

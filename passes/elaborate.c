@@ -62,6 +62,7 @@ const char *elab_describe(elab *c, value v) {
     case V_TENSOR: return elab_fmt(c, "a tensor %s", ir_type_str(node(c, v.node)->dtype, &node(c, v.node)->shape, b, sizeof b));
     case V_FN: case V_PRIM: case V_BUILTIN: return "a function";
     case V_INIT: return "an initializer";
+    case V_LIST: return elab_fmt(c, "a list of %d", v.list->n);
     case V_ERR: break;
     }
     return "an error";
@@ -69,7 +70,7 @@ const char *elab_describe(elab *c, value v) {
 
 /* ---- bindings and names ---- */
 
-static void bind(frame *f, const char *name, value v) {
+void elab_bind(frame *f, const char *name, value v) {
     for (int i = f->n - 1; i >= 0; i--)
         if (!strcmp(f->b[i].name, name)) {
             f->b[i].v = v;
@@ -121,12 +122,63 @@ static bool global(elab *c, const char *name, value *v) {
     return false;
 }
 
-static value lookup(elab *c, const char *name, ir_loc loc) {
+/* Edit distance of a and b, a swap of two neighbours counting one (short
+ * names: longer ones are "far"). */
+static int distance(const char *a, const char *b) {
+    int n = (int)strlen(a), m = (int)strlen(b), d[33][33];
+    if (n > 32 || m > 32) return 99;
+    for (int i = 0; i <= n; i++)
+        for (int j = 0; j <= m; j++) {
+            if (!i || !j) {
+                d[i][j] = i + j;
+                continue;
+            }
+            int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[n][m];
+}
+
+/* The op whose name is nearest to name (a typo: one edit, two in a name of
+ * six letters or more), else NULL. */
+static const char *closest_op(const char *name) {
+    const char *best = NULL;
+    int best_d = strlen(name) >= 6 ? 3 : 2;
+    for (int op = 0; op < OP_COUNT; op++) {
+        int d = distance(name, ir_ops[op].name);
+        if (d < best_d && !(ir_ops[op].flags & OPF_SOURCE)) best = ir_ops[op].name, best_d = d;
+    }
+    return best;
+}
+
+/* "unknown primitive": a stdlib function of that name, a near name, or them all. */
+static void unknown_prim(elab *c, const char *name, ir_loc loc) {
+    const char *near = closest_op(name + 5);
+    if (find_fn(c, name + 5, running_file(c)))
+        return elab_err(c, loc, "unknown primitive '%s'; '%s' is a function: call it without 'prim.'", name, name + 5);
+    if (near) return elab_err(c, loc, "unknown primitive '%s'; did you mean 'prim.%s'?", name, near);
+    char all[360] = ""; /* as many as a message holds */
+    for (int op = 0; op < OP_COUNT; op++) {
+        if (ir_ops[op].flags & OPF_SOURCE) continue;
+        if (strlen(all) + strlen(ir_ops[op].name) + 8 >= sizeof all) {
+            strcat(all, ", ...");
+            break;
+        }
+        strcat(strcat(all, *all ? ", " : ""), ir_ops[op].name);
+    }
+    elab_err(c, loc, "unknown primitive '%s'; the primitives are %s (ir/ops.def)", name, all);
+}
+
+value elab_lookup(elab *c, const char *name, ir_loc loc) {
     const value *v = c->fr ? local(c->fr, name) : NULL;
     if (v) return *v;
     value g;
     if (global(c, name, &g)) return g;
-    if (!strncmp(name, "prim.", 5)) elab_err(c, loc, "unknown primitive '%s'", name);
+    if (!strncmp(name, "prim.", 5)) unknown_prim(c, name, loc);
     else elab_err(c, loc, "unknown name '%s'", name);
     return ERR;
 }
@@ -150,7 +202,7 @@ const char *elab_scope_path(elab *c, scope *s) {
 /* ---- nodes ---- */
 
 /* Fewer than IR_MAX_ELEMENTS elements (what a plan may hold). */
-static bool checked_numel(const ir_shape *s, int64_t *out) {
+bool elab_checked_numel(const ir_shape *s, int64_t *out) {
     int64_t n = 1;
     for (int i = 0; i < s->rank; i++)
         if (s->dim[i] < 0 || __builtin_mul_overflow(n, s->dim[i], &n) || n >= IR_MAX_ELEMENTS) return false;
@@ -167,7 +219,7 @@ value elab_finish(elab *c, int i) {
         ir_diag_error(c->d, n->loc, "%s", msg);
         return ERR;
     }
-    if (!checked_numel(&n->shape, &numel)) {
+    if (!elab_checked_numel(&n->shape, &numel)) {
         ir_diag_error(c->d, n->loc, "the result of '%s' is too large: %s has 2^40 elements or more",
                       ir_ops[n->op].name, ir_type_str(n->dtype, &n->shape, b, sizeof b));
         return ERR;
@@ -214,21 +266,66 @@ static value fold_float(char op, double a, double b) {
     return vfloat(a / b);
 }
 
+/* The operator as written, for messages. */
+static const char *op_text(char op) {
+    switch (op) {
+    case AST_LE: return "<=";
+    case AST_GE: return ">=";
+    case AST_EQ: return "==";
+    case AST_NE: return "!=";
+    case AST_AND: return "and";
+    case AST_OR: return "or";
+    case '<': return "<";
+    case '>': return ">";
+    case '+': return "+";
+    case '-': return "-";
+    case '*': return "*";
+    default: return "/";
+    }
+}
+
+static bool is_compare(char op) { return strchr("<>", op) || op == AST_LE || op == AST_GE || op == AST_EQ || op == AST_NE; }
+
 static value tensor_binary(elab *c, char op, value a, value b, ir_loc loc) {
-    static const ir_op ops[] = {['+'] = OP_ADD, ['-'] = OP_SUB, ['*'] = OP_MUL, ['/'] = OP_DIV};
+    static const ir_op ops[] = {['+'] = OP_ADD, ['-'] = OP_SUB, ['*'] = OP_MUL, ['/'] = OP_DIV,
+                                ['<'] = OP_LESS, ['>'] = OP_GREATER, [AST_LE] = OP_LESS_EQUAL,
+                                [AST_GE] = OP_GREATER_EQUAL, [AST_EQ] = OP_EQUAL, [AST_NE] = OP_NOT_EQUAL};
     if (a.k != V_TENSOR) a = elab_constant(c, num(a), node(c, b.node)->dtype, loc);
     if (b.k != V_TENSOR) b = elab_constant(c, num(b), node(c, a.node)->dtype, loc);
     if (a.k == V_ERR || b.k == V_ERR) return ERR;
     return elab_finish(c, elab_add(c, ops[(unsigned char)op], (int[]){a.node, b.node}, 2, loc));
 }
 
+/* a < b and the others on numbers and strings: an int, 1 or 0 */
+static value compare(char op, value a, value b) {
+    int cmp = a.k == V_STR ? strcmp(a.s, b.s) : (num(a) > num(b)) - (num(a) < num(b));
+    bool r = op == '<' ? cmp < 0 : op == '>' ? cmp > 0 : op == AST_LE ? cmp <= 0 : op == AST_GE ? cmp >= 0
+           : op == AST_EQ ? cmp == 0 : cmp != 0;
+    return vint(r);
+}
+
+/* a and b, a or b: Python's, on compile-time values (b is evaluated only when needed) */
+static value logical(elab *c, const ast_expr *e) {
+    value a = elab_eval(c, e->lhs);
+    bool ok, t = elab_truth(c, a, e->lhs->loc, &ok);
+    if (!ok) return ERR;
+    if (t == (e->op == AST_OR)) return a;
+    value b = elab_eval(c, e->rhs);
+    elab_truth(c, b, e->rhs->loc, &ok);
+    return ok ? b : ERR;
+}
+
 static value binary(elab *c, const ast_expr *e) {
+    if (e->op == AST_AND || e->op == AST_OR) return logical(c, e);
     value a = elab_eval(c, e->lhs), b = elab_eval(c, e->rhs);
     if (a.k == V_ERR || b.k == V_ERR) return ERR;
-    if (a.k == V_INT && b.k == V_INT) return fold_int(c, e->op, a.i, b.i, e->loc);
-    if (is_num(a) && is_num(b)) return fold_float(e->op, num(a), num(b));
+    bool cmp = is_compare(e->op);
+    if (cmp && ((is_num(a) && is_num(b)) || (a.k == V_STR && b.k == V_STR && (e->op == AST_EQ || e->op == AST_NE))))
+        return compare(e->op, a, b);
+    if (!cmp && a.k == V_INT && b.k == V_INT) return fold_int(c, e->op, a.i, b.i, e->loc);
+    if (!cmp && is_num(a) && is_num(b)) return fold_float(e->op, num(a), num(b));
     if ((a.k == V_TENSOR || is_num(a)) && (b.k == V_TENSOR || is_num(b))) return tensor_binary(c, e->op, a, b, e->loc);
-    elab_err(c, e->loc, "operator '%c' cannot take %s and %s", e->op, elab_describe(c, a), elab_describe(c, b));
+    elab_err(c, e->loc, "operator '%s' cannot take %s and %s", op_text(e->op), elab_describe(c, a), elab_describe(c, b));
     return ERR;
 }
 
@@ -245,6 +342,44 @@ static value negate(elab *c, const ast_expr *e) {
     }
     elab_err(c, e->loc, "cannot negate %s", elab_describe(c, a));
     return ERR;
+}
+
+static value logical_not(elab *c, const ast_expr *e) {
+    bool ok, t = elab_truth(c, elab_eval(c, e->lhs), e->lhs->loc, &ok);
+    return ok ? vint(!t) : ERR;
+}
+
+value elab_list(elab *c, const value *v, int n) {
+    vlist *l = ast_alloc(c->a, sizeof *l);
+    l->n = n, l->v = ast_alloc(c->a, (size_t)n * sizeof *v + 1);
+    if (n) memcpy(l->v, v, (size_t)n * sizeof *v);
+    return (value){.k = V_LIST, .list = l};
+}
+
+/* [a, b, ...]: each element evaluated once */
+static value list_literal(elab *c, const ast_expr *e) {
+    int n = 0;
+    for (const ast_expr *x = e->lhs; x; x = x->next) n++;
+    if (n > MAX_LIST) return elab_err(c, e->loc, "a list has at most %d elements", MAX_LIST), ERR;
+    value *v = elab_xrealloc(NULL, (size_t)n * sizeof *v), r;
+    bool bad = false;
+    n = 0;
+    for (const ast_expr *x = e->lhs; x; x = x->next) bad |= (v[n++] = elab_eval(c, x)).k == V_ERR;
+    r = bad ? ERR : elab_list(c, v, n);
+    free(v);
+    return r;
+}
+
+/* xs[i]: an element of a list; negative i counts from the end */
+static value index_list(elab *c, const ast_expr *e) {
+    value xs = elab_eval(c, e->lhs), i = elab_eval(c, e->rhs);
+    if (xs.k == V_ERR || i.k == V_ERR) return ERR;
+    if (xs.k != V_LIST) return elab_err(c, e->loc, "only a list can be indexed, got %s", elab_describe(c, xs)), ERR;
+    if (i.k != V_INT) return elab_err(c, e->rhs->loc, "a list index must be an int, got %s", elab_describe(c, i)), ERR;
+    int64_t k = i.i < 0 ? i.i + xs.list->n : i.i;
+    if (k < 0 || k >= xs.list->n)
+        return elab_err(c, e->rhs->loc, "index %lld is out of range for a list of %d", (long long)i.i, xs.list->n), ERR;
+    return xs.list->v[k];
 }
 
 static value call_value(elab *c, value f, call *k);
@@ -273,10 +408,13 @@ value elab_eval(elab *c, const ast_expr *e) {
     case EX_INT: return vint(e->ival);
     case EX_FLOAT: return vfloat(e->fval);
     case EX_STR: return (value){.k = V_STR, .s = e->name};
-    case EX_NAME: return lookup(c, e->name, e->loc);
+    case EX_NAME: return elab_lookup(c, e->name, e->loc);
     case EX_BINARY: return binary(c, e);
     case EX_NEG: return negate(c, e);
+    case EX_NOT: return logical_not(c, e);
     case EX_CALL: return eval_call(c, e);
+    case EX_LIST: return list_literal(c, e);
+    case EX_INDEX: return index_list(c, e);
     }
     return ERR;
 }
@@ -318,7 +456,7 @@ static bool match_dims(elab *c, const ast_type *t, const ir_node *n) {
     int i = 0;
     for (const ast_expr *e = t->dims; e; e = e->next, i++) {
         if (e->kind == EX_NAME && !local(c->fr, e->name)) {
-            bind(c->fr, e->name, vint(n->shape.dim[i]));
+            elab_bind(c->fr, e->name, vint(n->shape.dim[i]));
             continue;
         }
         value d = elab_eval(c, e);
@@ -377,7 +515,7 @@ static bool bind_params(elab *c, const ast_decl *fn, call *k) {
             continue;
         }
         ok &= check_arg(c, fn, p, &v, a ? a->loc : k->loc);
-        bind(c->fr, p->name, v);
+        elab_bind(c->fr, p->name, v);
     }
     int n_pos = 0;
     for (int i = 0; i < k->n; i++) n_pos += !k->a[i].name;
@@ -397,8 +535,6 @@ static bool bind_params(elab *c, const ast_decl *fn, call *k) {
     return ok;
 }
 
-static value run_body(elab *c, const ast_stmt *s);
-
 static value call_fn(elab *c, const ast_decl *fn, call *k) {
     if (c->depth >= MAX_CALL_DEPTH) {
         elab_err(c, k->loc, "calls nested more than %d deep (a recursive function?)", MAX_CALL_DEPTH);
@@ -410,7 +546,7 @@ static value call_fn(elab *c, const ast_decl *fn, call *k) {
     scope sc = {c->fr->scope, fn->name, NULL};
     frame f = {.caller = c->fr, .fn = fn, .in_module = fn->in_module, .user_loc = at(c, k->loc), .scope = &sc};
     c->fr = &f, c->depth++;
-    value r = bind_params(c, fn, k) ? run_body(c, fn->body) : ERR;
+    value r = bind_params(c, fn, k) ? elab_run_body(c, fn->body) : ERR;
     c->fr = f.caller, c->depth--;
     free(f.b);
     return r;
@@ -427,192 +563,6 @@ static value call_value(elab *c, value f, call *k) {
     if (k->callee) elab_err(c, k->loc, "'%s' is %s, not a function", k->callee, elab_describe(c, f));
     else elab_err(c, k->loc, "cannot call %s", elab_describe(c, f));
     return ERR;
-}
-
-/* ---- statements ---- */
-
-/* The declared shape of an input or param: every dimension a positive int. */
-static bool eval_shape(elab *c, const ast_type *t, const char *what, const char *name, ir_shape *s) {
-    if (t->kind != TY_TENSOR || t->rank < 0)
-        return elab_err(c, t->loc, "%s '%s' needs a tensor type with dimensions, such as f32[10]", what, name), false;
-    if (t->rank > IR_MAX_RANK) return elab_err(c, t->loc, "%s '%s' has rank %d; at most %d is supported", what, name, t->rank, IR_MAX_RANK), false;
-    s->rank = t->rank;
-    int i = 0;
-    bool ok = true;
-    for (const ast_expr *e = t->dims; e; e = e->next, i++) {
-        value d = elab_eval(c, e);
-        if (d.k == V_ERR) ok = false;
-        else if (d.k != V_INT) elab_err(c, e->loc, "a dimension must be an int, got %s", elab_describe(c, d)), ok = false;
-        else if (d.i < 1 || d.i > MAX_DIM) elab_err(c, e->loc, "dimension %lld of %s '%s' is out of range (1 to 2^31)", (long long)d.i, what, name), ok = false;
-        else s->dim[i] = d.i;
-    }
-    int64_t numel;
-    char b[128];
-    if (ok && !checked_numel(s, &numel))
-        return elab_err(c, t->loc, "%s '%s' is too large: %s has 2^40 elements or more", what, name,
-                   ir_type_str((ir_dtype)t->dtype, s, b, sizeof b)), false;
-    return ok;
-}
-
-/* Keras fans: dense [k, u] -> (k, u); conv HWIO -> (kh*kw*cin, kh*kw*cout). */
-static void fans(const ir_shape *s, int64_t *in, int64_t *out) {
-    int r = s->rank;
-    int64_t rf = 1;
-    for (int i = 0; i < r - 2; i++) rf *= s->dim[i];
-    *in = r == 0 ? 1 : r == 1 ? s->dim[0] : s->dim[r - 2] * rf;
-    *out = r == 0 ? 1 : r == 1 ? s->dim[0] : s->dim[r - 1] * rf;
-}
-
-/* param and state: a variable named by the scope path ("dense_1/kernel").
- * A param is trained (m->params); a state is written by assign in training
- * and read by eval and predict (moving statistics). One namespace: both are
- * checkpoint tensors. */
-static void stmt_param(elab *c, const ast_stmt *st) {
-    const char *what = st->kind == ST_STATE ? "state" : "param";
-    ir_shape s;
-    value init = elab_eval(c, st->expr);
-    bool ok = eval_shape(c, st->type, what, st->name, &s);
-    if (init.k != V_INIT && init.k != V_ERR)
-        elab_err(c, st->expr->loc, "initializer of %s '%s' must be zeros, ones, glorot_uniform or he_normal", what, st->name);
-    if (!ok || init.k != V_INIT) return bind(c->fr, st->name, ERR);
-    const char *path = elab_scope_path(c, c->fr->scope);
-    const char *full = ir_intern(c->m, *path ? elab_fmt(c, "%s/%s", path, st->name) : st->name);
-    for (int i = 0; i < c->m->g.n; i++)
-        if ((node(c, i)->op == OP_PARAM || node(c, i)->op == OP_STATE) && node(c, i)->name == full) {
-            elab_err(c, st->name_loc, "%s '%s' is declared twice", what, full);
-            return bind(c->fr, st->name, ERR);
-        }
-    int id = elab_add(c, st->kind == ST_STATE ? OP_STATE : OP_PARAM, NULL, 0, st->loc);
-    ir_node *n = node(c, id);
-    n->dtype = (ir_dtype)st->type->dtype, n->shape = s, n->name = full, n->iattr[0] = init.i;
-    fans(&s, &n->iattr[1], &n->iattr[2]);
-    if (st->kind == ST_PARAM) {
-        c->m->params = elab_xrealloc(c->m->params, (size_t)(c->m->n_params + 1) * sizeof *c->m->params);
-        c->m->params[c->m->n_params++] = id;
-    }
-    bind(c->fr, st->name, elab_finish(c, id));
-}
-
-static void stmt_assign(elab *c, const ast_stmt *st) {
-    if (st->suffix != BATCH_PLAIN)
-        elab_err(c, st->loc, "'%s' is only allowed on batch in a train block", st->suffix == BATCH_GLOBAL ? "global" : "per replica");
-    bind(c->fr, st->name, elab_eval(c, st->expr));
-}
-
-const char *const elab_stmt_names[] = {"assignment", "param", "return", "input", "loss", "metric", "output", "setting", "state"};
-
-/* fn body: assignments, params and a return. */
-static value run_body(elab *c, const ast_stmt *s) {
-    for (; s; s = s->next) {
-        switch (s->kind) {
-        case ST_ASSIGN: stmt_assign(c, s); break;
-        case ST_PARAM: case ST_STATE: stmt_param(c, s); break;
-        case ST_RETURN: {
-            value v = elab_eval(c, s->expr);
-            if (s->next) elab_err(c, s->next->loc, "statement after 'return'");
-            return v;
-        }
-        default: elab_err(c, s->loc, "'%s' is not allowed in a function", elab_stmt_names[s->kind]); break;
-        }
-    }
-    elab_err(c, c->fr->user_loc, "'%s' returns no value", c->fr->fn->name);
-    return ERR;
-}
-
-/* ---- the model block ---- */
-
-typedef struct {
-    bool has_loss;
-    const ast_stmt *output;
-} model_state;
-
-static void stmt_input(elab *c, const ast_stmt *st) {
-    ir_shape s;
-    if (!eval_shape(c, st->type, "input", st->name, &s)) return bind(c->fr, st->name, ERR);
-    const char *name = ir_intern(c->m, st->name);
-    for (int i = 0; i < c->m->n_inputs; i++)
-        if (node(c, c->m->inputs[i])->name == name) {
-            elab_err(c, st->name_loc, "input '%s' is declared twice", name);
-            return bind(c->fr, st->name, ERR);
-        }
-    int id = elab_add(c, OP_INPUT, NULL, 0, st->loc);
-    ir_node *n = node(c, id);
-    n->dtype = (ir_dtype)st->type->dtype, n->shape = s, n->name = name;
-    c->m->inputs = elab_xrealloc(c->m->inputs, (size_t)(c->m->n_inputs + 1) * sizeof *c->m->inputs);
-    c->m->inputs[c->m->n_inputs++] = id;
-    bind(c->fr, st->name, elab_finish(c, id));
-}
-
-/* A loss or metric is the batch mean of a per-example f32[batch]; returns that vector. */
-static int per_example(elab *c, value v, const ast_stmt *st, const char *what) {
-    if (v.k == V_ERR) return -1;
-    char b[128];
-    if (v.k == V_TENSOR) {
-        const ir_node *n = node(c, v.node);
-        const ir_node *x = n->op == OP_REDUCE_MEAN ? node(c, n->in[0]) : NULL;
-        if (x && n->iattr[0] == 1 && !n->iattr[1] && x->dtype == IR_F32 && x->shape.rank == 1 &&
-            x->shape.dim[0] == c->m->batch_per_replica)
-            return n->in[0];
-    }
-    snprintf(b, sizeof b, "%s", elab_describe(c, v));
-    elab_err(c, st->expr->loc, "the %s must be the batch mean of a per-example f32[%lld], got %s", what,
-        (long long)c->m->batch_per_replica, b);
-    return -1;
-}
-
-static void stmt_loss(elab *c, const ast_stmt *st, model_state *ms) {
-    if (ms->has_loss) return elab_err(c, st->loc, "the model has a second loss");
-    ms->has_loss = true;
-    c->watch = st->expr, c->watched = ERR;
-    value v = elab_eval(c, st->expr);
-    c->watch = NULL;
-    c->m->loss = per_example(c, v, st, "loss");
-    if (!ms->output && c->watched.k == V_TENSOR) c->m->output = c->watched.node;
-}
-
-static void stmt_metric(elab *c, const ast_stmt *st) {
-    const char *name = ir_intern(c->m, st->name);
-    for (int i = 0; i < c->m->n_metrics; i++)
-        if (c->m->metrics[i].name == name) return elab_err(c, st->name_loc, "metric '%s' is declared twice", name);
-    int id = per_example(c, elab_eval(c, st->expr), st, "metric");
-    if (id < 0) return;
-    if (c->m->n_metrics == IR_MAX_METRICS)
-        return elab_err(c, st->name_loc, "metric '%s' is one too many: a model has at most %d metrics", name, IR_MAX_METRICS);
-    c->m->metrics = elab_xrealloc(c->m->metrics, (size_t)(c->m->n_metrics + 1) * sizeof *c->m->metrics);
-    c->m->metrics[c->m->n_metrics++] = (ir_metric){name, id};
-}
-
-static void stmt_output(elab *c, const ast_stmt *st, model_state *ms) {
-    if (ms->output) return elab_err(c, st->loc, "the model has a second output");
-    ms->output = st;
-    value v = lookup(c, st->name, st->name_loc);
-    if (v.k == V_ERR) return;
-    if (v.k != V_TENSOR) return elab_err(c, st->name_loc, "output '%s' must be a tensor, got %s", st->name, elab_describe(c, v));
-    c->m->output = v.node;
-}
-
-/* model -> statements over inputs, with `batch` bound to the per-replica batch. */
-static void elab_model(elab *c, const ast_decl *model) {
-    scope root = {NULL, "", ""};
-    frame f = {.scope = &root};
-    model_state ms = {0};
-    c->fr = &f;
-    bind(&f, "batch", vint(c->m->batch_per_replica));
-    for (const ast_stmt *s = model->body; s; s = s->next) {
-        switch (s->kind) {
-        case ST_ASSIGN: stmt_assign(c, s); break;
-        case ST_PARAM: case ST_STATE: stmt_param(c, s); break;
-        case ST_INPUT: stmt_input(c, s); break;
-        case ST_LOSS: stmt_loss(c, s, &ms); break;
-        case ST_METRIC: stmt_metric(c, s); break;
-        case ST_OUTPUT: stmt_output(c, s, &ms); break;
-        default: elab_err(c, s->loc, "'%s' is not allowed in a model", elab_stmt_names[s->kind]); break;
-        }
-    }
-    if (!ms.has_loss && !ms.output)
-        elab_err(c, model->name_loc, "model '%s' has neither a loss nor an output", model->name);
-    c->fr = NULL;
-    free(f.b);
 }
 
 /* ---- files and modules ---- */

@@ -25,6 +25,14 @@ MG_HD static inline float mg_sqrt(float x) { return sqrtf(x); }
 MG_HD static inline float mg_relu(float x) { return x > 0.0f ? x : 0.0f; }
 MG_HD static inline float mg_tanh(float x) { return tanhf(x); }
 
+/* comparisons: 1 where they hold, else 0 */
+MG_HD static inline float mg_less(float a, float b) { return a < b ? 1.0f : 0.0f; }
+MG_HD static inline float mg_less_equal(float a, float b) { return a <= b ? 1.0f : 0.0f; }
+MG_HD static inline float mg_greater(float a, float b) { return a > b ? 1.0f : 0.0f; }
+MG_HD static inline float mg_greater_equal(float a, float b) { return a >= b ? 1.0f : 0.0f; }
+MG_HD static inline float mg_equal(float a, float b) { return a == b ? 1.0f : 0.0f; }
+MG_HD static inline float mg_not_equal(float a, float b) { return a != b ? 1.0f : 0.0f; }
+
 /* 1 / (1 + e^-x) without overflow for large |x| */
 MG_HD static inline float mg_sigmoid(float x) {
     if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));

@@ -26,6 +26,12 @@ fn softmax(x: f32) {
   return prim.softmax(x)
 }
 
+# a where mask (1/0, as x > y gives) holds, else b; gradients to a where the
+# mask is 1 and to b where it is 0 (finite a and b)
+fn where(mask: f32, a, b) {
+  return mask * a + (1.0 - mask) * b
+}
+
 # ---- layers ----
 
 # y = activation(x W + b); params dense/kernel f32[k, units], dense/bias f32[units]

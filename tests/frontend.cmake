@@ -68,3 +68,15 @@ foreach(src ${FE_BAD})
            COMMAND ${CMAKE_COMMAND} -DELAB=$<TARGET_FILE:test_elab> -DDIR=${FE_DIR} -DNAME=${name}
                    -P ${FE_DIR}/run_bad.cmake)
 endforeach()
+# issue 12: lists, comparisons, and/or/not, if/else, for (params named per
+# iteration), several return values, line breaks inside brackets, a BOM
+frontend_good(control ${FE_DIR}/good/control.mg EXPECT
+  "param tower/dense/kernel f32[12,16] 192 init=glorot_uniform fan_in=12 fan_out=16"
+  "param tower/dense_1/kernel f32[16,12] 192 init=glorot_uniform fan_in=16 fan_out=12"
+  "param tower/dense_2/kernel f32[12,10] 120 init=glorot_uniform fan_in=12 fan_out=10"
+  "param split_heads/dense_1/kernel f32[10,5] 50 init=glorot_uniform fan_in=10 fan_out=5"
+  "param pick/dense/kernel f32[5,8] 40 init=glorot_uniform fan_in=5 fan_out=8"
+  "param pick_1/dense/kernel f32[5,6] 30 init=glorot_uniform fan_in=5 fan_out=6"
+  "param pick_2/dense/kernel f32[5,4] 20 init=glorot_uniform fan_in=5 fan_out=4"
+  "trainable parameters 970"
+  "output add f32[4,10]")

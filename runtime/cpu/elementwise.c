@@ -47,6 +47,12 @@ DEF_BINOP(op_sub, mg_sub)
 DEF_BINOP(op_mul, mg_mul)
 DEF_BINOP(op_div, mg_div)
 DEF_BINOP(op_first, first)
+DEF_BINOP(op_less, mg_less)
+DEF_BINOP(op_less_equal, mg_less_equal)
+DEF_BINOP(op_greater, mg_greater)
+DEF_BINOP(op_greater_equal, mg_greater_equal)
+DEF_BINOP(op_equal, mg_equal)
+DEF_BINOP(op_not_equal, mg_not_equal)
 
 /* A broadcast collapsed to at most IR_MAX_RANK dims in which adjacent dims
  * with the same (a varies, b varies) pattern are merged. */
@@ -116,7 +122,9 @@ static void broadcast_apply(const binop *f, float *o, const ir_shape *so, const 
 int cpu_k_binary(const rt_kernel_args *k, char *err, size_t cap) {
     (void)err, (void)cap;
     static const binop *const ops[] = {
-        [OP_ADD] = &op_add, [OP_SUB] = &op_sub, [OP_MUL] = &op_mul, [OP_DIV] = &op_div};
+        [OP_ADD] = &op_add, [OP_SUB] = &op_sub, [OP_MUL] = &op_mul, [OP_DIV] = &op_div,
+        [OP_LESS] = &op_less, [OP_LESS_EQUAL] = &op_less_equal, [OP_GREATER] = &op_greater,
+        [OP_GREATER_EQUAL] = &op_greater_equal, [OP_EQUAL] = &op_equal, [OP_NOT_EQUAL] = &op_not_equal};
     broadcast_apply(ops[k->node->op], k->out, &k->node->shape, IN_F32(k, 0), IN_SHAPE(k, 0), IN_F32(k, 1),
                     IN_SHAPE(k, 1));
     return 0;

@@ -96,6 +96,8 @@ static const cpu_kernel_fn kernels[OP_COUNT] = {
     [OP_RELU] = cpu_k_unary, [OP_SIGMOID] = cpu_k_unary, [OP_TANH] = cpu_k_unary,
     [OP_RELU_GRAD] = cpu_k_unary_grad, [OP_SIGMOID_GRAD] = cpu_k_unary_grad, [OP_TANH_GRAD] = cpu_k_unary_grad,
     [OP_CAST] = cpu_k_cast,
+    [OP_LESS] = cpu_k_binary, [OP_LESS_EQUAL] = cpu_k_binary, [OP_GREATER] = cpu_k_binary,
+    [OP_GREATER_EQUAL] = cpu_k_binary, [OP_EQUAL] = cpu_k_binary, [OP_NOT_EQUAL] = cpu_k_binary,
     [OP_MATMUL] = k_matmul,
     [OP_CONV2D] = cpu_k_conv2d,
     [OP_CONV2D_GRAD_INPUT] = cpu_k_conv2d_grad_input,

@@ -37,6 +37,12 @@ __device__ static float binary_op(int op, float a, float b) {
     case OP_DIV: return mg_div(a, b);
     case OP_RELU_GRAD: return mg_relu_grad(a, b);
     case OP_SIGMOID_GRAD: return mg_sigmoid_grad(a, b);
+    case OP_LESS: return mg_less(a, b);
+    case OP_LESS_EQUAL: return mg_less_equal(a, b);
+    case OP_GREATER: return mg_greater(a, b);
+    case OP_GREATER_EQUAL: return mg_greater_equal(a, b);
+    case OP_EQUAL: return mg_equal(a, b);
+    case OP_NOT_EQUAL: return mg_not_equal(a, b);
     default: return mg_tanh_grad(a, b); /* OP_TANH_GRAD */
     }
 }

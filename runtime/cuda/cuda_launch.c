@@ -221,6 +221,8 @@ static int (*const kernels[OP_COUNT])(const ctx *c) = {
     [OP_NEG] = op_unary, [OP_EXP] = op_unary, [OP_LOG] = op_unary, [OP_SQRT] = op_unary,
     [OP_RELU] = op_unary, [OP_SIGMOID] = op_unary, [OP_TANH] = op_unary,
     [OP_CAST] = op_cast,
+    [OP_LESS] = op_binary, [OP_LESS_EQUAL] = op_binary, [OP_GREATER] = op_binary,
+    [OP_GREATER_EQUAL] = op_binary, [OP_EQUAL] = op_binary, [OP_NOT_EQUAL] = op_binary,
     [OP_MATMUL] = op_matmul,
     [OP_CONV2D] = op_conv, [OP_CONV2D_GRAD_INPUT] = op_conv, [OP_CONV2D_GRAD_FILTER] = op_conv,
     [OP_MAX_POOL2D] = op_pool, [OP_MAX_POOL2D_GRAD] = op_pool, [OP_AVG_POOL2D] = op_pool, [OP_AVG_POOL2D_GRAD] = op_pool,

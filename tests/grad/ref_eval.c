@@ -73,6 +73,12 @@ static double binary(ir_op op, double a, double b) {
     case OP_RELU_GRAD: return a > 0 ? b : 0;
     case OP_SIGMOID_GRAD: return b * a * (1 - a);
     case OP_TANH_GRAD: return b * (1 - a * a);
+    case OP_LESS: return a < b;
+    case OP_LESS_EQUAL: return a <= b;
+    case OP_GREATER: return a > b;
+    case OP_GREATER_EQUAL: return a >= b;
+    case OP_EQUAL: return a == b;
+    case OP_NOT_EQUAL: return a != b;
     default: die("'%s' is not binary", ir_ops[op].name);
     }
     return 0;
@@ -329,7 +335,10 @@ static void eval_node(ref_eval *e, int i, int64_t step, bool training) {
     case OP_INPUT: case OP_PARAM: case OP_VAR: case OP_STATE: return;
     case OP_CONST: for (int64_t k = 0; k < t.len; k++) t.out[k] = n->fattr[0]; return;
     case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV:
-    case OP_RELU_GRAD: case OP_SIGMOID_GRAD: case OP_TANH_GRAD: eval_binary(&t); return;
+    case OP_RELU_GRAD: case OP_SIGMOID_GRAD: case OP_TANH_GRAD:
+    case OP_LESS: case OP_LESS_EQUAL: case OP_GREATER: case OP_GREATER_EQUAL: case OP_EQUAL: case OP_NOT_EQUAL:
+        eval_binary(&t);
+        return;
     case OP_NEG: case OP_EXP: case OP_LOG: case OP_SQRT: case OP_RELU: case OP_SIGMOID: case OP_TANH:
         for (int64_t k = 0; k < t.len; k++) t.out[k] = unary(n->op, t.a[k]);
         return;

@@ -163,6 +163,18 @@ static int b_dropout(tb *t) {
     int x = param(t, "x", S(4, 5));
     return node(t, OP_DROPOUT, 1, &x, (int64_t[]){1234}, 1, (double[]){0.3}, 1, NULL);
 }
+/* x * mask(x OP y): the mask is piecewise constant, so only the x factor has a
+ * gradient (inputs are far from ties, so finite differences see no step) */
+static int compare_case(tb *t, ir_op op) {
+    int x = param(t, "x", S(3, 4)), y = param(t, "y", S(4));
+    return op2(t, OP_MUL, x, op2(t, op, x, y));
+}
+static int b_less(tb *t) { return compare_case(t, OP_LESS); }
+static int b_less_equal(tb *t) { return compare_case(t, OP_LESS_EQUAL); }
+static int b_greater(tb *t) { return compare_case(t, OP_GREATER); }
+static int b_greater_equal(tb *t) { return compare_case(t, OP_GREATER_EQUAL); }
+static int b_equal(tb *t) { return compare_case(t, OP_EQUAL); }
+static int b_not_equal(tb *t) { return compare_case(t, OP_NOT_EQUAL); }
 /* in training: tanh(x); z only feeds the branch eval takes (its gradient is zero) */
 static int b_in_training(tb *t) {
     return op2(t, OP_IN_TRAINING, op1(t, OP_TANH, param(t, "x", S(3, 4))), op1(t, OP_EXP, param(t, "z", S(3, 4))));
@@ -245,6 +257,12 @@ static const grad_case cases[] = {
     {"sparse_xent", OP_SPARSE_XENT, b_xent},
     {"dropout", OP_DROPOUT, b_dropout},
     {"in_training", OP_IN_TRAINING, b_in_training},
+    {"less", OP_LESS, b_less},
+    {"less_equal", OP_LESS_EQUAL, b_less_equal},
+    {"greater", OP_GREATER, b_greater},
+    {"greater_equal", OP_GREATER_EQUAL, b_greater_equal},
+    {"equal", OP_EQUAL, b_equal},
+    {"not_equal", OP_NOT_EQUAL, b_not_equal},
     {"all_reduce one input", OP_ALL_REDUCE, b_all_reduce1},
     {"all_reduce two inputs", OP_ALL_REDUCE, b_all_reduce2},
     {"value with several users", OP_ADD, b_two_users},

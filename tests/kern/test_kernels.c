@@ -11,7 +11,7 @@ typedef struct tcase tcase;
 typedef void (*ref_fn)(const one_op *t, double **in, double *out);
 
 /* how inputs are filled */
-typedef enum { R_SIGNED, R_POSITIVE, R_WIDE, R_LABELS } fill_kind;
+typedef enum { R_SIGNED, R_POSITIVE, R_WIDE, R_LABELS, R_SMALL_INT } fill_kind; /* R_SMALL_INT: 0, 1 or 2 (ties) */
 
 struct tcase {
     const char *name;
@@ -66,6 +66,12 @@ static double r_apply(ir_op op, double a, double b) {
     case OP_RELU_GRAD: return a > 0 ? b : 0;
     case OP_SIGMOID_GRAD: return b * a * (1 - a);
     case OP_TANH_GRAD: return b * (1 - a * a);
+    case OP_LESS: return a < b;
+    case OP_LESS_EQUAL: return a <= b;
+    case OP_GREATER: return a > b;
+    case OP_GREATER_EQUAL: return a >= b;
+    case OP_EQUAL: return a == b;
+    case OP_NOT_EQUAL: return a != b;
     default: return NAN;
     }
 }
@@ -309,6 +315,12 @@ static const tcase cases[] = {
     {"div broadcast", OP_DIV, 2, {"5,1", "5,8"}, .fill = {R_SIGNED, R_POSITIVE}, .ref = ref_elementwise},
     {"div scalar-scalar", OP_DIV, 2, {"1,1", "1"}, .fill = {R_SIGNED, R_POSITIVE}, .ref = ref_elementwise},
     {"neg", OP_NEG, 1, {"37"}, .ref = ref_elementwise},
+    {"less broadcast", OP_LESS, 2, {"4,1,5", "3,5"}, .ref = ref_elementwise},
+    {"less_equal scalar", OP_LESS_EQUAL, 2, {"6,7", ""}, .ref = ref_elementwise},
+    {"greater row", OP_GREATER, 2, {"7,10", "10"}, .ref = ref_elementwise},
+    {"greater_equal", OP_GREATER_EQUAL, 2, {"3,4,5", "3,4,5"}, .ref = ref_elementwise},
+    {"equal ties", OP_EQUAL, 2, {"9,8", "8"}, .fill = {R_SMALL_INT, R_SMALL_INT}, .ref = ref_elementwise},
+    {"not_equal ties", OP_NOT_EQUAL, 2, {"9,8", "9,8"}, .fill = {R_SMALL_INT, R_SMALL_INT}, .ref = ref_elementwise},
     {"exp", OP_EXP, 1, {"5,13"}, .ref = ref_elementwise},
     {"log", OP_LOG, 1, {"5,13"}, .fill = {R_POSITIVE}, .ref = ref_elementwise},
     {"sqrt", OP_SQRT, 1, {"5,13"}, .fill = {R_POSITIVE}, .ref = ref_elementwise},
@@ -414,6 +426,7 @@ static double draw(fill_kind f, const one_op *t, ir_dtype dt) {
     case R_POSITIVE: return 0.1 + 1.9 * uniform();
     case R_WIDE: return dt == IR_F32 ? 20 * uniform() - 10 : 300 * uniform() - 20;
     case R_LABELS: return floor(uniform() * (dt == IR_U8 ? 256 : (double)classes));
+    case R_SMALL_INT: return floor(uniform() * 3);
     default: return 2 * uniform() - 1;
     }
 }

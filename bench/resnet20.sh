@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# resnet20.sh - ResNet-20 on Fashion-MNIST, mgc against PyTorch in the same
+# run (issue 12): examples/resnet20.mg on 2 logical CPU devices (global batch
+# 128, SGD momentum 0.9, cosine decay, EPOCHS epochs) and bench/torch_resnet20.py
+# (the same architecture, initialisation and schedule, 2 threads), for each
+# seed; prints test accuracy and images/s side by side and the means.
+#   bench/resnet20.sh [EPOCHS] [SEEDS...]     (default 3 epochs, seeds 1 2; needs build/mgc)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+epochs=${1:-3}; shift || true
+seeds=("${@:-1}"); [ $# -gt 0 ] || seeds=(1 2)
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+export OMP_NUM_THREADS=2
+
+build/mgc compile examples/resnet20.mg --devices cpu:0,cpu:1 -o "$tmp/r.mgx" 2>/dev/null
+printf "%-28s %6s %14s %10s\n" "run" "seed" "test accuracy" "images/s"
+for seed in "${seeds[@]}"; do
+  build/mgc run "$tmp/r.mgx" --epochs "$epochs" --seed "$seed" --history "$tmp/h$seed.jsonl" > /dev/null
+  /usr/bin/python3 - "$tmp/h$seed.jsonl" "$seed" <<'PY' | tee -a "$tmp/mgc"
+import json, sys
+h = [json.loads(l) for l in open(sys.argv[1])]
+ips = sum(e["images_per_sec"] * e["seconds"] for e in h) / sum(e["seconds"] for e in h)
+print(f"{'mgc, cpu:0,cpu:1':28s} {sys.argv[2]:>6s} {h[-1]['val_accuracy']:14.4f} {ips:10.0f}")
+PY
+  /usr/bin/python3 bench/torch_resnet20.py "$seed" "$epochs" 2 2>/dev/null | /usr/bin/python3 -c "
+import json, sys
+r = json.loads(sys.stdin.read())
+print(f\"{r['framework'] + ', 2 threads':28s} {r['seed']:>6d} {r['test_accuracy']:14.4f} {r['images_per_sec']:10.0f}\")" | tee -a "$tmp/torch"
+done
+/usr/bin/python3 - "$tmp/mgc" "$tmp/torch" <<'PY'
+import sys
+def cols(path):
+    rows = [l.split() for l in open(path)]
+    return [float(r[-2]) for r in rows], [float(r[-1]) for r in rows]
+(ma, mi), (ta, ti) = cols(sys.argv[1]), cols(sys.argv[2])
+mean = lambda v: sum(v) / len(v)
+print(f"mean test accuracy: mgc {mean(ma):.4f}, pytorch {mean(ta):.4f}, difference {100 * (mean(ma) - mean(ta)):+.2f} points (target: mgc >= 0.90, within 0.5)")
+print(f"mean images/s: mgc {mean(mi):.0f}, pytorch {mean(ti):.0f}, ratio {mean(mi) / mean(ti):.2f}x")
+PY

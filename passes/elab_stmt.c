@@ -1,0 +1,258 @@
+/* elab_stmt.c - statements: params and state, assignments, if, for, return
+ * (function bodies and the model block), and the model interface (inputs,
+ * loss, metrics, output). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elab.h"
+
+/* ---- statements ---- */
+
+/* The declared shape of an input or param: every dimension a positive int. */
+static bool eval_shape(elab *c, const ast_type *t, const char *what, const char *name, ir_shape *s) {
+    if (t->kind != TY_TENSOR || t->rank < 0)
+        return elab_err(c, t->loc, "%s '%s' needs a tensor type with dimensions, such as f32[10]", what, name), false;
+    if (t->rank > IR_MAX_RANK) return elab_err(c, t->loc, "%s '%s' has rank %d; at most %d is supported", what, name, t->rank, IR_MAX_RANK), false;
+    s->rank = t->rank;
+    int i = 0;
+    bool ok = true;
+    for (const ast_expr *e = t->dims; e; e = e->next, i++) {
+        value d = elab_eval(c, e);
+        if (d.k == V_ERR) ok = false;
+        else if (d.k != V_INT) elab_err(c, e->loc, "a dimension must be an int, got %s", elab_describe(c, d)), ok = false;
+        else if (d.i < 1 || d.i > MAX_DIM) elab_err(c, e->loc, "dimension %lld of %s '%s' is out of range (1 to 2^31)", (long long)d.i, what, name), ok = false;
+        else s->dim[i] = d.i;
+    }
+    int64_t numel;
+    char b[128];
+    if (ok && !elab_checked_numel(s, &numel))
+        return elab_err(c, t->loc, "%s '%s' is too large: %s has 2^40 elements or more", what, name,
+                   ir_type_str((ir_dtype)t->dtype, s, b, sizeof b)), false;
+    return ok;
+}
+
+/* Keras fans: dense [k, u] -> (k, u); conv HWIO -> (kh*kw*cin, kh*kw*cout). */
+static void fans(const ir_shape *s, int64_t *in, int64_t *out) {
+    int r = s->rank;
+    int64_t rf = 1;
+    for (int i = 0; i < r - 2; i++) rf *= s->dim[i];
+    *in = r == 0 ? 1 : r == 1 ? s->dim[0] : s->dim[r - 2] * rf;
+    *out = r == 0 ? 1 : r == 1 ? s->dim[0] : s->dim[r - 1] * rf;
+}
+
+/* param and state: a variable named by the scope path ("dense_1/kernel").
+ * A param is trained (m->params); a state is written by assign in training
+ * and read by eval and predict (moving statistics). One namespace: both are
+ * checkpoint tensors. */
+static void stmt_param(elab *c, const ast_stmt *st) {
+    const char *what = st->kind == ST_STATE ? "state" : "param";
+    ir_shape s;
+    value init = elab_eval(c, st->expr);
+    bool ok = eval_shape(c, st->type, what, st->name, &s);
+    if (init.k != V_INIT && init.k != V_ERR)
+        elab_err(c, st->expr->loc, "initializer of %s '%s' must be zeros, ones, glorot_uniform or he_normal", what, st->name);
+    if (!ok || init.k != V_INIT) return elab_bind(c->fr, st->name, ERR);
+    const char *path = elab_scope_path(c, c->fr->scope);
+    const char *full = ir_intern(c->m, *path ? elab_fmt(c, "%s/%s", path, st->name) : st->name);
+    for (int i = 0; i < c->m->g.n; i++)
+        if ((node(c, i)->op == OP_PARAM || node(c, i)->op == OP_STATE) && node(c, i)->name == full) {
+            elab_err(c, st->name_loc, "%s '%s' is declared twice", what, full);
+            return elab_bind(c->fr, st->name, ERR);
+        }
+    int id = elab_add(c, st->kind == ST_STATE ? OP_STATE : OP_PARAM, NULL, 0, st->loc);
+    ir_node *n = node(c, id);
+    n->dtype = (ir_dtype)st->type->dtype, n->shape = s, n->name = full, n->iattr[0] = init.i;
+    fans(&s, &n->iattr[1], &n->iattr[2]);
+    if (st->kind == ST_PARAM) {
+        c->m->params = elab_xrealloc(c->m->params, (size_t)(c->m->n_params + 1) * sizeof *c->m->params);
+        c->m->params[c->m->n_params++] = id;
+    }
+    elab_bind(c->fr, st->name, elab_finish(c, id));
+}
+
+/* name = expr, or a, b = expr (a list of as many values) */
+static void stmt_assign(elab *c, const ast_stmt *st) {
+    if (st->suffix != BATCH_PLAIN)
+        elab_err(c, st->loc, "'%s' is only allowed on batch in a train block", st->suffix == BATCH_GLOBAL ? "global" : "per replica");
+    value v = elab_eval(c, st->expr);
+    if (!st->targets) return elab_bind(c->fr, st->name, v);
+    int n = 0;
+    for (const ast_name *t = st->targets; t; t = t->next) n++;
+    if (v.k != V_ERR && (v.k != V_LIST || v.list->n != n))
+        elab_err(c, st->expr->loc, "cannot unpack %s into %d names", elab_describe(c, v), n), v = ERR;
+    int k = 0;
+    for (const ast_name *t = st->targets; t; t = t->next, k++) elab_bind(c->fr, t->name, v.k == V_ERR ? ERR : v.list->v[k]);
+}
+
+const char *const elab_stmt_names[] = {"assignment", "param", "return", "input", "loss", "metric", "output",
+                                       "setting", "state", "if", "for"};
+
+typedef struct model_state model_state;
+static void model_stmt(elab *c, const ast_stmt *s, model_state *ms);
+
+/* The truth of a compile-time condition (Python's: nonzero numbers, nonempty
+ * strings and lists); false with an error for a tensor. */
+bool elab_truth(elab *c, value v, ir_loc loc, bool *ok) {
+    *ok = true;
+    switch (v.k) {
+    case V_INT: return v.i != 0;
+    case V_FLOAT: return v.f != 0;
+    case V_STR: return v.s[0] != 0;
+    case V_LIST: return v.list->n > 0;
+    case V_ERR: *ok = false; return false;
+    case V_TENSOR:
+        elab_err(c, loc, "a tensor has no truth value at compile time, got %s; for a per-element choice use where(mask, a, b)",
+                 elab_describe(c, v));
+        break;
+    default: elab_err(c, loc, "%s has no truth value", elab_describe(c, v)); break;
+    }
+    *ok = false;
+    return false;
+}
+
+/* Runs statements of a function (ms NULL) or of the model block; a name bound
+ * inside an if or for body keeps its value after it, as in Python. Returns
+ * true once a return ran, its value in *ret. */
+static bool run_stmts(elab *c, const ast_stmt *s, model_state *ms, value *ret) {
+    for (; s; s = s->next) {
+        bool ok;
+        switch (s->kind) {
+        case ST_ASSIGN: stmt_assign(c, s); break;
+        case ST_PARAM: case ST_STATE: stmt_param(c, s); break;
+        case ST_RETURN:
+            if (ms) {
+                elab_err(c, s->loc, "'return' is not allowed in a model");
+                break;
+            }
+            *ret = elab_eval(c, s->expr);
+            if (s->next) elab_err(c, s->next->loc, "statement after 'return'");
+            return true;
+        case ST_IF: {
+            bool taken = elab_truth(c, elab_eval(c, s->expr), s->expr->loc, &ok);
+            if (ok && run_stmts(c, taken ? s->body : s->orelse, ms, ret)) return true;
+            break;
+        }
+        case ST_FOR: {
+            value seq = elab_eval(c, s->expr);
+            if (seq.k != V_LIST && seq.k != V_ERR)
+                elab_err(c, s->expr->loc, "'for' needs a list, such as range(n), got %s", elab_describe(c, seq));
+            for (int k = 0; seq.k == V_LIST && k < seq.list->n; k++) {
+                elab_bind(c->fr, s->name, seq.list->v[k]);
+                if (run_stmts(c, s->body, ms, ret)) return true;
+            }
+            break;
+        }
+        default:
+            if (ms) model_stmt(c, s, ms);
+            else elab_err(c, s->loc, "'%s' is not allowed in a function", elab_stmt_names[s->kind]);
+            break;
+        }
+    }
+    return false;
+}
+
+value elab_run_body(elab *c, const ast_stmt *s) {
+    value v;
+    if (run_stmts(c, s, NULL, &v)) return v;
+    elab_err(c, c->fr->user_loc, "'%s' returns no value", c->fr->fn->name);
+    return ERR;
+}
+
+/* ---- the model block ---- */
+
+struct model_state {
+    bool has_loss;
+    const ast_stmt *output;
+};
+
+static void stmt_input(elab *c, const ast_stmt *st) {
+    ir_shape s;
+    if (!eval_shape(c, st->type, "input", st->name, &s)) return elab_bind(c->fr, st->name, ERR);
+    const char *name = ir_intern(c->m, st->name);
+    for (int i = 0; i < c->m->n_inputs; i++)
+        if (node(c, c->m->inputs[i])->name == name) {
+            elab_err(c, st->name_loc, "input '%s' is declared twice", name);
+            return elab_bind(c->fr, st->name, ERR);
+        }
+    int id = elab_add(c, OP_INPUT, NULL, 0, st->loc);
+    ir_node *n = node(c, id);
+    n->dtype = (ir_dtype)st->type->dtype, n->shape = s, n->name = name;
+    c->m->inputs = elab_xrealloc(c->m->inputs, (size_t)(c->m->n_inputs + 1) * sizeof *c->m->inputs);
+    c->m->inputs[c->m->n_inputs++] = id;
+    elab_bind(c->fr, st->name, elab_finish(c, id));
+}
+
+/* A loss or metric is the batch mean of a per-example f32[batch]; returns that vector. */
+static int per_example(elab *c, value v, const ast_stmt *st, const char *what) {
+    if (v.k == V_ERR) return -1;
+    char b[128];
+    if (v.k == V_TENSOR) {
+        const ir_node *n = node(c, v.node);
+        const ir_node *x = n->op == OP_REDUCE_MEAN ? node(c, n->in[0]) : NULL;
+        if (x && n->iattr[0] == 1 && !n->iattr[1] && x->dtype == IR_F32 && x->shape.rank == 1 &&
+            x->shape.dim[0] == c->m->batch_per_replica)
+            return n->in[0];
+    }
+    snprintf(b, sizeof b, "%s", elab_describe(c, v));
+    elab_err(c, st->expr->loc, "the %s must be the batch mean of a per-example f32[%lld], got %s", what,
+        (long long)c->m->batch_per_replica, b);
+    return -1;
+}
+
+static void stmt_loss(elab *c, const ast_stmt *st, model_state *ms) {
+    if (ms->has_loss) return elab_err(c, st->loc, "the model has a second loss");
+    ms->has_loss = true;
+    c->watch = st->expr, c->watched = ERR;
+    value v = elab_eval(c, st->expr);
+    c->watch = NULL;
+    c->m->loss = per_example(c, v, st, "loss");
+    if (!ms->output && c->watched.k == V_TENSOR) c->m->output = c->watched.node;
+}
+
+static void stmt_metric(elab *c, const ast_stmt *st) {
+    const char *name = ir_intern(c->m, st->name);
+    for (int i = 0; i < c->m->n_metrics; i++)
+        if (c->m->metrics[i].name == name) return elab_err(c, st->name_loc, "metric '%s' is declared twice", name);
+    int id = per_example(c, elab_eval(c, st->expr), st, "metric");
+    if (id < 0) return;
+    if (c->m->n_metrics == IR_MAX_METRICS)
+        return elab_err(c, st->name_loc, "metric '%s' is one too many: a model has at most %d metrics", name, IR_MAX_METRICS);
+    c->m->metrics = elab_xrealloc(c->m->metrics, (size_t)(c->m->n_metrics + 1) * sizeof *c->m->metrics);
+    c->m->metrics[c->m->n_metrics++] = (ir_metric){name, id};
+}
+
+static void stmt_output(elab *c, const ast_stmt *st, model_state *ms) {
+    if (ms->output) return elab_err(c, st->loc, "the model has a second output");
+    ms->output = st;
+    value v = elab_lookup(c, st->name, st->name_loc);
+    if (v.k == V_ERR) return;
+    if (v.k != V_TENSOR) return elab_err(c, st->name_loc, "output '%s' must be a tensor, got %s", st->name, elab_describe(c, v));
+    c->m->output = v.node;
+}
+
+/* The model block's own statements. */
+static void model_stmt(elab *c, const ast_stmt *s, model_state *ms) {
+    switch (s->kind) {
+    case ST_INPUT: stmt_input(c, s); break;
+    case ST_LOSS: stmt_loss(c, s, ms); break;
+    case ST_METRIC: stmt_metric(c, s); break;
+    case ST_OUTPUT: stmt_output(c, s, ms); break;
+    default: elab_err(c, s->loc, "'%s' is not allowed in a model", elab_stmt_names[s->kind]); break;
+    }
+}
+
+/* model -> statements over inputs, with `batch` bound to the per-replica batch. */
+void elab_model(elab *c, const ast_decl *model) {
+    scope root = {NULL, "", ""};
+    frame f = {.scope = &root};
+    model_state ms = {0};
+    value unused;
+    c->fr = &f;
+    elab_bind(&f, "batch", vint(c->m->batch_per_replica));
+    run_stmts(c, model->body, &ms, &unused);
+    if (!ms.has_loss && !ms.output)
+        elab_err(c, model->name_loc, "model '%s' has neither a loss nor an output", model->name);
+    c->fr = NULL;
+    free(f.b);
+}

@@ -1,6 +1,7 @@
 /* ir.c - modules, nodes, the op table and the shape rule of every op. */
 #include "ir.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@ const ir_opinfo ir_ops[OP_COUNT] = {
 
 const char *const ir_init_names[INIT_COUNT] = {"zeros", "ones", "glorot_uniform", "he_normal"};
 const char *const ir_optimizer_names[OPT_COUNT] = {"sgd", "adam", "adamw", "rmsprop"};
+const char *const ir_lr_names[LR_COUNT] = {"constant", "cosine_decay", "exponential_decay", "piecewise_constant"};
 const char *const ir_cross_device_names[XDEV_COUNT] = {"ring", "one-device", "hierarchical"};
 const char *const ir_program_names[IR_PROGRAM_COUNT] = {"train", "eval", "predict", "init"};
 
@@ -165,3 +167,26 @@ int ir_add(ir_module *m, ir_op op, const int *in, int n_in, ir_loc loc) {
 }
 
 ir_node *ir_node_at(ir_module *m, int i) { return &m->g.nodes[i]; }
+
+double ir_learning_rate(const ir_optimizer *o, int64_t step) {
+    const ir_lr_schedule *s = &o->schedule;
+    double t = (double)(step > 0 ? step : 0), lr = o->lr;
+    switch (s->kind) {
+    case LR_COSINE_DECAY: {
+        double peak = s->warmup_target > 0 ? s->warmup_target : lr;
+        if (t < (double)s->warmup_steps) return lr + (peak - lr) * t / (double)s->warmup_steps;
+        double done = fmin(t - (double)s->warmup_steps, (double)s->decay_steps) / (double)s->decay_steps;
+        return peak * ((1 - s->alpha) * 0.5 * (1 + cos(M_PI * done)) + s->alpha);
+    }
+    case LR_EXPONENTIAL_DECAY: {
+        double p = t / (double)s->decay_steps;
+        return lr * pow(s->decay_rate, s->staircase ? floor(p) : p);
+    }
+    case LR_PIECEWISE_CONSTANT: {
+        int i = 0;
+        while (i < s->n_boundaries && t > (double)s->boundaries[i]) i++;
+        return s->values[i];
+    }
+    default: return lr;
+    }
+}

@@ -106,11 +106,33 @@ typedef struct {
 typedef enum { OPT_SGD, OPT_ADAM, OPT_ADAMW, OPT_RMSPROP, OPT_COUNT } ir_optimizer_kind;
 extern const char *const ir_optimizer_names[OPT_COUNT];
 
+/* Learning-rate schedules (Keras 3's), evaluated at the optimizer's step
+ * count before the update (0 for the first): ir_learning_rate. */
+typedef enum { LR_CONSTANT, LR_COSINE_DECAY, LR_EXPONENTIAL_DECAY, LR_PIECEWISE_CONSTANT, LR_COUNT } ir_lr_kind;
+extern const char *const ir_lr_names[LR_COUNT];
+enum { IR_MAX_BOUNDARIES = 15 };
+
+typedef struct {
+    ir_lr_kind kind;
+    int64_t decay_steps, warmup_steps;  /* cosine, exponential; cosine's warmup */
+    double alpha;                       /* cosine: the final fraction of the rate */
+    double warmup_target;               /* cosine: the rate warmup rises to (0: no warmup) */
+    double decay_rate;                  /* exponential */
+    bool staircase;                     /* exponential: whole decay periods only */
+    int n_boundaries;                   /* piecewise: values[i] up to boundaries[i], the last after */
+    int64_t boundaries[IR_MAX_BOUNDARIES];
+    double values[IR_MAX_BOUNDARIES + 1];
+} ir_lr_schedule;
+
 typedef struct {
     ir_optimizer_kind kind;
-    double lr, beta1, beta2, epsilon, weight_decay, momentum, rho;
+    double lr, beta1, beta2, epsilon, weight_decay, momentum, rho;  /* lr: the initial rate */
     bool nesterov;
+    ir_lr_schedule schedule;
 } ir_optimizer;
+
+/* The rate of the update after `step` earlier updates. */
+double ir_learning_rate(const ir_optimizer *o, int64_t step);
 
 typedef enum { XDEV_RING, XDEV_ONE_DEVICE, XDEV_HIERARCHICAL, XDEV_COUNT } ir_cross_device;
 extern const char *const ir_cross_device_names[XDEV_COUNT];
@@ -175,6 +197,7 @@ typedef struct ir_module {
     ir_optimizer opt;
     int64_t batch_per_replica;
     int64_t global_batch;
+    int64_t epochs;           /* the train block's `epochs = N`, 0 when not given */
 
     /* replication */
     int n_devices;

@@ -175,6 +175,13 @@ static void enc_train(buf *b, wstrings *t, const ir_module *m) {
     const double f[7] = {o->lr, o->beta1, o->beta2, o->epsilon, o->weight_decay, o->momentum, o->rho};
     for (int k = 0; k < 7; k++) put_f64(b, f[k]);
     put_u8(b, o->nesterov), put_i64(b, m->batch_per_replica), put_i64(b, m->global_batch);
+    const ir_lr_schedule *s = &o->schedule;
+    put_u32(b, s->kind), put_i64(b, s->decay_steps), put_i64(b, s->warmup_steps);
+    put_f64(b, s->alpha), put_f64(b, s->warmup_target), put_f64(b, s->decay_rate), put_u8(b, s->staircase);
+    put_u32(b, (uint32_t)s->n_boundaries);
+    for (int k = 0; k < s->n_boundaries; k++) put_i64(b, s->boundaries[k]);
+    for (int k = 0; k <= s->n_boundaries; k++) put_f64(b, s->values[k]);
+    put_i64(b, m->epochs);
 }
 
 static void enc_devices(buf *b, wstrings *t, const ir_module *m) {
@@ -457,6 +464,18 @@ static void dec_train(rd *r) {
     for (int k = 0; k < 7; k++) *f[k] = get_f64(r);
     o->nesterov = get_bool(r, "nesterov");
     m->batch_per_replica = get_i64(r), m->global_batch = get_i64(r);
+    ir_lr_schedule *s = &o->schedule;
+    s->kind = get_enum(r, LR_COUNT, "learning-rate schedule");
+    s->decay_steps = get_i64(r), s->warmup_steps = get_i64(r);
+    s->alpha = get_f64(r), s->warmup_target = get_f64(r), s->decay_rate = get_f64(r);
+    s->staircase = get_bool(r, "staircase");
+    s->n_boundaries = (int)get_u32(r);
+    if (!r->failed && (unsigned)s->n_boundaries > IR_MAX_BOUNDARIES)
+        fail(r, "%u schedule boundaries, at most %d", (unsigned)s->n_boundaries, IR_MAX_BOUNDARIES);
+    if (r->failed) s->n_boundaries = 0;
+    for (int k = 0; k < s->n_boundaries; k++) s->boundaries[k] = get_i64(r);
+    for (int k = 0; k <= s->n_boundaries; k++) s->values[k] = get_f64(r);
+    m->epochs = get_i64(r);
 }
 
 static void dec_devices(rd *r) {

@@ -1,5 +1,6 @@
 /* verify.c - structural checks of a module: graph order, arity, types against
  * the shape rules, devices, the model interface, buckets, memory plan, schedule. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,6 +171,20 @@ static void check_interface(checker *c) {
     if (m->n_inputs < 0 || m->n_metrics < 0 || m->n_params < 0) problem(c, "negative interface count");
 }
 
+/* A schedule gives a finite rate at every step (no division by zero). */
+static void check_schedule_values(checker *c, const ir_lr_schedule *s) {
+    if ((unsigned)s->kind >= LR_COUNT) return problem(c, "learning-rate schedule %d out of range", (int)s->kind);
+    bool decays = s->kind == LR_COSINE_DECAY || s->kind == LR_EXPONENTIAL_DECAY;
+    if (decays && s->decay_steps < 1) problem(c, "learning-rate schedule: decay_steps %lld < 1", (long long)s->decay_steps);
+    if (s->warmup_steps < 0 || (unsigned)s->n_boundaries > IR_MAX_BOUNDARIES)
+        problem(c, "learning-rate schedule: bad warmup_steps or boundary count");
+    for (int k = 1; k < s->n_boundaries && k < IR_MAX_BOUNDARIES; k++)
+        if (s->boundaries[k] <= s->boundaries[k - 1]) problem(c, "learning-rate schedule: boundaries not increasing");
+    double f[] = {s->alpha, s->warmup_target, s->decay_rate};
+    for (size_t k = 0; k < sizeof f / sizeof *f; k++)
+        if (!isfinite(f[k])) problem(c, "learning-rate schedule: a parameter is not finite");
+}
+
 static void check_train(checker *c) {
     const ir_module *m = c->m;
     if ((unsigned)m->opt.kind >= OPT_COUNT) problem(c, "optimizer kind %d out of range", (int)m->opt.kind);
@@ -177,6 +192,8 @@ static void check_train(checker *c) {
     if (m->has_train && m->batch_per_replica > m->global_batch)
         problem(c, "batch per replica %lld exceeds the global batch %lld", (long long)m->batch_per_replica,
                 (long long)m->global_batch);
+    if (m->epochs < 0) problem(c, "negative epoch count");
+    check_schedule_values(c, &m->opt.schedule);
 }
 
 static void check_devices(checker *c) {

@@ -36,11 +36,97 @@ ir_optimizer elab_optimizer_defaults(ir_optimizer_kind k) {
     return o;
 }
 
+/* One argument of a schedule: an int (steps) or a number, in a range. */
+static bool schedule_arg(elab *c, const ast_arg *a, bool integer, double lo, double hi, double *out) {
+    value v = elab_eval(c, a->value);
+    if (v.k == V_ERR) return false;
+    if (integer ? v.k != V_INT : !is_num(v))
+        return elab_err(c, a->value->loc, "'%s' must be %s, got %s", a->name ? a->name : "the initial rate",
+                        integer ? "an int" : "a number", elab_describe(c, v)), false;
+    if (!(num(v) >= lo && num(v) <= hi))
+        return elab_err(c, a->value->loc, "'%s' must be in [%g, %g], got %g", a->name ? a->name : "the initial rate", lo, hi,
+                        num(v)), false;
+    *out = num(v);
+    return true;
+}
+
+/* A list argument of piecewise_constant: numbers (ints for boundaries). */
+static int schedule_list(elab *c, const ast_arg *a, bool integer, double *out, int max) {
+    value v = elab_eval(c, a->value);
+    if (v.k == V_ERR) return -1;
+    if (v.k != V_LIST || v.list->n < 1 || v.list->n > max)
+        return elab_err(c, a->value->loc, "'%s' must be a list of 1 to %d numbers", a->name, max), -1;
+    for (int k = 0; k < v.list->n; k++) {
+        value x = v.list->v[k];
+        if (integer ? x.k != V_INT : !is_num(x)) return elab_err(c, a->value->loc, "'%s' must hold %s", a->name, integer ? "ints" : "numbers"), -1;
+        out[k] = num(x);
+    }
+    return v.list->n;
+}
+
+/* learning_rate: cosine_decay(initial, decay_steps:, alpha:, warmup_target:, warmup_steps:)
+ *              | exponential_decay(initial, decay_steps:, decay_rate:, staircase:)
+ *              | piecewise_constant(boundaries: [..], values: [..])   (Keras 3's) */
+static void set_schedule(elab *c, ir_optimizer *o, const ast_expr *e) {
+    const char *kind = e->lhs->kind == EX_NAME ? e->lhs->name : "";
+    ir_lr_schedule s = {0};
+    int k = 1;
+    while (k < LR_COUNT && strcmp(kind, ir_lr_names[k])) k++;
+    if (k == LR_COUNT)
+        return elab_err(c, e->loc, "learning_rate must be a number or a schedule: cosine_decay, exponential_decay or piecewise_constant");
+    s.kind = (ir_lr_kind)k;
+    static const char *const takes[LR_COUNT] = {"", "initial, decay_steps, alpha, warmup_target, warmup_steps",
+                                                 "initial, decay_steps, decay_rate, staircase", "boundaries, values"};
+    double lr = 0, x, bounds[IR_MAX_BOUNDARIES + 1];
+    int n_values = 0, pos = 0;
+    bool ok = true, has_lr = false;
+    for (const ast_arg *a = e->args; a && ok; a = a->next) {
+        const char *name = a->name ? a->name : pos++ == 0 && s.kind != LR_PIECEWISE_CONSTANT ? "initial" : "?";
+        if (!strcmp(name, "initial")) ok = schedule_arg(c, a, false, 1e-300, 1e300, &lr), has_lr = true;
+        else if (!strcmp(name, "decay_steps") && s.kind != LR_PIECEWISE_CONSTANT)
+            ok = schedule_arg(c, a, true, 1, 1e15, &x), s.decay_steps = (int64_t)x;
+        else if (!strcmp(name, "alpha") && s.kind == LR_COSINE_DECAY) ok = schedule_arg(c, a, false, 0, 1, &s.alpha);
+        else if (!strcmp(name, "warmup_target") && s.kind == LR_COSINE_DECAY) ok = schedule_arg(c, a, false, 1e-300, 1e300, &s.warmup_target);
+        else if (!strcmp(name, "warmup_steps") && s.kind == LR_COSINE_DECAY)
+            ok = schedule_arg(c, a, true, 0, 1e15, &x), s.warmup_steps = (int64_t)x;
+        else if (!strcmp(name, "decay_rate") && s.kind == LR_EXPONENTIAL_DECAY) ok = schedule_arg(c, a, false, 1e-300, 1e300, &s.decay_rate);
+        else if (!strcmp(name, "staircase") && s.kind == LR_EXPONENTIAL_DECAY) ok = schedule_arg(c, a, true, 0, 1, &x), s.staircase = x != 0;
+        else if (!strcmp(name, "boundaries") && s.kind == LR_PIECEWISE_CONSTANT) {
+            ok = (s.n_boundaries = schedule_list(c, a, true, bounds, IR_MAX_BOUNDARIES)) > 0;
+            for (int i = 0; ok && i < s.n_boundaries; i++) s.boundaries[i] = (int64_t)bounds[i];
+        } else if (!strcmp(name, "values") && s.kind == LR_PIECEWISE_CONSTANT)
+            ok = (n_values = schedule_list(c, a, false, s.values, IR_MAX_BOUNDARIES + 1)) > 0;
+        else ok = false, elab_err(c, a->loc, "'%s' takes %s", kind, takes[s.kind]);
+    }
+    if (!ok) return;
+    if (s.kind == LR_PIECEWISE_CONSTANT) {
+        if (n_values != s.n_boundaries + 1)
+            return elab_err(c, e->loc, "piecewise_constant needs one value more than boundaries, got %d values and %d boundaries", n_values, s.n_boundaries);
+        for (int i = 1; i < s.n_boundaries; i++)
+            if (s.boundaries[i] <= s.boundaries[i - 1]) return elab_err(c, e->loc, "the boundaries of piecewise_constant must increase");
+        lr = s.values[0], has_lr = true;
+    } else if (!has_lr || !s.decay_steps) {
+        return elab_err(c, e->loc, "'%s' needs the initial rate and decay_steps", kind);
+    } else if (s.kind == LR_EXPONENTIAL_DECAY && !s.decay_rate) {
+        return elab_err(c, e->loc, "'exponential_decay' needs decay_rate");
+    }
+    o->lr = lr, o->schedule = s;
+}
+
+/* "learning_rate, momentum, nesterov": the hyper-parameters of optimizer kind k */
+static const char *hypers_of(elab *c, ir_optimizer_kind k) {
+    char buf[256] = "";
+    for (size_t i = 0; i < sizeof hypers / sizeof *hypers; i++)
+        if (hypers[i].kinds >> k & 1) strcat(strcat(buf, *buf ? ", " : ""), hypers[i].name);
+    return elab_fmt(c, "%s", buf);
+}
+
 static void set_hyper(elab *c, ir_optimizer *o, const char *opt, const char *name, const ast_expr *e, ir_loc loc) {
     const hyper *h = NULL;
     for (size_t i = 0; i < sizeof hypers / sizeof *hypers; i++)
         if (!strcmp(hypers[i].name, name) && hypers[i].kinds >> o->kind & 1) h = &hypers[i];
-    if (!h) return elab_err(c, loc, "'%s' has no hyper-parameter '%s'", opt, name);
+    if (!h) return elab_err(c, loc, "'%s' has no hyper-parameter '%s'; it takes %s", opt, name, hypers_of(c, o->kind));
+    if (!strcmp(name, "learning_rate") && e->kind == EX_CALL) return set_schedule(c, o, e);
     value v = elab_eval(c, e);
     if (v.k == V_ERR) return;
     if (!is_num(v)) return elab_err(c, e->loc, "hyper-parameter '%s' must be a number, got %s", name, elab_describe(c, v));
@@ -76,6 +162,15 @@ static void train_batch(elab *c, const ast_stmt *s, int64_t *per_replica, int64_
     *(s->suffix == BATCH_PER_REPLICA ? per_replica : global) = v.i;
 }
 
+/* epochs = N: how long `mgc run` trains when the command line does not say */
+static void train_epochs(elab *c, const ast_stmt *s) {
+    value v = elab_eval(c, s->expr);
+    if (v.k == V_ERR) return;
+    if (v.k != V_INT || v.i < 1 || v.i > 1000000000)
+        return elab_err(c, s->expr->loc, "epochs must be an int from 1 to 10^9, got %s", v.k == V_INT ? elab_fmt(c, "%lld", (long long)v.i) : elab_describe(c, v));
+    c->m->epochs = v.i;
+}
+
 static bool elab_train(elab *c, const ast_decl *t, int n_dev, int64_t *global) {
     bool has_opt = false, has_batch = false;
     int64_t per = 0, glob = 0;
@@ -84,12 +179,14 @@ static bool elab_train(elab *c, const ast_decl *t, int n_dev, int64_t *global) {
     c->fr = &f;
     for (const ast_stmt *s = t->body; s; s = s->next) {
         bool opt = s->kind == ST_ASSIGN && !strcmp(s->name, "optimizer"), batch = s->kind == ST_ASSIGN && !strcmp(s->name, "batch");
+        bool epochs = s->kind == ST_ASSIGN && !strcmp(s->name, "epochs");
         if (s->kind != ST_ASSIGN) elab_err(c, s->loc, "'%s' is not allowed in a train block", elab_stmt_names[s->kind]);
-        else if ((opt && has_opt) || (batch && has_batch)) elab_err(c, s->loc, "'%s' is set twice", s->name);
+        else if ((opt && has_opt) || (batch && has_batch) || (epochs && c->m->epochs)) elab_err(c, s->loc, "'%s' is set twice", s->name);
         else if (opt) train_optimizer(c, s->expr), has_opt = true;
         else if (batch) train_batch(c, s, &per, &glob), has_batch = true;
-        else elab_err(c, s->loc, "unknown train setting '%s'; expected optimizer or batch", s->name);
-        if (opt && s->suffix != BATCH_PLAIN) elab_err(c, s->loc, "'per replica' and 'global' only apply to batch");
+        else if (epochs) train_epochs(c, s);
+        else elab_err(c, s->loc, "unknown train setting '%s'; expected optimizer, batch or epochs", s->name);
+        if ((opt || epochs) && s->suffix != BATCH_PLAIN) elab_err(c, s->loc, "'per replica' and 'global' only apply to batch");
     }
     if (!has_opt) elab_err(c, t->name_loc, "train block '%s' has no optimizer", t->name);
     if (!has_batch) elab_err(c, t->name_loc, "train block '%s' has no batch", t->name);

@@ -31,6 +31,14 @@ typedef struct {
     const int *check_numerics;  /* nonzero: a kernel whose f32 output holds NaN or Inf fails, naming its op */
 } rt_kernel_args;
 
+/* The learning rate of an optimizer update: the node's initial rate through
+ * the plan's schedule, after *k->step - 1 earlier updates. */
+static inline double rt_update_rate(const rt_kernel_args *k) {
+    ir_optimizer o = k->m->opt;
+    o.lr = k->node->fattr[0];
+    return ir_learning_rate(&o, *k->step - 1);
+}
+
 typedef enum { COLL_ALL_REDUCE, COLL_BROADCAST } rt_coll_kind;
 
 typedef struct {

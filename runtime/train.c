@@ -283,6 +283,8 @@ static int end_epoch(rt_session *s, progress *p, const rt_dataset *test, char *e
         fprintf(h, ", \"val_loss\": %.9g", v.loss);
         for (int k = 0; k < m->n_metrics; k++) fprintf(h, ", \"val_%s\": %.9g", m->metrics[k].name, v.metric[k]);
     }
+    if (m->has_train) /* the rate of the epoch's last update, as Keras records it */
+        fprintf(h, ", \"learning_rate\": %.9g", ir_learning_rate(&m->opt, rt_session_step(s) - 1));
     fprintf(h, ", \"images_per_sec\": %.1f, \"seconds\": %.3f}\n", ips, seconds);
     fflush(h);
     const void *parts[1] = {p->history_text};

@@ -370,13 +370,29 @@ static void inspect(const char *path, const ir_module *m) {
     printf("   (cross-device ops: %s)\n", ir_cross_device_names[m->cross_device]);
     if (m->has_train) {
         const ir_optimizer *o = &m->opt;
-        printf("optimizer     %s  learning_rate=%g", ir_optimizer_names[o->kind], o->lr);
+        const ir_lr_schedule *sc = &o->schedule;
+        printf("optimizer     %s  learning_rate=", ir_optimizer_names[o->kind]);
+        if (sc->kind == LR_CONSTANT) printf("%g", o->lr);
+        else if (sc->kind == LR_COSINE_DECAY)
+            printf("cosine_decay(%g, decay_steps=%lld, alpha=%g, warmup_target=%g, warmup_steps=%lld)", o->lr,
+                   (long long)sc->decay_steps, sc->alpha, sc->warmup_target, (long long)sc->warmup_steps);
+        else if (sc->kind == LR_EXPONENTIAL_DECAY)
+            printf("exponential_decay(%g, decay_steps=%lld, decay_rate=%g, staircase=%s)", o->lr,
+                   (long long)sc->decay_steps, sc->decay_rate, sc->staircase ? "true" : "false");
+        else {
+            printf("piecewise_constant(boundaries=[");
+            for (int k = 0; k < sc->n_boundaries; k++) printf("%s%lld", k ? ", " : "", (long long)sc->boundaries[k]);
+            printf("], values=[");
+            for (int k = 0; k <= sc->n_boundaries; k++) printf("%s%g", k ? ", " : "", sc->values[k]);
+            printf("])");
+        }
         if (o->kind == OPT_ADAM || o->kind == OPT_ADAMW)
             printf(" beta1=%g beta2=%g epsilon=%g", o->beta1, o->beta2, o->epsilon);
         if (o->kind == OPT_ADAMW) printf(" weight_decay=%g", o->weight_decay);
         if (o->kind == OPT_SGD) printf(" momentum=%g nesterov=%s", o->momentum, o->nesterov ? "true" : "false");
         if (o->kind == OPT_RMSPROP) printf(" rho=%g momentum=%g epsilon=%g", o->rho, o->momentum, o->epsilon);
         printf("\n");
+        if (m->epochs) printf("epochs        %lld (the train block's; --epochs overrides)\n", (long long)m->epochs);
     }
     int width = 24; /* the name column: the longest param or state name */
     for (int i = 0; i < m->g.n; i++)

@@ -21,6 +21,7 @@
 
 typedef struct {
     int64_t epochs, steps;
+    bool epochs_given;         /* else the plan's train block `epochs = N`, else 1 */
     uint64_t seed;
     const char *save, *load, *history, *data, *out;
     const char *checkpoint_dir;
@@ -44,7 +45,8 @@ enum { EXIT_INTERRUPTED = 75 };
 
 static const char run_help[] =
     "usage: mgc run PLAN.mgx [options]\n"
-    "  --epochs E                 train until E epochs are done in all (default 1)\n"
+    "  --epochs E                 train until E epochs are done in all (default: the train\n"
+    "                             block's epochs, else 1)\n"
     "  --steps S                  train until the optimizer has taken S steps in all\n"
     "                             (both count from step 0: a resumed run trains what is left)\n"
     "  --seed N                   initial weights and shuffling (default 1)\n"
@@ -109,7 +111,10 @@ static int parse_run_options(int argc, char **argv, run_options *o, const char *
         switch (c) {
         case 'h': fputs(help, stdout); return -2;
         case 'o': o->out = optarg; break;
-        case O_EPOCHS: if (!cli_parse_int("--epochs", optarg, 1, MAX_EPOCHS, &o->epochs)) return -1; break;
+        case O_EPOCHS:
+            if (!cli_parse_int("--epochs", optarg, 1, MAX_EPOCHS, &o->epochs)) return -1;
+            o->epochs_given = true;
+            break;
         case O_STEPS: if (!cli_parse_int("--steps", optarg, 1, MAX_STEPS, &o->steps)) return -1; break;
         case O_SEED:
             if (!cli_parse_int("--seed", optarg, 0, INT64_MAX, &v)) return -1;
@@ -484,6 +489,7 @@ int cmd_run(int argc, char **argv) {
     catch_stop_signals();
     bound_plan bp;
     if (!bind_plan(argv[k], &o, &bp)) return 1;
+    if (!o.epochs_given && bp.m && bp.m->epochs) o.epochs = bp.m->epochs; /* the train block's */
     char err[640];
     rt_dataset *train = NULL, *test = NULL;
     if (!bp.facts.failed && !bp.m->has_train) {

@@ -1,5 +1,6 @@
 /* optim.c - in-place optimizer updates (Keras formulas in runtime/ops_math.h):
- * SGD with momentum / Nesterov, Adam / AdamW, RMSprop. */
+ * SGD with momentum / Nesterov, Adam / AdamW, RMSprop; the learning rate of
+ * each step through the plan's schedule (rt_update_rate). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3")
 #endif
@@ -20,7 +21,7 @@ static float *param(const rt_kernel_args *k) {
 /* (p, g[, velocity]); fattr: lr, momentum; iattr: nesterov */
 int cpu_k_sgd(const rt_kernel_args *k, char *err, size_t cap) {
     (void)err, (void)cap;
-    float *p = param(k), lr = (float)k->node->fattr[0], mu = (float)k->node->fattr[1];
+    float *p = param(k), lr = (float)rt_update_rate(k), mu = (float)k->node->fattr[1];
     const float *g = IN_F32(k, 1);
     int64_t n = OUT_NUMEL(k);
     if (k->node->n_in < 3) {
@@ -45,8 +46,9 @@ int cpu_k_adam(const rt_kernel_args *k, char *err, size_t cap) {
     if (t < 1) return cpu_kerr(k, err, cap, "step counter is %lld, updates count from 1", (long long)t);
     float *p = param(k), *m = SLOT(k, 2), *v = SLOT(k, 3);
     const float *g = IN_F32(k, 1);
-    float b1 = (float)f[1], b2 = (float)f[2], eps = (float)f[3], lr_wd = (float)(f[0] * f[4]);
-    float lr_t = mg_adam_lr_t((float)f[0], b1, b2, t);
+    double lr = rt_update_rate(k);
+    float b1 = (float)f[1], b2 = (float)f[2], eps = (float)f[3], lr_wd = (float)(lr * f[4]);
+    float lr_t = mg_adam_lr_t((float)lr, b1, b2, t);
     adam_loop(p, g, m, v, OUT_NUMEL(k), lr_t, b1, b2, eps, lr_wd);
     return 0;
 }
@@ -63,7 +65,7 @@ CPU_CLONES static void rmsprop_loop(float *p, const float *g, float *ms, float *
 int cpu_k_rmsprop(const rt_kernel_args *k, char *err, size_t cap) {
     (void)err, (void)cap;
     const double *f = k->node->fattr;
-    float *p = param(k), *ms = SLOT(k, 2), lr = (float)f[0], rho = (float)f[1], mu = (float)f[2], eps = (float)f[3];
+    float *p = param(k), *ms = SLOT(k, 2), lr = (float)rt_update_rate(k), rho = (float)f[1], mu = (float)f[2], eps = (float)f[3];
     const float *g = IN_F32(k, 1);
     rmsprop_loop(p, g, ms, k->node->n_in > 3 ? SLOT(k, 3) : NULL, OUT_NUMEL(k), lr, rho, mu, eps);
     return 0;

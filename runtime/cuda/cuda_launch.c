@@ -160,18 +160,18 @@ static float *slot(const ctx *c, int i) { return i < c->n->n_in ? (float *)c->k-
 static int op_update(const ctx *c) {
     TRY(need_f32(c));
     TRY(copy_in(c, 0, 0, (size_t)ir_node_bytes(c->n)));
-    const double *f = c->n->fattr;
+    const double *f = c->n->fattr, lr = rt_update_rate(c->k);
     float *p = outf(c);
     const float *g = inf(c, 1);
     int64_t n = out_numel(c);
     if (c->n->op == OP_SGD_UPDATE) {
-        CUDA_CHECK(c->b, cuda_k_sgd(p, g, slot(c, 2), n, (float)f[0], (float)f[1], (int)c->n->iattr[0], c->s));
+        CUDA_CHECK(c->b, cuda_k_sgd(p, g, slot(c, 2), n, (float)lr, (float)f[1], (int)c->n->iattr[0], c->s));
     } else if (c->n->op == OP_ADAM_UPDATE) {
-        float lr_t = mg_adam_lr_t((float)f[0], (float)f[1], (float)f[2], *c->k->step);
+        float lr_t = mg_adam_lr_t((float)lr, (float)f[1], (float)f[2], *c->k->step);
         CUDA_CHECK(c->b, cuda_k_adam(p, g, slot(c, 2), slot(c, 3), n, lr_t, (float)f[1], (float)f[2], (float)f[3],
-                                     (float)(f[0] * f[4]), c->s));
+                                     (float)(lr * f[4]), c->s));
     } else {
-        CUDA_CHECK(c->b, cuda_k_rmsprop(p, g, slot(c, 2), slot(c, 3), n, (float)f[0], (float)f[1], (float)f[2],
+        CUDA_CHECK(c->b, cuda_k_rmsprop(p, g, slot(c, 2), slot(c, 3), n, (float)lr, (float)f[1], (float)f[2],
                                         (float)f[3], c->s));
     }
     return 0;

@@ -177,7 +177,7 @@ import struct, sys; print(struct.unpack_from("<Q", open(sys.argv[1], "rb").read(
 edit "$tmp/m.mgx" "$tmp/crc.mgx" crc 2
 expect_fail "mgc: $tmp/crc.mgx: section 'graph': CRC mismatch" "$MGC" run "$tmp/crc.mgx"
 edit "$tmp/m.mgx" "$tmp/v1.mgx" version 1
-expect_fail "mgc: $tmp/v1.mgx: plan format version 1, this mgc reads version 2 (compile the model again)" \
+expect_fail "mgc: $tmp/v1.mgx: plan format version 1, this mgc reads version 3 (compile the model again)" \
   "$MGC" inspect "$tmp/v1.mgx"
 edit "$tmp/m2.mgx" "$tmp/gpu.mgx" device-kind gpu
 "$MGC" inspect "$tmp/gpu.mgx" | grep -q 'gpu:0 gpu:1' || fail "the edited plan is not for gpu:0 gpu:1"
@@ -190,7 +190,7 @@ while IFS='|' read -r args want; do
   edit "$tmp/m.mgx" "$tmp/p.mgx" $args
   expect_fail "mgc: $tmp/p.mgx: $want" "$MGC" inspect "$tmp/p.mgx"
 done <<'EOF'
-cut 4 3|section 'train': payload ends early (8 bytes needed at offset 70, 5 remain)
+cut 4 3|section 'train': payload ends early (8 bytes needed at offset 135, 5 remain)
 pad 8 3|section 'sources': 3 unread bytes at the end
 poke 1 8 <B 0|section 'strings': string 0 contains a NUL byte
 poke 2 8 <I 9|section 'graph': dtype 9 out of range (0..3)
@@ -208,7 +208,7 @@ expect_fail "mgc: $tmp/dims.mgx: invalid plan: node 0 (input): f32[4,1048576,104
 edit "$tmp/m2.mgx" "$tmp/batch.mgx" global-batch 66
 expect_fail "mgc: $tmp/batch.mgx: invalid plan: global batch 66 is not 64 per replica x 2 devices" \
   "$MGC" run "$tmp/batch.mgx"
-edit "$tmp/m.mgx" "$tmp/p.mgx" poke 4 62 '<q' 8   # batch per replica 8 (the last 16 bytes: per replica, global)
+edit "$tmp/m.mgx" "$tmp/p.mgx" poke 4 62 '<q' 8   # batch per replica 8 (at 62; the global batch at 70)
 edit "$tmp/p.mgx" "$tmp/batch8.mgx" global-batch 8
 expect_fail "mgc: $tmp/batch8.mgx: invalid plan: input 'image' does not hold the global batch of 8 on axis 0" \
   "$MGC" run "$tmp/batch8.mgx"

@@ -80,7 +80,8 @@ def main():
             assert len(s) == len(args[0]), s
             secs[0][1][at:at + len(s)] = args[0].encode()
     elif edit == "global-batch":
-        struct.pack_into("<q", secs[3][1], len(secs[3][1]) - 8, int(args[0]))
+        # has_train 1, optimizer 4, 7 f64, nesterov 1: batch per replica at 62, global at 70
+        struct.pack_into("<q", secs[3][1], 70, int(args[0]))
     elif edit == "arena":
         struct.pack_into("<q", secs[5][1], 1, int(args[0]))
     elif edit == "dims":

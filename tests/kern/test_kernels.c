@@ -545,6 +545,29 @@ static int test_dropout_stats(void) {
     return bad;
 }
 
+/* an update's rate comes from the plan's schedule at the step (piecewise:
+ * 0.5 for the first two updates, then 0.25) */
+static int test_scheduled_sgd(void) {
+    ir_shape s[2] = {kh_shape("8"), kh_shape("8")};
+    one_op t;
+    char err[256];
+    int bad = kh_build(&t, OP_SGD_UPDATE, 2, s, (ir_dtype[]){IR_F32, IR_F32}, (int64_t[8]){0}, (double[6]){0.5}, NULL, 0,
+                       err, sizeof err);
+    t.m->opt = (ir_optimizer){.lr = 0.5, .schedule = {.kind = LR_PIECEWISE_CONSTANT, .n_boundaries = 1,
+                                                      .boundaries = {1}, .values = {0.5, 0.25}}};
+    float want = 1;
+    for (int i = 0; i < 8; i++) ((float *)t.in[0])[i] = 1, ((float *)t.in[1])[i] = 1;
+    for (int64_t step = 1; step <= 3 && !bad; step++) {
+        t.step = step;
+        bad |= kh_run(&t, err, sizeof err);
+        want -= step <= 2 ? 0.5f : 0.25f;
+        bad |= ((float *)t.out)[7] != want;
+    }
+    if (bad) fprintf(stderr, "FAIL sgd under a schedule: got %g, want %g\n", ((float *)t.out)[7], want);
+    kh_free(&t);
+    return bad;
+}
+
 /* in_training reads its second input outside training */
 static int test_in_training_eval(void) {
     ir_shape s[2] = {kh_shape("100"), kh_shape("100")};
@@ -674,7 +697,8 @@ int main(void) {
     failed += test_dropout_stats();
     failed += test_dropout_eval();
     failed += test_in_training_eval();
+    failed += test_scheduled_sgd();
     failed += test_concurrent();
-    printf("%d kernel cases, %d failed\n", n + 5, failed);
+    printf("%d kernel cases, %d failed\n", n + 6, failed);
     return failed != 0;
 }

@@ -10,5 +10,5 @@ model m {
 train m {
   optimizer = adam()
   batch = 64 per replica
-  epochs = 5
+  learning_rate = 5
 }

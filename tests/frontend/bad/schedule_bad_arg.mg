@@ -1,0 +1,10 @@
+use nn
+model m {
+  input x: f32[batch, 4]
+  input y: i32[batch]
+  loss = sparse_softmax_cross_entropy(dense(x, 3), y)
+}
+train m {
+  optimizer = adam(learning_rate: cosine_decay(0.1, decay_steps: 100, decay_rate: 0.5))
+  batch = 8 global
+}

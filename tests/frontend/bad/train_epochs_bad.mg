@@ -1,0 +1,11 @@
+use nn
+model m {
+  input x: f32[batch, 4]
+  input y: i32[batch]
+  loss = sparse_softmax_cross_entropy(dense(x, 3), y)
+}
+train m {
+  optimizer = adam
+  batch = 8 global
+  epochs = 0
+}

@@ -276,6 +276,13 @@ typedef struct {
     uint32_t n_strs;
 } rd;
 
+/* A message quoting names read from a file stays one line: control bytes
+ * become '?' (a name may hold anything, even a newline). */
+static void one_line(char *msg) {
+    for (unsigned char *p = (unsigned char *)msg; *p; p++)
+        if (*p < 0x20 || *p == 0x7f) *p = '?';
+}
+
 static bool fail(rd *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static bool fail(rd *r, const char *fmt, ...) {
     if (r->failed) return false;
@@ -285,6 +292,7 @@ static bool fail(rd *r, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    one_line(msg);
     if (r->sec) snprintf(r->err, r->cap, "%s: section '%s': %s", r->file, r->sec, msg);
     else snprintf(r->err, r->cap, "%s: %s", r->file, msg);
     return false;
@@ -408,7 +416,8 @@ static ir_op get_op(rd *r, int i) {
     const char *name = get_str(r);
     int op = name ? ir_op_from_name(name) : -1;
     if (!r->failed && op < 0)
-        fail(r, "node %d: unknown primitive '%s' (compile the model again with this mgc)", i, name ? name : "");
+        fail(r, "node %d: unknown primitive '%.40s%s' (compile the model again with this mgc)", i, name ? name : "",
+             name && strlen(name) > 40 ? "..." : "");
     return op < 0 ? 0 : (ir_op)op;
 }
 
@@ -637,6 +646,7 @@ static int bad_plan(char *err, size_t cap, const char *name, const char *fmt, ..
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    one_line(msg);
     snprintf(err, cap, "%s: invalid plan: %s", name, msg);
     return -1;
 }

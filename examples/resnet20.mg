@@ -1,8 +1,7 @@
 # resnet20.mg - He et al.'s CIFAR ResNet-20 (3 stages x 3 basic blocks, 16/32/64
 # filters, batch norm, a 1x1 projection where a block changes shape) for 28x28
 # Fashion-MNIST: 272,186 trainable params and 1,568 of batch-norm state.
-# bench/resnet20.sh
-# trains it against the same network in PyTorch (bench/torch_resnet20.py).
+# bench/resnet20.sh trains it against the same network in PyTorch (bench/torch_resnet20.py).
 use nn
 
 # convolution without bias (batch_norm's beta takes its place), Keras he_normal

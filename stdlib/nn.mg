@@ -94,10 +94,11 @@ fn sparse_categorical_accuracy(logits: f32[b, c], labels: i32[b]) {
 # batch's mean and (biased) variance and moves the state toward them:
 # moving = moving * momentum + batch * (1 - momentum); eval and predict use the
 # moving statistics. sync: true takes the statistics over the global batch
-# (an all-reduce in the forward pass, Keras' synchronized=True); without it
-# each replica uses its own batch and the moving statistics are averaged over
-# replicas when saved and before eval (docs/language.md).
-fn batch_norm(x: f32, momentum: float = 0.99, epsilon: float = 0.001) {
+# (an all-reduce in the forward pass, Keras' synchronized=True, PyTorch's
+# SyncBatchNorm); without it each replica uses its own batch and the moving
+# statistics are averaged over replicas when saved and before eval
+# (docs/language.md).
+fn batch_norm(x: f32, momentum: float = 0.99, epsilon: float = 0.001, sync: int = false) {
   c = dim(x, -1)
   param gamma: f32[c] = ones
   param beta: f32[c] = zeros
@@ -105,8 +106,14 @@ fn batch_norm(x: f32, momentum: float = 0.99, epsilon: float = 0.001) {
   state moving_variance: f32[c] = ones
   rows = size(x) / c
   batch_mean = prim.reduce_mean(prim.reshape(x, rows, c), axes: 1)
+  if sync {
+    batch_mean = prim.all_reduce(batch_mean, mean: 1)
+  }
   centered = x - prim.in_training(batch_mean, moving_mean)
   batch_variance = prim.reduce_mean(prim.reshape(centered * centered, rows, c), axes: 1)
+  if sync {
+    batch_variance = prim.all_reduce(batch_variance, mean: 1)
+  }
   variance = prim.in_training(batch_variance, moving_variance)
   new_mean = prim.assign(moving_mean, moving_mean * momentum + batch_mean * (1.0 - momentum))
   new_variance = prim.assign(moving_variance, moving_variance * momentum + batch_variance * (1.0 - momentum))

@@ -1,4 +1,4 @@
-/* data.h - host tensors, IDX and NPY files, datasets bound to model inputs, a prefetching batch loader.
+/* data.h - host tensors, IDX and NPY files (tensor_files.c), datasets bound to model inputs (dataset.c), a prefetching batch loader (loader.c).
  *
  * Every function that can fail returns -1 (or NULL) and writes one line naming
  * the file and the problem into err (cap bytes); none of them exits.
@@ -123,7 +123,7 @@ const rt_batch *rt_loader_next(rt_loader *l);
 void rt_loader_free(rt_loader *l);
 
 /* The shuffle: Fisher-Yates over 0..n-1 driven by splitmix64 seeded with
- * splitmix64(seed) ^ epoch (see data.c); depends only on (seed, epoch, n). */
+ * splitmix64(seed) ^ epoch (see dataset.c); depends only on (seed, epoch, n). */
 void rt_permutation(uint64_t seed, int64_t epoch, int64_t n, int64_t *perm);
 
 #endif

@@ -1,5 +1,6 @@
 /* manager.c - the pass pipeline, run in order, with IR dumps between passes. */
 #include <string.h>
+#include <time.h>
 
 #include "passes.h"
 
@@ -20,12 +21,28 @@ static void report_problem(void *ctx, const char *msg) {
     ir_diag_error(ctx, (ir_loc){0}, "internal error: the compiled plan fails its check: %s", msg);
 }
 
+double pass_clock(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+void pass_report_time(const pass_options *o, const char *name, double since, const ir_module *m) {
+    if (o->time_out)
+        fprintf(o->time_out, "  %-10s %9.2f ms %9d nodes\n", name, 1e3 * (pass_clock() - since), m ? m->g.n : 0);
+}
+
 bool pass_run_all(ir_module *m, ir_diag *d, const pass_options *o, const char *dump_after, FILE *dump_out) {
     if (dump_after && !strcmp(dump_after, "elaborate")) ir_print(m, dump_out);
     for (int k = 0; k < pass_pipeline_count; k++) {
+        double start = pass_clock();
         if (!pass_pipeline[k].run(m, d, o) || ir_diag_errors(d)) return false;
+        pass_report_time(o, pass_pipeline[k].name, start, m);
         if (dump_after && !strcmp(dump_after, pass_pipeline[k].name)) ir_print(m, dump_out);
     }
     /* every plan is checked as run/eval/predict check it when they load it: structure, then races */
-    return ir_verify(m, report_problem, d) == 0;
+    double start = pass_clock();
+    bool ok = ir_verify(m, report_problem, d) == 0;
+    pass_report_time(o, "check", start, m);
+    return ok;
 }

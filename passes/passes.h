@@ -23,6 +23,7 @@ typedef struct {
     bool quiet;                   /* no announcements */
     int n_sources;                /* elaborate reads these texts (by path) instead */
     const ir_source *sources;     /*   of the files: re-planning a loaded plan */
+    FILE *time_out;               /* --time-passes: each pass's wall time and node count here */
 } pass_options;
 
 void pass_options_default(pass_options *o);
@@ -63,9 +64,13 @@ extern const pass_info pass_pipeline[];
 extern const int pass_pipeline_count;
 
 /* Runs the pipeline; prints the IR to dump_out after the pass named dump_after
- * (NULL for none). Returns false at the first pass that reports an error, or
+ * (NULL for none), and each pass's time to o->time_out (when set). Returns false at the first pass that reports an error, or
  * when the finished plan fails ir_verify (its race check included). */
 bool pass_run_all(ir_module *m, ir_diag *d, const pass_options *o,
                   const char *dump_after, FILE *dump_out);
+
+/* Seconds on a monotonic clock, and one --time-passes line: "  NAME  ms  nodes". */
+double pass_clock(void);
+void pass_report_time(const pass_options *o, const char *name, double since, const ir_module *m);
 
 #endif

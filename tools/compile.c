@@ -133,7 +133,9 @@ bool cli_resolve_devices(cli_compile_options *o) {
 
 ir_module *cli_compile(const char *path, cli_compile_options *o, FILE *dump_out) {
     ir_diag *d = ir_diag_new(stderr);
+    double start = pass_clock();
     ir_module *m = pass_elaborate(path, cli_stdlib_dir(), d, &o->pass);
+    if (m) pass_report_time(&o->pass, "elaborate", start, m);
     if (m && !pass_run_all(m, d, &o->pass, o->dump_after, dump_out)) ir_module_free(m), m = NULL;
     if (!m && !ir_diag_errors(d)) fprintf(stderr, "mgc: %s: compilation failed\n", path);
     if (ir_diag_errors(d)) {
@@ -166,7 +168,7 @@ static bool ends_with(const char *s, const char *suffix) {
     return a >= b && !strcmp(s + a - b, suffix);
 }
 
-enum { OPT_DEVICES = 256, OPT_REPLICAS, OPT_GLOBAL_BATCH, OPT_XDEV, OPT_BUCKET, OPT_STRICT, OPT_DUMP_AFTER };
+enum { OPT_DEVICES = 256, OPT_REPLICAS, OPT_GLOBAL_BATCH, OPT_XDEV, OPT_BUCKET, OPT_STRICT, OPT_DUMP_AFTER, OPT_TIME };
 
 static const char compile_help[] =
     "usage: mgc compile MODEL.mg [-o PLAN.mgx] [options]\n"
@@ -179,7 +181,8 @@ static const char compile_help[] =
     "                            (default 4194304; the first bucket at 1 MiB)\n"
     "  --strict-devices          fail instead of falling back to CPU devices\n"
     "  --dump-after PASS         print the IR after PASS (elaborate, shapes, autodiff, optimizer,\n"
-    "                            replicate, schedule, memplan)\n";
+    "                            replicate, schedule, memplan)\n"
+    "  --time-passes             print each pass's wall time and node count (stderr)\n";
 
 /* Parses the options every compiling command shares; returns the index of
  * the first operand or -1 after an error (-2: help printed). */
@@ -190,6 +193,7 @@ static int parse_compile_options(int argc, char **argv, cli_compile_options *o, 
         {"global-batch", required_argument, 0, OPT_GLOBAL_BATCH},
         {"cross-device-ops", required_argument, 0, OPT_XDEV}, {"bucket-bytes", required_argument, 0, OPT_BUCKET},
         {"strict-devices", no_argument, 0, OPT_STRICT}, {"dump-after", required_argument, 0, OPT_DUMP_AFTER},
+        {"time-passes", no_argument, 0, OPT_TIME},
         {"format", required_argument, 0, 'f'}, {"replicated", no_argument, 0, 'r'},
         {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
@@ -205,6 +209,7 @@ static int parse_compile_options(int argc, char **argv, cli_compile_options *o, 
         case OPT_DEVICES: o->devices = optarg; break;
         case OPT_STRICT: o->strict_devices = true; break;
         case OPT_DUMP_AFTER: o->dump_after = optarg; break;
+        case OPT_TIME: o->pass.time_out = stderr; break;
         case OPT_REPLICAS:
             if (!cli_parse_int("--replicas", optarg, 1, 1024, &v)) return -1;
             o->replicas = (int)v;
@@ -264,10 +269,14 @@ int cmd_compile(int argc, char **argv) {
         return 1;
     }
     if (!cli_resolve_devices(&o)) return 1;
+    double start = pass_clock();
     ir_module *m = cli_compile(src, &o, stdout);
     free((void *)o.pass.devices);
     if (!m) return 1;
+    double write_start = pass_clock();
     int rc = mgx_write(m, out, err, sizeof err);
+    pass_report_time(&o.pass, "write", write_start, m);
+    pass_report_time(&o.pass, "total", start, m);
     if (rc) fprintf(stderr, "mgc: %s\n", err);
     ir_module_free(m);
     return rc ? 1 : 0;

@@ -666,8 +666,33 @@ static void test_optimizers(void) {
     for (size_t i = 0; i < sizeof opt_cases / sizeof opt_cases[0]; i++) run_opt_case(&opt_cases[i]);
 }
 
+/* reduce_max / reduce_min at ties (where finite differences cannot look):
+ * the gradient of each row is split equally between its tied extremes
+ * (TensorFlow's rule). Rows of x: [1, 3, 3] and [2, 2, 2]; L = mean(y). */
+static void test_extreme_ties(ir_op op) {
+    tb *t = new_tb();
+    int x = param(t, "x", S(2, 3));
+    t->m->loss = weigh(t, reduce(t, op, x, 2, 0));
+    ir_diag *d = ir_diag_new(stderr);
+    CHECK(pass_autodiff(t->m, d, NULL), "autodiff of %s at ties", ir_ops[op].name);
+    ir_diag_free(d);
+    ref_eval *e = ref_eval_new(t->m);
+    double row0[3] = {1, 3, 3}, *xv = ref_eval_data(e, x);
+    for (int k = 0; k < 3; k++) xv[k] = op == OP_REDUCE_MAX ? row0[k] : -row0[k], xv[3 + k] = 2;
+    for (int i = 0; i < t->m->g.n; i++)
+        if (t->m->g.nodes[i].op == OP_INPUT) ref_eval_data(e, i)[0] = ref_eval_data(e, i)[1] = 1; /* weights */
+    ref_eval_run(e, 1, true);
+    const double *g = ref_eval_data(e, t->m->grads[0]), want[6] = {0, 0.25, 0.25, 1.0 / 6, 1.0 / 6, 1.0 / 6};
+    for (int k = 0; k < 6; k++)
+        CHECK(fabs(g[k] - want[k]) < 1e-12, "%s at ties: dx[%d] = %g, want %g", ir_ops[op].name, k, g[k], want[k]);
+    ref_eval_free(e);
+    free_tb(t);
+}
+
 int main(void) {
     test_gradients();
+    test_extreme_ties(OP_REDUCE_MAX);
+    test_extreme_ties(OP_REDUCE_MIN);
     test_argmax_on_loss_path();
     test_cast_to_int();
     test_metric_only_path();

@@ -6,6 +6,15 @@
  * the model declared (inputs, loss, metrics, training setup) and what the
  * passes decided (devices, buckets, memory plan, schedule); a module is exactly
  * what a .mgx plan file stores.
+ *
+ * One node, one output (a decision, not an accident): an op never produces a
+ * tuple. A layer with several results is several nodes - split is n slice
+ * nodes, a normalization its separate reductions, a gradient one node per
+ * input. Every pass relies on it: the memory plan gives each node one buffer
+ * and one lifetime, the schedule orders nodes, autodiff keeps one gradient
+ * per node, the race check compares node byte ranges, and a plan stores one
+ * type per node. Tuples would touch all of them for no gain a few more nodes
+ * do not give. Do not add tuple outputs (docs/language.md, "Adding a primitive").
  */
 #ifndef MGC_IR_H
 #define MGC_IR_H

@@ -237,13 +237,18 @@ static bool rule_broadcast_to(rule *r) {
     return true;
 }
 
-/* softmax: float x of rank >= 1 -> x (over the last axis) */
+/* softmax, log_softmax: float x of rank >= 1 -> x (over axis rank-1-from_end) */
 static bool rule_softmax(rule *r) {
     char b[96];
     if (!want_float(r, r->x, "the input") || r->x->shape.rank < 1)
-        return fail(r, "'softmax' needs a float tensor of rank >= 1, got %s", tstr(r->x, b));
+        return fail(r, "'%s' needs a float tensor of rank >= 1, got %s", op_name(r), tstr(r->x, b));
+    if (r->n->iattr[0] < 0 || r->n->iattr[0] >= r->x->shape.rank)
+        return fail(r, "'%s' has no axis %lld from the end in %s", op_name(r), (long long)r->n->iattr[0], tstr(r->x, b));
     return same_as(r, r->x);
 }
+
+/* softmax_grad: (y, dy) of one type -> y, along axis rank-1-from_end */
+static bool rule_softmax_grad(rule *r) { return rule_grad_pair(r) && rule_softmax(r); }
 
 /* sparse_xent, argmax_match: (logits [B, C], labels i32[B]) -> [B];
  * sparse_xent_grad: (logits, labels, dy [B]) -> [B, C] */
@@ -323,6 +328,73 @@ static bool rule_view(rule *r) {
 
 /* broadcast (the collective): x -> x */
 static bool rule_same(rule *r) { return same_as(r, r->x); }
+
+/* ---- shape ops (issue 12) ---- */
+
+static const ir_node *input_at(const rule *r, int k) { return &r->m->g.nodes[r->n->in[k]]; }
+
+/* concat: xs of one dtype and rank, dims equal but on axis -> dims of x0 with axis summed */
+static bool rule_concat(rule *r) {
+    char b1[96], b2[96];
+    const ir_node *x = r->x;
+    int64_t axis = r->n->iattr[0], total = 0;
+    if (r->n->n_in < 1) return fail(r, "'concat' needs at least one input");
+    if (axis < 0 || axis >= x->shape.rank)
+        return fail(r, "axis %lld of 'concat' is out of range for %s", (long long)axis, tstr(x, b1));
+    for (int k = 0; k < r->n->n_in; k++) {
+        const ir_node *t = input_at(r, k);
+        bool fits = t->dtype == x->dtype && t->shape.rank == x->shape.rank;
+        for (int i = 0; fits && i < x->shape.rank; i++) fits = i == axis || t->shape.dim[i] == x->shape.dim[i];
+        if (!fits)
+            return fail(r, "inputs of 'concat' on axis %lld differ elsewhere: %s and %s", (long long)axis, tstr(x, b1),
+                        tstr(t, b2));
+        total += t->shape.dim[axis];
+    }
+    same_as(r, x);
+    r->n->shape.dim[axis] = total;
+    return true;
+}
+
+/* The box [off_i, off_i + small_i) must lie in big on every axis, offsets 0 beyond the rank. */
+static bool box_inside(rule *r, const ir_shape *small, const ir_shape *big, const char *what) {
+    char b1[96], b2[96];
+    const int64_t *off = r->n->iattr;
+    if (small->rank != big->rank)
+        return fail(r, "'%s' keeps the rank: %s and %s", op_name(r), ir_type_str(r->x->dtype, r->n->op == OP_PAD ? big : small, b1, 96),
+                    ir_type_str(r->x->dtype, r->n->op == OP_PAD ? small : big, b2, 96));
+    for (int i = 0; i < IR_MAX_RANK; i++) {
+        if (i >= big->rank ? off[i] != 0 : off[i] < 0 || off[i] + small->dim[i] > big->dim[i])
+            return fail(r, "'%s' %s %lld on axis %d does not fit %s in %s", op_name(r), what, (long long)off[i], i,
+                        ir_type_str(r->x->dtype, small, b1, 96), ir_type_str(r->x->dtype, big, b2, 96));
+    }
+    r->n->dtype = r->x->dtype;
+    return true;
+}
+
+/* slice: x -> the given shape, out[i..] = x[i.. + begin] */
+static bool rule_slice(rule *r) { return box_inside(r, &r->n->shape, &r->x->shape, "begin"); }
+
+/* pad: x -> the given shape, zeros with x at [before, before + x) */
+static bool rule_pad(rule *r) { return box_inside(r, &r->x->shape, &r->n->shape, "before"); }
+
+/* transpose: x -> dims x[perm[i]]; perm[i] = (perm >> 4i) & 15 a permutation of 0..rank-1 */
+static bool rule_transpose(rule *r) {
+    char b[96];
+    const ir_node *x = r->x;
+    int64_t perm = r->n->iattr[0];
+    unsigned seen = 0;
+    ir_shape s = {.rank = x->shape.rank};
+    for (int i = 0; i < x->shape.rank; i++) {
+        int p = (int)(perm >> 4 * i & 15);
+        if (p >= x->shape.rank || seen >> p & 1) break;
+        seen |= 1u << p, s.dim[i] = x->shape.dim[p];
+    }
+    if (seen != (1u << x->shape.rank) - 1 || perm >> 4 * x->shape.rank)
+        return fail(r, "'transpose' perm 0x%llx is not a permutation of the %d axes of %s", (long long)perm,
+                    x->shape.rank, tstr(x, b));
+    r->n->dtype = x->dtype, r->n->shape = s;
+    return true;
+}
 
 typedef bool (*shape_rule)(rule *r);
 

@@ -213,8 +213,10 @@ static void grad_broadcast_to(ad_ctx *c, const ir_node *y, int dy) {
     SEND(0, unbroadcast(c, dy, shape_of(c, X0)));
 }
 
-/* y = softmax(x)  ->  dx = softmax_grad(y, dy) */
-static void grad_softmax(ad_ctx *c, const ir_node *y, int dy) { SEND(0, op2(c, OP_SOFTMAX_GRAD, c->y, dy)); }
+/* y = softmax(x)  ->  dx = softmax_grad(y, dy), same axis */
+static void grad_softmax(ad_ctx *c, const ir_node *y, int dy) {
+    SEND(0, emit(c, OP_SOFTMAX_GRAD, 2, (int[]){c->y, dy}, y));
+}
 
 /* y = sparse_xent(logits, labels)  ->  dlogits = sparse_xent_grad(logits, labels, dy); labels: none */
 static void grad_sparse_xent(ad_ctx *c, const ir_node *y, int dy) {
@@ -249,6 +251,58 @@ static void grad_all_reduce(ad_ctx *c, const ir_node *y, int dy) {
     }
 }
 
+/* ---- shape ops, reductions, normalization (issue 12) ---- */
+
+static int slice(ad_ctx *c, int a, ir_shape s, const int64_t *begin) {
+    ir_node attrs = {0};
+    memcpy(attrs.iattr, begin, IR_MAX_RANK * sizeof *begin);
+    return emit_as(c, s, OP_SLICE, 1, &a, &attrs);
+}
+
+/* y = concat(x0, x1, ..., axis)  ->  dxk = slice(dy) at xk's place on the axis */
+static void grad_concat(ad_ctx *c, const ir_node *y, int dy) {
+    int64_t begin[IR_MAX_RANK] = {0};
+    for (int k = 0; k < y->n_in; k++) {
+        ir_shape xs = shape_of(c, y->in[k]);
+        SEND(k, slice(c, dy, xs, begin));
+        begin[y->iattr[0]] += xs.dim[y->iattr[0]];
+    }
+}
+
+/* y = slice(x, begin)  ->  dx = pad(dy, before = begin) to x's shape */
+static void grad_slice(ad_ctx *c, const ir_node *y, int dy) {
+    SEND(0, emit_as(c, shape_of(c, X0), OP_PAD, 1, &dy, y));
+}
+
+/* y = pad(x, before)  ->  dx = slice(dy, begin = before) of x's shape */
+static void grad_pad(ad_ctx *c, const ir_node *y, int dy) { SEND(0, slice(c, dy, shape_of(c, X0), y->iattr)); }
+
+/* y = transpose(x, perm)  ->  dx = transpose(dy, inverse perm) */
+static void grad_transpose(ad_ctx *c, const ir_node *y, int dy) {
+    int64_t inverse = 0;
+    for (int i = 0; i < y->shape.rank; i++) inverse |= (int64_t)i << 4 * (y->iattr[0] >> 4 * i & 15);
+    SEND(0, emit(c, OP_TRANSPOSE, 1, &dy, &(ir_node){.iattr = {inverse}}));
+}
+
+/* y = reduce_max(x, axes) (or min)  ->  dx = dy where x equals its extreme,
+ * split equally between ties (TensorFlow's rule):
+ *   hit = equal(x, y), dx = hit / reduce_sum(hit, axes, keepdims) * dy, y and dy broadcast back */
+static void grad_reduce_extreme(ad_ctx *c, const ir_node *y, int dy) {
+    ir_shape xs = shape_of(c, X0), kept = xs;
+    for (int i = 0; i < kept.rank; i++)
+        if (y->iattr[0] >> i & 1) kept.dim[i] = 1;
+    int hit = op2(c, OP_EQUAL, X0, reshape(c, c->y, kept));
+    int share = op2(c, OP_DIV, hit, reduce_sum(c, hit, y->iattr[0], 1));
+    SEND(0, op2(c, OP_MUL, share, unreduce(c, y, dy)));
+}
+
+/* y = log_softmax(x) on axis a  ->  dx = dy - exp(y) * reduce_sum(dy, a, keepdims) */
+static void grad_log_softmax(ad_ctx *c, const ir_node *y, int dy) {
+    int64_t axis = y->shape.rank - 1 - y->iattr[0];
+    int total = reduce_sum(c, dy, (int64_t)1 << axis, 1);
+    SEND(0, op2(c, OP_SUB, dy, op2(c, OP_MUL, op1(c, OP_EXP, c->y), total)));
+}
+
 /* Ops without an entry have no gradient (CAST: f32 -> f32 only). */
 static const grad_rule rules[OP_COUNT] = {
     [OP_ADD] = grad_add,                  [OP_SUB] = grad_sub,
@@ -267,6 +321,11 @@ static const grad_rule rules[OP_COUNT] = {
     [OP_LESS] = grad_compare,             [OP_LESS_EQUAL] = grad_compare,
     [OP_GREATER] = grad_compare,          [OP_GREATER_EQUAL] = grad_compare,
     [OP_EQUAL] = grad_compare,            [OP_NOT_EQUAL] = grad_compare,
+    /* issue 12: shape ops, reductions, normalization */
+    [OP_CONCAT] = grad_concat,            [OP_SLICE] = grad_slice,
+    [OP_PAD] = grad_pad,                  [OP_TRANSPOSE] = grad_transpose,
+    [OP_REDUCE_MAX] = grad_reduce_extreme, [OP_REDUCE_MIN] = grad_reduce_extreme,
+    [OP_LOG_SOFTMAX] = grad_log_softmax,
 };
 
 /* ---- which nodes lie between a param and the loss ---- */

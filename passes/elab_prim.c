@@ -7,7 +7,7 @@
 
 #include "elab.h"
 
-const char *const elab_builtin_names[B_COUNT] = {"dim", "rank", "size", "max", "min", "len", "range"};
+const char *const elab_builtin_names[B_COUNT] = {"dim", "rank", "size", "max", "min", "len", "range", "typeof", "error"};
 
 /* ---- builtins ---- */
 
@@ -44,9 +44,57 @@ static value call_range(elab *c, call *k) {
     return r;
 }
 
+/* typeof(v): "int", "float", "str", "tensor", "list", "fn" or "initializer" */
+static value call_typeof(elab *c, call *k) {
+    static const char *const names[] = {[V_INT] = "int", [V_FLOAT] = "float", [V_STR] = "str", [V_TENSOR] = "tensor",
+                                        [V_FN] = "fn", [V_PRIM] = "fn", [V_BUILTIN] = "fn", [V_INIT] = "initializer",
+                                        [V_LIST] = "list"};
+    if (!want(c, k, 1, "typeof")) return ERR;
+    if (k->a[0].v.k == V_ERR) return ERR;
+    return (value){.k = V_STR, .s = names[k->a[0].v.k]};
+}
+
+/* Appends the text of v to buf: a str as it is, numbers, a tensor's type, a list in brackets. */
+static void append_value(elab *c, char *buf, size_t cap, value v) {
+    size_t at = strlen(buf);
+    char b[128];
+    if (at + 1 >= cap) return;
+    switch (v.k) {
+    case V_STR: snprintf(buf + at, cap - at, "%s", v.s); break;
+    case V_INT: snprintf(buf + at, cap - at, "%lld", (long long)v.i); break;
+    case V_FLOAT: snprintf(buf + at, cap - at, "%g", v.f); break;
+    case V_TENSOR: snprintf(buf + at, cap - at, "%s", ir_type_str(node(c, v.node)->dtype, &node(c, v.node)->shape, b, sizeof b)); break;
+    case V_LIST:
+        snprintf(buf + at, cap - at, "[");
+        for (int i = 0; i < v.list->n; i++) {
+            if (i) append_value(c, buf, cap, (value){.k = V_STR, .s = ", "});
+            append_value(c, buf, cap, v.list->v[i]);
+        }
+        append_value(c, buf, cap, (value){.k = V_STR, .s = "]"});
+        break;
+    default: snprintf(buf + at, cap - at, "%s", elab_describe(c, v)); break;
+    }
+}
+
+/* error(values...): an error at the call (in a stdlib function: the user's
+ * call of it), its message the values joined by spaces; its value an error */
+static value call_error(elab *c, call *k) {
+    char msg[512] = "";
+    for (int i = 0; i < k->n; i++) {
+        if (k->a[i].v.k == V_ERR) return ERR;
+        if (k->a[i].name) return elab_err(c, k->a[i].loc, "'error' takes no keyword arguments"), ERR;
+        if (i) append_value(c, msg, sizeof msg, (value){.k = V_STR, .s = " "});
+        append_value(c, msg, sizeof msg, k->a[i].v);
+    }
+    elab_err(c, k->loc, "%s", msg);
+    return ERR;
+}
+
 value elab_call_builtin(elab *c, builtin_fn b, call *k) {
     const char *name = elab_builtin_names[b];
     if (b == B_RANGE) return call_range(c, k);
+    if (b == B_TYPEOF) return call_typeof(c, k);
+    if (b == B_ERROR) return call_error(c, k);
     if (b == B_LEN) {
         if (!want(c, k, 1, name)) return ERR;
         if (k->a[0].v.k != V_LIST) return elab_err(c, k->a[0].loc, "argument of 'len' must be a list, got %s", elab_describe(c, k->a[0].v)), ERR;
@@ -73,7 +121,7 @@ value elab_call_builtin(elab *c, builtin_fn b, call *k) {
 /* Ops whose output shape is given by the caller (trailing int arguments). */
 static bool shape_given(ir_op op) {
     return op == OP_RESHAPE || op == OP_BROADCAST_TO || op == OP_CONV2D_GRAD_INPUT || op == OP_CONV2D_GRAD_FILTER ||
-           op == OP_VIEW;
+           op == OP_VIEW || op == OP_SLICE || op == OP_PAD;
 }
 
 static bool is_window(ir_op op) { return ir_op_iattr_index(op, "pad_t") >= 0; }
@@ -100,6 +148,10 @@ static bool apply_padding(elab *c, ir_node *n, const arg *a, const char *name) {
     return true;
 }
 
+static bool perm_attr(elab *c, ir_node *n, const arg *a, int i, const char *name);
+static bool axis_list_attr(elab *c, ir_node *n, const arg *a, int i, const char *name);
+static bool softmax_axis(elab *c, ir_node *n, const arg *a, const char *name);
+
 /* A list for an int attribute: `strides: [h, w]` sets stride_h and stride_w,
  * `axes: [0, 2]` the bit mask of those axes (negative from the end). */
 static bool list_attr(elab *c, ir_node *n, const arg *a, int i, const char *name) {
@@ -125,7 +177,56 @@ static bool list_attr(elab *c, ir_node *n, const arg *a, int i, const char *name
         n->iattr[i] = mask;
         return true;
     }
+    if (!strcmp(a->name, "perm")) return perm_attr(c, n, a, i, name);
     return elab_err(c, a->loc, "attribute '%s' of '%s' must be an int, got %s", a->name, name, elab_describe(c, a->v)), false;
+}
+
+/* ---- attributes of the shape ops (issue 12) ---- */
+
+/* `perm: [2, 0, 1]`: a permutation of the input's axes, packed 4 bits per axis */
+static bool perm_attr(elab *c, ir_node *n, const arg *a, int i, const char *name) {
+    const vlist *l = a->v.list;
+    int rank = node(c, n->in[0])->shape.rank;
+    unsigned seen = 0;
+    int64_t perm = 0;
+    for (int k = 0; k < l->n && l->n == rank; k++) {
+        int64_t p = l->v[k].i;
+        if (p < 0 || p >= rank || seen >> p & 1) break;
+        seen |= 1u << p, perm |= p << 4 * k;
+    }
+    if (l->n != rank || seen != (1u << rank) - 1) {
+        char b[256] = "";
+        append_value(c, b, sizeof b, a->v);
+        return elab_err(c, a->loc, "perm %s of '%s' is not a permutation of the %d axes 0..%d", b, name, rank, rank - 1), false;
+    }
+    n->iattr[i] = perm;
+    return true;
+}
+
+/* `begin: [..]`, `before: [..]`: one int per axis into NAME_0, NAME_1, ... */
+static bool axis_list_attr(elab *c, ir_node *n, const arg *a, int i, const char *name) {
+    const vlist *l = a->v.list;
+    int rank = node(c, n->in[0])->shape.rank;
+    if (l->n != rank)
+        return elab_err(c, a->loc, "'%s' of '%s' needs one int per axis: %d, got %d", a->name, name, rank, l->n), false;
+    for (int k = 0; k < l->n; k++) {
+        if (l->v[k].k != V_INT) return elab_err(c, a->loc, "'%s' of '%s' must be a list of ints", a->name, name), false;
+        if (l->v[k].i < -MAX_DIM || l->v[k].i > MAX_DIM)
+            return elab_err(c, a->loc, "attribute '%s' of '%s' is out of range", a->name, name), false;
+        n->iattr[i + k] = l->v[k].i;
+    }
+    return true;
+}
+
+/* `axis: a` of the softmax family: the IR keeps it counted from the end */
+static bool softmax_axis(elab *c, ir_node *n, const arg *a, const char *name) {
+    int rank = node(c, n->in[0])->shape.rank;
+    if (a->v.k != V_INT) return elab_err(c, a->loc, "attribute 'axis' of '%s' must be an int, got %s", name, elab_describe(c, a->v)), false;
+    int64_t axis = a->v.i < 0 ? a->v.i + rank : a->v.i;
+    if (axis < 0 || axis >= rank)
+        return elab_err(c, a->loc, "axis %lld of '%s' is out of range for rank %d", (long long)a->v.i, name, rank), false;
+    n->iattr[0] = rank - 1 - axis;
+    return true;
 }
 
 /* Sets one keyword attribute of a primitive node. */
@@ -133,6 +234,9 @@ static bool prim_attr(elab *c, ir_node *n, const arg *a, const char *name) {
     int i = ir_op_iattr_index(n->op, a->name), f = ir_op_fattr_index(n->op, a->name);
     if (!strcmp(a->name, "strides") && ir_op_iattr_index(n->op, "stride_h") >= 0)
         i = ir_op_iattr_index(n->op, "stride_h");
+    if (!strcmp(a->name, "axis") && ir_op_iattr_index(n->op, "from_end") >= 0) return softmax_axis(c, n, a, name);
+    int per_axis = ir_op_iattr_index(n->op, elab_fmt(c, "%s_0", a->name));
+    if (per_axis >= 0 && a->v.k == V_LIST) return axis_list_attr(c, n, a, per_axis, name);
     if (n->op == OP_CAST && !strcmp(a->name, "dtype")) {
         int t = a->v.k == V_STR ? ir_dtype_from_name(a->v.s) : -1;
         if (t < 0) return elab_err(c, a->loc, "dtype of '%s' must be a dtype name such as \"f32\"", name), false;
@@ -167,6 +271,13 @@ static bool prim_attr(elab *c, ir_node *n, const arg *a, const char *name) {
 
 /* Trailing int arguments of a shape-given op: the output shape (one -1 allowed for reshape). */
 static bool prim_shape(elab *c, ir_node *n, const arg *a, int n_dims, const char *name) {
+    if (n_dims == 1 && a[0].v.k == V_LIST) { /* prim.reshape(x, [a, b]) */
+        arg dims[IR_MAX_RANK + 1];
+        int count = a[0].v.list->n < IR_MAX_RANK + 1 ? a[0].v.list->n : IR_MAX_RANK + 1;
+        for (int i = 0; i < count; i++) dims[i] = (arg){NULL, a[0].v.list->v[i], a[0].loc};
+        if (a[0].v.list->n > IR_MAX_RANK) return elab_err(c, a[0].loc, "'%s' takes at most %d dimensions", name, IR_MAX_RANK), false;
+        return prim_shape(c, n, dims, count, name);
+    }
     if (n_dims > IR_MAX_RANK) return elab_err(c, a[IR_MAX_RANK].loc, "'%s' takes at most %d dimensions", name, IR_MAX_RANK), false;
     int infer_at = -1;
     int64_t known = 1;
@@ -175,8 +286,10 @@ static bool prim_shape(elab *c, ir_node *n, const arg *a, int n_dims, const char
         if (a[i].v.k != V_INT) return elab_err(c, a[i].loc, "a dimension of '%s' must be an int, got %s", name, elab_describe(c, a[i].v)), false;
         int64_t d = a[i].v.i;
         if (d == -1 && n->op == OP_RESHAPE && infer_at < 0) infer_at = i, d = 1;
+        else if (d == -1 && n->op == OP_SLICE) d = -1; /* to the end: slice_to_end */
         else if (d < 1 || d > MAX_DIM) return elab_err(c, a[i].loc, "dimension %lld of '%s' is out of range (1 to 2^31)", (long long)d, name), false;
         n->shape.dim[i] = d;
+        if (d == -1) continue;
         if (__builtin_mul_overflow(known, d, &known) || known >= IR_MAX_ELEMENTS)
             return elab_err(c, a[i].loc, "the shape given to '%s' is too large: 2^40 elements or more", name), false;
     }
@@ -201,22 +314,40 @@ static int64_t call_site_seed(elab *c, ir_loc loc) {
     return (int64_t)(h & ((UINT64_C(1) << 40) - 1));
 }
 
+/* A slice size of -1 runs to the end of the axis (as tf.slice). */
+static bool slice_to_end(elab *c, ir_node *n, ir_loc loc, const char *name) {
+    const ir_node *x = node(c, n->in[0]);
+    for (int i = 0; i < n->shape.rank && i < x->shape.rank; i++)
+        if (n->shape.dim[i] == -1) {
+            n->shape.dim[i] = x->shape.dim[i] - n->iattr[i];
+            if (n->shape.dim[i] < 1)
+                return elab_err(c, loc, "'%s' begins at %lld on axis %d, past its end (%lld)", name, (long long)n->iattr[i], i,
+                                (long long)x->shape.dim[i]), false;
+        }
+    return true;
+}
+
 value elab_call_prim(elab *c, ir_op op, call *k) {
     const char *name = elab_fmt(c, "prim.%s", ir_ops[op].name);
     if (ir_ops[op].flags & OPF_SOURCE) return elab_err(c, k->loc, "'%s' cannot be called", name), ERR;
     int n_pos = 0, in[MAX_PRIM_INPUTS];
     while (n_pos < k->n && !k->a[n_pos].name) n_pos++;
-    int n_in = count_inputs(op, n_pos), arity = ir_ops[op].arity;
-    if (n_in > MAX_PRIM_INPUTS) return elab_err(c, k->loc, "'%s' takes at most %d inputs", name, MAX_PRIM_INPUTS), ERR;
-    if (arity >= 0 && n_in != arity)
+    int n_args = count_inputs(op, n_pos), arity = ir_ops[op].arity, n_in = 0;
+    if (arity >= 0 && n_args != arity)
         return elab_err(c, k->loc, "'%s' takes %d input%s, got %d", name, arity, arity == 1 ? "" : "s", n_pos), ERR;
-    for (int i = 0; i < n_in; i++) {
-        value v = k->a[i].v;
-        if (is_num(v)) v = elab_constant(c, num(v), IR_F32, k->a[i].loc);
-        else if (v.k != V_TENSOR) return elab_err(c, k->a[i].loc, "input %d of '%s' must be a tensor, got %s", i + 1, name, elab_describe(c, v)), ERR;
-        if (v.k == V_ERR) return ERR;
-        in[i] = v.node;
+    for (int i = 0; i < n_args; i++) { /* a variadic op takes the elements of a list argument as inputs */
+        bool spread = arity < 0 && k->a[i].v.k == V_LIST;
+        int count = spread ? k->a[i].v.list->n : 1;
+        for (int e = 0; e < count; e++) {
+            value v = spread ? k->a[i].v.list->v[e] : k->a[i].v;
+            if (n_in == MAX_PRIM_INPUTS) return elab_err(c, k->loc, "'%s' takes at most %d inputs", name, MAX_PRIM_INPUTS), ERR;
+            if (is_num(v)) v = elab_constant(c, num(v), IR_F32, k->a[i].loc);
+            else if (v.k != V_TENSOR && v.k != V_ERR) return elab_err(c, k->a[i].loc, "input %d of '%s' must be a tensor, got %s", n_in + 1, name, elab_describe(c, v)), ERR;
+            if (v.k == V_ERR) return ERR;
+            in[n_in++] = v.node;
+        }
     }
+    if (arity < 0 && n_in == 0) return elab_err(c, k->loc, "'%s' needs at least one input", name), ERR;
     int id = elab_add(c, op, in, n_in, k->loc);
     ir_node *n = node(c, id);
     int s = ir_op_iattr_index(op, "stride_h");
@@ -233,6 +364,8 @@ value elab_call_prim(elab *c, ir_op op, call *k) {
         return elab_err(c, k->loc, "'%s' needs a window k_h, k_w >= 1", name), ERR;
     if (padding && !apply_padding(c, n, padding, name)) return ERR;
     if (op == OP_DROPOUT && n->iattr[0] < 0) n->iattr[0] = call_site_seed(c, k->loc);
+    if (op == OP_CONCAT && n->iattr[0] < 0) n->iattr[0] += node(c, n->in[0])->shape.rank; /* axis: -1 the last */
+    if (op == OP_SLICE && !slice_to_end(c, n, k->loc, name)) return ERR;
     return elab_finish(c, id);
 }
 

@@ -315,6 +315,18 @@ static value logical(elab *c, const ast_expr *e) {
     return ok ? b : ERR;
 }
 
+/* [a, b] + [c]: a new list, as Python's */
+static value concat_lists(elab *c, value a, value b, ir_loc loc) {
+    int n = a.list->n + b.list->n;
+    if (n > MAX_LIST) return elab_err(c, loc, "a list has at most %d elements", MAX_LIST), ERR;
+    value *v = elab_xrealloc(NULL, (size_t)n * sizeof *v + 1);
+    memcpy(v, a.list->v, (size_t)a.list->n * sizeof *v);
+    memcpy(v + a.list->n, b.list->v, (size_t)b.list->n * sizeof *v);
+    value r = elab_list(c, v, n);
+    free(v);
+    return r;
+}
+
 static value binary(elab *c, const ast_expr *e) {
     if (e->op == AST_AND || e->op == AST_OR) return logical(c, e);
     value a = elab_eval(c, e->lhs), b = elab_eval(c, e->rhs);
@@ -322,6 +334,7 @@ static value binary(elab *c, const ast_expr *e) {
     bool cmp = is_compare(e->op);
     if (cmp && ((is_num(a) && is_num(b)) || (a.k == V_STR && b.k == V_STR && (e->op == AST_EQ || e->op == AST_NE))))
         return compare(e->op, a, b);
+    if (e->op == '+' && a.k == V_LIST && b.k == V_LIST) return concat_lists(c, a, b, e->loc);
     if (!cmp && a.k == V_INT && b.k == V_INT) return fold_int(c, e->op, a.i, b.i, e->loc);
     if (!cmp && is_num(a) && is_num(b)) return fold_float(e->op, num(a), num(b));
     if ((a.k == V_TENSOR || is_num(a)) && (b.k == V_TENSOR || is_num(b))) return tensor_binary(c, e->op, a, b, e->loc);

@@ -22,8 +22,8 @@ fn tanh(x: f32) {
   return prim.tanh(x)
 }
 
-fn softmax(x: f32) {
-  return prim.softmax(x)
+fn softmax(x: f32, axis: int = -1) {
+  return prim.softmax(x, axis: axis)
 }
 
 # a where mask (1/0, as x > y gives) holds, else b; gradients to a where the
@@ -118,4 +118,136 @@ fn batch_norm(x: f32, momentum: float = 0.99, epsilon: float = 0.001, sync: int 
   new_mean = prim.assign(moving_mean, moving_mean * momentum + batch_mean * (1.0 - momentum))
   new_variance = prim.assign(moving_variance, moving_variance * momentum + batch_variance * (1.0 - momentum))
   return centered * (gamma / prim.sqrt(variance + epsilon)) + beta
+}
+
+# ---- shape ops, reductions, normalization (issue 12) ----
+
+# log(softmax(x)) along an axis, computed as x - logsumexp(x)
+fn log_softmax(x: f32, axis: int = -1) {
+  return prim.log_softmax(x, axis: axis)
+}
+
+# the axes argument of a reduction: an int or a list of ints
+fn axes_list(axis) {
+  if typeof(axis) == "list" {
+    return axis
+  }
+  return [axis]
+}
+
+# largest / smallest element over the axes (default all); the gradient goes to
+# the extreme element, split equally between ties
+fn reduce_max(x: f32, axis = range(rank(x)), keepdims: int = false) {
+  return prim.reduce_max(x, axes: axes_list(axis), keepdims: keepdims)
+}
+
+fn reduce_min(x: f32, axis = range(rank(x)), keepdims: int = false) {
+  return prim.reduce_min(x, axes: axes_list(axis), keepdims: keepdims)
+}
+
+# log(sum(exp(x))) over the axes, shifted by the maximum
+fn logsumexp(x: f32, axis = -1, keepdims: int = false) {
+  axes = axes_list(axis)
+  m = prim.reduce_max(x, axes: axes, keepdims: true)
+  s = prim.reduce_sum(prim.exp(x - m), axes: axes, keepdims: keepdims)
+  return prim.log(s) + prim.reduce_sum(m, axes: axes, keepdims: keepdims)
+}
+
+# the tensors of a list joined along an axis; all other dimensions equal
+fn concat(xs, axis: int = -1) {
+  return prim.concat(xs, axis: axis)
+}
+
+# n equal parts along an axis, as a list: a, b = split(x, 2)
+fn split(x: f32, n: int, axis: int = -1) {
+  r = rank(x)
+  a = axis
+  if a < 0 {
+    a = a + r
+  }
+  if a < 0 or a >= r {
+    return error("axis", axis, "of split is out of range for", x)
+  }
+  d = dim(x, a)
+  if n < 1 or d / n * n != d {
+    return error("split cannot cut axis", axis, "of", x, "into", n, "equal parts")
+  }
+  parts = []
+  for i in range(n) {
+    begin = []
+    size = []
+    for j in range(r) {
+      if j == a {
+        begin = begin + [i * (d / n)]
+        size = size + [d / n]
+      } else {
+        begin = begin + [0]
+        size = size + [dim(x, j)]
+      }
+    }
+    parts = parts + [prim.slice(x, size, begin: begin)]
+  }
+  return parts
+}
+
+# axes reordered: output axis i is input axis perm[i] (the batch axis included)
+fn transpose(x: f32, perm) {
+  return prim.transpose(x, perm: perm)
+}
+
+# Keras Reshape: the batch axis kept, the rest to shape (one -1 inferred)
+fn reshape(x: f32, shape) {
+  return prim.reshape(x, [dim(x, 0)] + shape)
+}
+
+# x[begin : begin + size] on every axis (the batch axis included); a size of
+# -1 runs to the end of its axis
+fn slice(x: f32, begin, size) {
+  return prim.slice(x, size, begin: begin)
+}
+
+# zeros around NHWC images: padding n, [h, w] (both sides) or [[top, bottom], [left, right]]
+fn zero_padding2d(x: f32[b, h, w, c], padding = 1) {
+  p = padding
+  if typeof(p) == "int" {
+    p = [p, p]
+  }
+  if typeof(p[0]) == "int" {
+    p = [[p[0], p[0]], [p[1], p[1]]]
+  }
+  out = [b, h + p[0][0] + p[0][1], w + p[1][0] + p[1][1], c]
+  return prim.pad(x, out, before: [0, p[0][0], p[1][0], 0])
+}
+
+# nearest-neighbour upsampling of NHWC images by size (n or [h, w]): each
+# pixel repeated; the gradient sums each block
+fn upsampling2d(x: f32[b, h, w, c], size = 2) {
+  s = size
+  if typeof(s) == "int" {
+    s = [s, s]
+  }
+  y = prim.broadcast_to(prim.reshape(x, [b, h, 1, w, 1, c]), [b, h, s[0], w, s[1], c])
+  return prim.reshape(y, [b, h * s[0], w * s[1], c])
+}
+
+# mean / maximum over the image axes of NHWC: [b, c] ([b, 1, 1, c] with keepdims)
+fn global_average_pool2d(x: f32[b, h, w, c], keepdims: int = false) {
+  return prim.reduce_mean(x, axes: [1, 2], keepdims: keepdims)
+}
+
+fn global_max_pool2d(x: f32[b, h, w, c], keepdims: int = false) {
+  return prim.reduce_max(x, axes: [1, 2], keepdims: keepdims)
+}
+
+# Keras LayerNormalization over the last axis: each example's features
+# normalized by their own mean and (biased) variance, then scaled by gamma
+# (ones) and shifted by beta (zeros); the same in training and inference
+fn layer_norm(x: f32, epsilon: float = 0.001) {
+  c = dim(x, -1)
+  param gamma: f32[c] = ones
+  param beta: f32[c] = zeros
+  mean = prim.reduce_mean(x, axes: [-1], keepdims: true)
+  centered = x - mean
+  variance = prim.reduce_mean(centered * centered, axes: [-1], keepdims: true)
+  return centered / prim.sqrt(variance + epsilon) * gamma + beta
 }

@@ -2,3 +2,7 @@
 add_executable(test_grad ${MGC_SRC}/tests/grad/test_grad.c ${MGC_SRC}/tests/grad/ref_eval.c)
 target_link_libraries(test_grad PRIVATE mgc_passes mgc_ir m)
 add_test(NAME grad COMMAND test_grad)
+# issue 12: stdlib layers made of primitives, against references and finite differences
+add_executable(test_layers ${MGC_SRC}/tests/grad/test_layers.c ${MGC_SRC}/tests/grad/ref_eval.c)
+target_link_libraries(test_layers PRIVATE mgc_passes mgc_ir m)
+add_test(NAME grad_layers COMMAND test_layers ${MGC_SRC}/stdlib)

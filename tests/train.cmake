@@ -27,3 +27,8 @@ add_test(NAME train_equivalence_local_bn_differs
          COMMAND test_equivalence ${MGC_SRC}/tests/train/local_bn.mg ${MGC_SRC}/stdlib --expect-differ)
 set_tests_properties(train_equivalence_sync_bn train_equivalence_local_bn_differs
                      PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+# issue 12: split, concat, upsampling2d, zero_padding2d, transpose, slice,
+# global pooling and layer_norm in one model equal 1 device
+add_test(NAME train_equivalence_shape_ops
+         COMMAND test_equivalence ${MGC_SRC}/tests/train/shape_ops.mg ${MGC_SRC}/stdlib)
+set_tests_properties(train_equivalence_shape_ops PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)

@@ -107,13 +107,17 @@ static const cpu_kernel_fn kernels[OP_COUNT] = {
     [OP_RESHAPE] = k_reshape, [OP_VIEW] = k_view, [OP_SHARD] = k_shard,
     [OP_REDUCE_SUM] = cpu_k_reduce, [OP_REDUCE_MEAN] = cpu_k_reduce,
     [OP_BROADCAST_TO] = cpu_k_broadcast_to,
-    [OP_SOFTMAX] = cpu_k_softmax, [OP_SOFTMAX_GRAD] = cpu_k_softmax_grad,
+    [OP_SOFTMAX] = cpu_k_softmax, [OP_SOFTMAX_GRAD] = cpu_k_softmax,
     [OP_SPARSE_XENT] = cpu_k_sparse_xent, [OP_SPARSE_XENT_GRAD] = cpu_k_sparse_xent_grad,
     [OP_ARGMAX_MATCH] = cpu_k_argmax_match,
     [OP_DROPOUT] = cpu_k_dropout, [OP_DROPOUT_GRAD] = cpu_k_dropout,
     [OP_SGD_UPDATE] = cpu_k_sgd, [OP_ADAM_UPDATE] = cpu_k_adam, [OP_RMSPROP_UPDATE] = cpu_k_rmsprop,
     [OP_ALL_REDUCE] = k_pack,
     [OP_ASSIGN] = k_assign, [OP_IN_TRAINING] = k_in_training,
+    /* issue 12: shape ops, reductions, normalization (shape.c, reduce.c) */
+    [OP_CONCAT] = cpu_k_concat, [OP_SLICE] = cpu_k_slice, [OP_PAD] = cpu_k_pad, [OP_TRANSPOSE] = cpu_k_transpose,
+    [OP_REDUCE_MAX] = cpu_k_reduce_extreme, [OP_REDUCE_MIN] = cpu_k_reduce_extreme,
+    [OP_LOG_SOFTMAX] = cpu_k_softmax,
 };
 
 /* ops whose kernels read f32 data only (CAST, SHARD, RESHAPE, VIEW and the

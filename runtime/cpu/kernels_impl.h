@@ -39,11 +39,17 @@ int cpu_k_dropout(const rt_kernel_args *k, char *err, size_t cap);
 
 /* reduce.c */
 int cpu_k_reduce(const rt_kernel_args *k, char *err, size_t cap);
-int cpu_k_softmax(const rt_kernel_args *k, char *err, size_t cap);
-int cpu_k_softmax_grad(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_softmax(const rt_kernel_args *k, char *err, size_t cap); /* softmax, log_softmax, softmax_grad */
 int cpu_k_sparse_xent(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_sparse_xent_grad(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_argmax_match(const rt_kernel_args *k, char *err, size_t cap);
+
+/* shape.c: concat, slice, pad, transpose; reduce_max and reduce_min */
+int cpu_k_concat(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_slice(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_pad(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_transpose(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_reduce_extreme(const rt_kernel_args *k, char *err, size_t cap);
 
 /* optim.c */
 int cpu_k_sgd(const rt_kernel_args *k, char *err, size_t cap);

@@ -1,6 +1,7 @@
 /* reduce.c - reductions (sum, mean over an axes bitmask) and the softmax
- * family over the last axis: softmax, its gradient, sparse cross-entropy,
- * its gradient, argmax accuracy. */
+ * family: softmax, log_softmax and the softmax gradient over any axis (rows
+ * of the last axis, or columns), sparse cross-entropy, its gradient, argmax
+ * accuracy (over the last axis). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3")
 #endif
@@ -124,30 +125,87 @@ static void softmax_row(float *y, const float *x, int64_t n) {
     for (int64_t j = 0; j < n; j++) y[j] *= inv;
 }
 
+static float row_logsumexp(const float *x, int64_t n) {
+    float mx = row_max(x, n);
+    double s = 0;
+    for (int64_t j = 0; j < n; j++) s += mg_exp_shifted(x[j], mx);
+    return mg_logsumexp(mx, (float)s);
+}
+
 static void rows_cols(const ir_shape *s, int64_t *rows, int64_t *cols) {
     *cols = s->rank ? s->dim[s->rank - 1] : 1;
     *rows = *cols ? ir_shape_numel(s) / *cols : 0;
 }
 
-int cpu_k_softmax(const rt_kernel_args *k, char *err, size_t cap) {
-    (void)err, (void)cap;
-    int64_t rows, cols;
-    rows_cols((&k->node->shape), &rows, &cols);
-    for (int64_t r = 0; r < rows; r++) softmax_row((float *)k->out + r * cols, IN_F32(k, 0) + r * cols, cols);
-    return 0;
+/* softmax, softmax_grad, log_softmax as [outer, n, inner] around the class
+ * axis (rank-1-from_end); inner is 1 for the last axis */
+static void around_axis(const rt_kernel_args *k, int64_t *outer, int64_t *n, int64_t *inner) {
+    const ir_shape *s = &k->node->shape;
+    int axis = s->rank - 1 - (int)k->node->iattr[0];
+    *outer = 1, *n = s->dim[axis], *inner = 1;
+    for (int i = 0; i < axis; i++) *outer *= s->dim[i];
+    for (int i = axis + 1; i < s->rank; i++) *inner *= s->dim[i];
+}
+
+/* rows of the last axis: y = x - logsumexp(x) */
+static void log_softmax_row(float *y, const float *x, int64_t n) {
+    float lse = row_logsumexp(x, n);
+    for (int64_t j = 0; j < n; j++) y[j] = x[j] - lse;
 }
 
 /* (y, dy) -> y * (dy - sum(dy * y)) per row */
-int cpu_k_softmax_grad(const rt_kernel_args *k, char *err, size_t cap) {
+static void softmax_grad_row(float *dx, const float *y, const float *dy, int64_t n) {
+    double dot = 0;
+    for (int64_t j = 0; j < n; j++) dot += (double)dy[j] * y[j];
+    for (int64_t j = 0; j < n; j++) dx[j] = mg_softmax_grad(y[j], dy[j], (float)dot);
+}
+
+/* An inner axis: COLS columns at a time, each column a softmax over n rows of
+ * stride inner. op: OP_SOFTMAX, OP_LOG_SOFTMAX or OP_SOFTMAX_GRAD (x = y, dy). */
+static void softmax_columns(ir_op op, float *out, const float *x, const float *dy, int64_t n, int64_t inner) {
+    for (int64_t c0 = 0; c0 < inner; c0 += COLS) {
+        int64_t w = inner - c0 < COLS ? inner - c0 : COLS;
+        float mx[COLS];
+        double acc[COLS] = {0};
+        const float *x0 = x + c0;
+        float *o0 = out + c0;
+        if (op == OP_SOFTMAX_GRAD) {
+            for (int64_t j = 0; j < n; j++)
+                for (int64_t i = 0; i < w; i++) acc[i] += (double)dy[c0 + j * inner + i] * x0[j * inner + i];
+            for (int64_t j = 0; j < n; j++)
+                for (int64_t i = 0; i < w; i++)
+                    o0[j * inner + i] = mg_softmax_grad(x0[j * inner + i], dy[c0 + j * inner + i], (float)acc[i]);
+            continue;
+        }
+        memcpy(mx, x0, (size_t)w * sizeof *mx);
+        for (int64_t j = 1; j < n; j++)
+            for (int64_t i = 0; i < w; i++) mx[i] = x0[j * inner + i] > mx[i] ? x0[j * inner + i] : mx[i];
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t i = 0; i < w; i++) acc[i] += mg_exp_shifted(x0[j * inner + i], mx[i]);
+        for (int64_t i = 0; i < w; i++) /* softmax: 1 / sum; log_softmax: logsumexp */
+            acc[i] = op == OP_SOFTMAX ? 1.0 / acc[i] : mg_logsumexp(mx[i], (float)acc[i]);
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t i = 0; i < w; i++)
+                o0[j * inner + i] = op == OP_SOFTMAX ? mg_exp_shifted(x0[j * inner + i], mx[i]) * (float)acc[i]
+                                                     : x0[j * inner + i] - (float)acc[i];
+    }
+}
+
+/* softmax, log_softmax, softmax_grad: rows when the axis is the last, else columns */
+int cpu_k_softmax(const rt_kernel_args *k, char *err, size_t cap) {
     (void)err, (void)cap;
-    int64_t rows, cols;
-    rows_cols((&k->node->shape), &rows, &cols);
-    for (int64_t r = 0; r < rows; r++) {
-        const float *y = IN_F32(k, 0) + r * cols, *dy = IN_F32(k, 1) + r * cols;
-        float *dx = (float *)k->out + r * cols;
-        double dot = 0;
-        for (int64_t j = 0; j < cols; j++) dot += (double)dy[j] * y[j];
-        for (int64_t j = 0; j < cols; j++) dx[j] = mg_softmax_grad(y[j], dy[j], (float)dot);
+    ir_op op = k->node->op;
+    int64_t outer, n, inner;
+    around_axis(k, &outer, &n, &inner);
+    const float *dy = op == OP_SOFTMAX_GRAD ? IN_F32(k, 1) : NULL;
+    for (int64_t o = 0; o < outer; o++) {
+        int64_t at = o * n * inner;
+        float *y = (float *)k->out + at;
+        const float *x = IN_F32(k, 0) + at;
+        if (inner > 1) softmax_columns(op, y, x, dy ? dy + at : NULL, n, inner);
+        else if (op == OP_SOFTMAX) softmax_row(y, x, n);
+        else if (op == OP_LOG_SOFTMAX) log_softmax_row(y, x, n);
+        else softmax_grad_row(y, x, dy + at, n);
     }
     return 0;
 }
@@ -161,13 +219,6 @@ static int check_labels(const rt_kernel_args *k, char *err, size_t cap, int64_t 
             return cpu_kerr(k, err, cap, "label %d of example %lld is outside [0, %lld)", (int)lab[r], (long long)r,
                             (long long)cols);
     return 0;
-}
-
-static float row_logsumexp(const float *x, int64_t n) {
-    float mx = row_max(x, n);
-    double s = 0;
-    for (int64_t j = 0; j < n; j++) s += mg_exp_shifted(x[j], mx);
-    return mg_logsumexp(mx, (float)s);
 }
 
 /* (logits [B,C], labels [B]) -> loss [B] = logsumexp(row) - row[label] */

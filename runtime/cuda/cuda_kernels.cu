@@ -1,5 +1,5 @@
 /* cuda_kernels.cu - the hand-written CUDA kernels: elementwise, broadcasting,
- * reductions, softmax family, dropout, optimizer updates, casts, filter
+ * reductions, sparse cross-entropy family, dropout, optimizer updates, casts, filter
  * transposes. Per-element math comes from runtime/ops_math.h only. */
 #include <float.h>
 
@@ -158,7 +158,8 @@ extern "C" cudaError_t cuda_k_reduce(const cuda_reduce_desc *r, const float *x, 
     return launched();
 }
 
-/* ---- softmax family: one thread per row (class counts are small) ---- */
+/* ---- the sparse_xent family: one thread per row (class counts are small);
+ * softmax, log_softmax and softmax_grad are in cuda_shape.cu ---- */
 __device__ static float row_max(const float *x, int64_t c) {
     float mx = -FLT_MAX;
     for (int64_t j = 0; j < c; j++) mx = x[j] > mx ? x[j] : mx;
@@ -170,22 +171,6 @@ __device__ static float row_lse(const float *x, int64_t c) {
     float mx = row_max(x, c), sum = 0.0f;
     for (int64_t j = 0; j < c; j++) sum += mg_exp_shifted(x[j], mx);
     return mg_logsumexp(mx, sum);
-}
-
-__global__ static void softmax_kernel(const float *x, float *y, int64_t rows, int64_t c) {
-    FOR_EACH(r, rows) {
-        const float *xr = x + r * c;
-        float lse = row_lse(xr, c);
-        for (int64_t j = 0; j < c; j++) y[r * c + j] = mg_exp_shifted(xr[j], lse);
-    }
-}
-
-__global__ static void softmax_grad_kernel(const float *y, const float *dy, float *dx, int64_t rows, int64_t c) {
-    FOR_EACH(r, rows) {
-        float dot = 0.0f;
-        for (int64_t j = 0; j < c; j++) dot += dy[r * c + j] * y[r * c + j];
-        for (int64_t j = 0; j < c; j++) dx[r * c + j] = mg_softmax_grad(y[r * c + j], dy[r * c + j], dot);
-    }
 }
 
 __device__ static bool label_ok(int32_t l, int64_t c) { return l >= 0 && l < c; }
@@ -214,17 +199,6 @@ __global__ static void argmax_match_kernel(const float *x, const int32_t *lab, f
             if (x[r * c + j] > x[r * c + best]) best = j;
         out[r] = best == lab[r] ? 1.0f : 0.0f;
     }
-}
-
-extern "C" cudaError_t cuda_k_softmax(const float *x, float *y, int64_t rows, int64_t c, cudaStream_t s) {
-    softmax_kernel<<<blocks_for(rows), THREADS, 0, s>>>(x, y, rows, c);
-    return launched();
-}
-
-extern "C" cudaError_t cuda_k_softmax_grad(const float *y, const float *dy, float *dx, int64_t rows, int64_t c,
-                                           cudaStream_t s) {
-    softmax_grad_kernel<<<blocks_for(rows), THREADS, 0, s>>>(y, dy, dx, rows, c);
-    return launched();
 }
 
 extern "C" cudaError_t cuda_k_xent(const float *x, const int32_t *lab, float *out, int64_t rows, int64_t c,

@@ -43,14 +43,31 @@ cudaError_t cuda_k_fill(ir_dtype t, void *out, double value, int64_t n, cudaStre
 cudaError_t cuda_k_reduce(const cuda_reduce_desc *r, const float *x, float *out, float scale, cudaStream_t s);
 
 /* rows of C classes, class axis last */
-cudaError_t cuda_k_softmax(const float *x, float *y, int64_t rows, int64_t c, cudaStream_t s);
-cudaError_t cuda_k_softmax_grad(const float *y, const float *dy, float *dx, int64_t rows, int64_t c, cudaStream_t s);
 cudaError_t cuda_k_xent(const float *logits, const int32_t *labels, float *out, int64_t rows, int64_t c,
                         cudaStream_t s);
 cudaError_t cuda_k_xent_grad(const float *logits, const int32_t *labels, const float *dy, float *dx, int64_t rows,
                              int64_t c, cudaStream_t s);
 cudaError_t cuda_k_argmax_match(const float *logits, const int32_t *labels, float *out, int64_t rows, int64_t c,
                                 cudaStream_t s);
+
+/* ---- cuda_shape.cu: shape ops, extreme reductions, softmax on any axis (issue 12) ---- */
+
+/* a box of dims copied between two tensors: element c (coordinates) moves
+ * from src_at + sum c[a] * src_stride[a] to dst_at + sum c[a] * dst_stride[a] */
+typedef struct {
+    int rank;
+    int64_t dim[IR_MAX_RANK], src_stride[IR_MAX_RANK], dst_stride[IR_MAX_RANK];
+    int64_t src_at, dst_at;
+} cuda_box;
+
+cudaError_t cuda_k_box_copy(const cuda_box *b, const float *src, float *dst, cudaStream_t s);
+/* the box of the output's dims, src_stride the input stride of each output axis */
+cudaError_t cuda_k_transpose(const cuda_box *b, const float *x, float *out, cudaStream_t s);
+/* out = max (is_max) or min over the reduced axes */
+cudaError_t cuda_k_reduce_extreme(const cuda_reduce_desc *r, const float *x, float *out, int is_max, cudaStream_t s);
+/* op OP_SOFTMAX, OP_LOG_SOFTMAX or OP_SOFTMAX_GRAD (x = y, dy) over the middle axis of [outer, n, inner] */
+cudaError_t cuda_k_softmax_axis(int op, const float *x, const float *dy, float *out, int64_t outer, int64_t n,
+                                int64_t inner, cudaStream_t s);
 
 /* out[i] = x[i] * mask factor of global element base + i */
 cudaError_t cuda_k_dropout(const float *x, float *out, int64_t n, uint64_t seed, int64_t step, uint64_t base,

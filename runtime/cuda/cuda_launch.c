@@ -125,14 +125,13 @@ static void rows_classes(const ctx *c, int i, int64_t *rows, int64_t *cls) {
     *rows = *cls ? ir_shape_numel(s) / *cls : 0;
 }
 
-static int op_softmax(const ctx *c) {
+/* sparse_xent, sparse_xent_grad, argmax_match (softmax: op_softmax_axis) */
+static int op_xent(const ctx *c) {
     int64_t rows, cls;
     TRY(need_f32(c));
     rows_classes(c, 0, &rows, &cls);
     const int32_t *lab = c->k->in[1];
     switch (c->n->op) {
-    case OP_SOFTMAX: CUDA_CHECK(c->b, cuda_k_softmax(inf(c, 0), outf(c), rows, cls, c->s)); break;
-    case OP_SOFTMAX_GRAD: CUDA_CHECK(c->b, cuda_k_softmax_grad(inf(c, 0), inf(c, 1), outf(c), rows, cls, c->s)); break;
     case OP_SPARSE_XENT: CUDA_CHECK(c->b, cuda_k_xent(inf(c, 0), lab, outf(c), rows, cls, c->s)); break;
     case OP_SPARSE_XENT_GRAD:
         CUDA_CHECK(c->b, cuda_k_xent_grad(inf(c, 0), lab, inf(c, 2), outf(c), rows, cls, c->s));
@@ -214,6 +213,94 @@ static int op_pool(const ctx *c) { return cuda_pool(c->b, c->device, c->stream, 
 static int op_assign(const ctx *c) { return copy_in(c, 1, 0, (size_t)ir_node_bytes(c->n)); } /* into the state's bytes */
 static int op_in_training(const ctx *c) { return copy_in(c, *c->k->training ? 0 : 1, 0, (size_t)ir_node_bytes(c->n)); }
 
+/* ---- shape ops, extreme reductions, softmax on any axis (issue 12; cuda_shape.cu) ---- */
+
+static void strides(const ir_shape *s, int64_t *st) {
+    int64_t t = 1;
+    for (int i = s->rank - 1; i >= 0; i--) st[i] = t, t *= s->dim[i];
+}
+
+/* the box `box` of src (corner soff) to dst (corner doff) */
+static int box(const ctx *c, const ir_shape *box, const float *src, const ir_shape *ss, const int64_t *soff, float *dst,
+               const ir_shape *ds, const int64_t *doff) {
+    cuda_box b;
+    memset(&b, 0, sizeof b);
+    b.rank = box->rank;
+    strides(ss, b.src_stride), strides(ds, b.dst_stride);
+    for (int a = 0; a < box->rank; a++) {
+        b.dim[a] = box->dim[a];
+        b.src_at += soff[a] * b.src_stride[a], b.dst_at += doff[a] * b.dst_stride[a];
+    }
+    CUDA_CHECK(c->b, cuda_k_box_copy(&b, src, dst, c->s));
+    return 0;
+}
+
+static const int64_t no_offset[IR_MAX_RANK];
+
+static int op_concat(const ctx *c) {
+    TRY(need_f32(c));
+    int64_t at[IR_MAX_RANK] = {0}, axis = c->n->iattr[0];
+    for (int i = 0; i < c->n->n_in; i++) {
+        TRY(box(c, in_shape(c, i), inf(c, i), in_shape(c, i), no_offset, outf(c), &c->n->shape, at));
+        at[axis] += in_shape(c, i)->dim[axis];
+    }
+    return 0;
+}
+
+static int op_slice(const ctx *c) {
+    TRY(need_f32(c));
+    return box(c, &c->n->shape, inf(c, 0), in_shape(c, 0), c->n->iattr, outf(c), &c->n->shape, no_offset);
+}
+
+static int op_pad(const ctx *c) {
+    TRY(need_f32(c));
+    CUDA_CHECK(c->b, cudaMemsetAsync(c->k->out, 0, (size_t)ir_node_bytes(c->n), c->s));
+    return box(c, in_shape(c, 0), inf(c, 0), in_shape(c, 0), no_offset, outf(c), &c->n->shape, c->n->iattr);
+}
+
+/* output axis a reads input axis perm[a] */
+static int op_transpose(const ctx *c) {
+    TRY(need_f32(c));
+    int64_t xst[IR_MAX_RANK];
+    cuda_box b;
+    memset(&b, 0, sizeof b);
+    b.rank = c->n->shape.rank;
+    strides(in_shape(c, 0), xst), strides(&c->n->shape, b.dst_stride);
+    for (int a = 0; a < b.rank; a++) b.dim[a] = c->n->shape.dim[a], b.src_stride[a] = xst[c->n->iattr[0] >> 4 * a & 15];
+    CUDA_CHECK(c->b, cuda_k_transpose(&b, inf(c, 0), outf(c), c->s));
+    return 0;
+}
+
+static int op_reduce_extreme(const ctx *c) {
+    TRY(need_f32(c));
+    const ir_shape *x = in_shape(c, 0);
+    cuda_reduce_desc r;
+    memset(&r, 0, sizeof r);
+    r.rank = x->rank;
+    r.mask = (unsigned)c->n->iattr[0];
+    r.red_n = 1;
+    for (int a = 0; a < x->rank; a++) {
+        r.dim[a] = x->dim[a];
+        if (r.mask >> a & 1u) r.red_n *= x->dim[a];
+    }
+    r.out_n = ir_shape_numel(x) / r.red_n;
+    CUDA_CHECK(c->b, cuda_k_reduce_extreme(&r, inf(c, 0), outf(c), c->n->op == OP_REDUCE_MAX, c->s));
+    return 0;
+}
+
+/* softmax, log_softmax, softmax_grad over axis rank-1-from_end as [outer, n, inner] */
+static int op_softmax_axis(const ctx *c) {
+    TRY(need_f32(c));
+    const ir_shape *s = &c->n->shape;
+    int axis = s->rank - 1 - (int)c->n->iattr[0];
+    int64_t outer = 1, inner = 1;
+    for (int a = 0; a < axis; a++) outer *= s->dim[a];
+    for (int a = axis + 1; a < s->rank; a++) inner *= s->dim[a];
+    const float *dy = c->n->op == OP_SOFTMAX_GRAD ? inf(c, 1) : NULL;
+    CUDA_CHECK(c->b, cuda_k_softmax_axis(c->n->op, inf(c, 0), dy, outf(c), outer, s->dim[axis], inner, c->s));
+    return 0;
+}
+
 /* The kernel of each op; sources have none (cuda_supports reports the rest). */
 static int (*const kernels[OP_COUNT])(const ctx *c) = {
     [OP_ADD] = op_binary, [OP_SUB] = op_binary, [OP_MUL] = op_binary, [OP_DIV] = op_binary,
@@ -229,14 +316,17 @@ static int (*const kernels[OP_COUNT])(const ctx *c) = {
     [OP_RESHAPE] = op_alias, [OP_VIEW] = op_alias, [OP_BROADCAST] = op_alias,
     [OP_REDUCE_SUM] = op_reduce, [OP_REDUCE_MEAN] = op_reduce,
     [OP_BROADCAST_TO] = op_broadcast_to,
-    [OP_SOFTMAX] = op_softmax, [OP_SOFTMAX_GRAD] = op_softmax, [OP_SPARSE_XENT] = op_softmax,
-    [OP_SPARSE_XENT_GRAD] = op_softmax, [OP_ARGMAX_MATCH] = op_softmax,
+    [OP_SOFTMAX] = op_softmax_axis, [OP_SOFTMAX_GRAD] = op_softmax_axis, [OP_SPARSE_XENT] = op_xent,
+    [OP_SPARSE_XENT_GRAD] = op_xent, [OP_ARGMAX_MATCH] = op_xent,
     [OP_DROPOUT] = op_dropout, [OP_DROPOUT_GRAD] = op_dropout,
     [OP_SGD_UPDATE] = op_update, [OP_ADAM_UPDATE] = op_update, [OP_RMSPROP_UPDATE] = op_update,
     [OP_SHARD] = op_shard,
     [OP_ALL_REDUCE] = op_pack,
     [OP_CONST] = op_const,
     [OP_ASSIGN] = op_assign, [OP_IN_TRAINING] = op_in_training,
+    /* issue 12 */
+    [OP_CONCAT] = op_concat, [OP_SLICE] = op_slice, [OP_PAD] = op_pad, [OP_TRANSPOSE] = op_transpose,
+    [OP_REDUCE_MAX] = op_reduce_extreme, [OP_REDUCE_MIN] = op_reduce_extreme, [OP_LOG_SOFTMAX] = op_softmax_axis,
 };
 
 bool cuda_supports(const ir_node *n, char *why, size_t cap) {

@@ -228,7 +228,7 @@ static void eval_broadcast_to(args *t) {
     for (int64_t k = 0; k < t->len; k++) t->out[k] = t->a[bcast_offset(&t->x->shape, &t->n->shape, k)];
 }
 
-/* ---- softmax family (class axis last) ---- */
+/* ---- softmax family (class axis rank-1-from_end; sparse_xent's the last) ---- */
 
 static void softmax_row(const double *x, double *y, int64_t C) {
     double mx = x[0], s = 0;
@@ -237,17 +237,85 @@ static void softmax_row(const double *x, double *y, int64_t C) {
     for (int64_t j = 0; j < C; j++) y[j] /= s;
 }
 
+/* softmax, log_softmax, softmax_grad(y, dy): each [outer, C, inner] column gathered into a row */
 static void eval_softmax(args *t) {
-    int64_t C = t->n->shape.dim[t->n->shape.rank - 1];
+    const ir_shape *s = &t->n->shape;
+    int axis = s->rank - 1 - (int)t->n->iattr[0];
+    int64_t C = s->dim[axis], inner = 1;
+    for (int i = axis + 1; i < s->rank; i++) inner *= s->dim[i];
+    double *x = malloc((size_t)C * sizeof *x), *dy = malloc((size_t)C * sizeof *dy), *y = malloc((size_t)C * sizeof *y);
     for (int64_t r = 0; r < t->len / C; r++) {
-        if (t->n->op == OP_SOFTMAX) {
-            softmax_row(t->a + r * C, t->out + r * C, C);
-            continue;
+        int64_t base = r / inner * C * inner + r % inner;
+        for (int64_t j = 0; j < C; j++) x[j] = t->a[base + j * inner], dy[j] = t->b ? t->b[base + j * inner] : 0;
+        double dot = 0, lse = 0;
+        for (int64_t j = 0; j < C; j++) dot += dy[j] * x[j];
+        softmax_row(x, y, C);
+        for (int64_t j = 0; j < C; j++) lse += exp(x[j]);
+        for (int64_t j = 0; j < C; j++)
+            t->out[base + j * inner] = t->n->op == OP_SOFTMAX       ? y[j]
+                                       : t->n->op == OP_LOG_SOFTMAX ? x[j] - log(lse)
+                                                                    : x[j] * (dy[j] - dot); /* x is y here */
+    }
+    free(x), free(dy), free(y);
+}
+
+/* ---- shape ops and extreme reductions (issue 12) ---- */
+
+/* coordinates of flat index k in s */
+static void coords(const ir_shape *s, int64_t k, int64_t *c) {
+    for (int i = s->rank - 1; i >= 0; i--) c[i] = k % s->dim[i], k /= s->dim[i];
+}
+
+static int64_t flat(const ir_shape *s, const int64_t *c) {
+    int64_t k = 0;
+    for (int i = 0; i < s->rank; i++) k = k * s->dim[i] + c[i];
+    return k;
+}
+
+static void eval_concat(ref_eval *e, args *t) {
+    int64_t c[IR_MAX_RANK], axis = t->n->iattr[0];
+    for (int64_t k = 0; k < t->len; k++) {
+        coords(&t->n->shape, k, c);
+        int in = 0;
+        while (c[axis] >= e->m->g.nodes[t->n->in[in]].shape.dim[axis]) c[axis] -= e->m->g.nodes[t->n->in[in++]].shape.dim[axis];
+        t->out[k] = e->val[t->n->in[in]][flat(&e->m->g.nodes[t->n->in[in]].shape, c)];
+    }
+}
+
+/* slice reads x at out + begin; pad writes x at x + before, zeros elsewhere */
+static void eval_slice_pad(args *t) {
+    int64_t c[IR_MAX_RANK];
+    for (int64_t k = 0; k < t->len; k++) {
+        coords(&t->n->shape, k, c);
+        bool inside = true;
+        for (int i = 0; i < t->n->shape.rank; i++) {
+            c[i] += t->n->op == OP_SLICE ? t->n->iattr[i] : -t->n->iattr[i];
+            inside &= c[i] >= 0 && c[i] < t->x->shape.dim[i];
         }
-        const double *y = t->a + r * C, *dy = t->b + r * C; /* softmax_grad(y, dy) */
-        double s = 0;
-        for (int64_t j = 0; j < C; j++) s += dy[j] * y[j];
-        for (int64_t j = 0; j < C; j++) t->out[r * C + j] = y[j] * (dy[j] - s);
+        t->out[k] = inside ? t->a[flat(&t->x->shape, c)] : 0;
+    }
+}
+
+static void eval_transpose(args *t) {
+    int64_t c[IR_MAX_RANK], xc[IR_MAX_RANK];
+    for (int64_t k = 0; k < t->len; k++) {
+        coords(&t->n->shape, k, c);
+        for (int i = 0; i < t->n->shape.rank; i++) xc[t->n->iattr[0] >> 4 * i & 15] = c[i];
+        t->out[k] = t->a[flat(&t->x->shape, xc)];
+    }
+}
+
+static void eval_reduce_extreme(args *t) {
+    const ir_shape *xs = &t->x->shape;
+    int64_t axes = t->n->iattr[0], c[IR_MAX_RANK];
+    bool is_max = t->n->op == OP_REDUCE_MAX;
+    for (int64_t k = 0; k < t->len; k++) t->out[k] = is_max ? -INFINITY : INFINITY;
+    for (int64_t k = 0; k < ir_shape_numel(xs); k++) {
+        coords(xs, k, c);
+        int64_t off = 0;
+        for (int i = 0; i < xs->rank; i++)
+            if (!(axes >> i & 1)) off = off * xs->dim[i] + c[i];
+        t->out[off] = is_max ? fmax(t->out[off], t->a[k]) : fmin(t->out[off], t->a[k]);
     }
 }
 
@@ -363,6 +431,11 @@ static void eval_node(ref_eval *e, int i, int64_t step, bool training) {
             memcpy(t.out + at, e->val[n->in[k]], (size_t)ir_shape_numel(&nodes[n->in[k]].shape) * sizeof *t.out);
         return;
     case OP_VIEW: memcpy(t.out, t.a + n->iattr[0], (size_t)t.len * sizeof *t.out); return;
+    case OP_LOG_SOFTMAX: eval_softmax(&t); return;
+    case OP_CONCAT: eval_concat(e, &t); return;
+    case OP_SLICE: case OP_PAD: eval_slice_pad(&t); return;
+    case OP_TRANSPOSE: eval_transpose(&t); return;
+    case OP_REDUCE_MAX: case OP_REDUCE_MIN: eval_reduce_extreme(&t); return;
     case OP_SHARD: case OP_BROADCAST: case OP_COUNT: break;
     }
     die("no reference for op '%s'", n->op < OP_COUNT ? ir_ops[n->op].name : "?");

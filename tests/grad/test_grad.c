@@ -217,7 +217,57 @@ static int b_cnn(tb *t) {
     return op2(t, OP_SPARSE_XENT, logits, labels(t, 2, 4));
 }
 
+/* ---- issue 12: shape ops, extreme reductions, softmax on any axis ---- */
+static int with_attrs(tb *t, ir_op op, int x, const int64_t *ia, int n_ia, const ir_shape *given) {
+    return node(t, op, 1, &x, ia, n_ia, NULL, 0, given);
+}
+static int b_softmax_axis0(tb *t) { return with_attrs(t, OP_SOFTMAX, param(t, "x", S(3, 5)), (int64_t[]){1}, 1, NULL); }
+static int b_softmax_mid(tb *t) { return with_attrs(t, OP_SOFTMAX, param(t, "x", S(2, 3, 4)), (int64_t[]){1}, 1, NULL); }
+static int b_log_softmax(tb *t) { return op1(t, OP_LOG_SOFTMAX, param(t, "x", S(3, 5))); }
+static int b_log_softmax_mid(tb *t) {
+    return with_attrs(t, OP_LOG_SOFTMAX, param(t, "x", S(2, 3, 4)), (int64_t[]){1}, 1, NULL);
+}
+static int b_concat(tb *t) {
+    int in[3] = {param(t, "a", S(2, 3, 2)), param(t, "b", S(2, 1, 2)), param(t, "c", S(2, 2, 2))};
+    return node(t, OP_CONCAT, 3, in, (int64_t[]){1}, 1, NULL, 0, NULL);
+}
+/* one input twice: both slices of dy add up */
+static int b_concat_same(tb *t) {
+    int a = param(t, "a", S(3, 2));
+    return node(t, OP_CONCAT, 2, (int[]){a, a}, (int64_t[]){0}, 1, NULL, 0, NULL);
+}
+static int b_slice(tb *t) {
+    ir_shape s = S(2, 2, 3);
+    return with_attrs(t, OP_SLICE, param(t, "x", S(3, 4, 3)), (int64_t[]){1, 1, 0}, 3, &s);
+}
+static int b_pad(tb *t) {
+    ir_shape s = S(1, 5, 6, 2);
+    return with_attrs(t, OP_PAD, param(t, "x", S(1, 3, 3, 2)), (int64_t[]){0, 1, 2, 0}, 4, &s);
+}
+static int b_transpose(tb *t) { return with_attrs(t, OP_TRANSPOSE, param(t, "x", S(2, 3, 4)), (int64_t[]){0x021}, 1, NULL); }
+static int b_transpose4(tb *t) {
+    return with_attrs(t, OP_TRANSPOSE, param(t, "x", S(2, 3, 4, 2)), (int64_t[]){0x2130}, 1, NULL);
+}
+static int b_max_02(tb *t) { return reduce(t, OP_REDUCE_MAX, param(t, "x", S(2, 3, 4)), 5, 0); }
+static int b_max_last_keep(tb *t) { return reduce(t, OP_REDUCE_MAX, param(t, "x", S(3, 5)), 2, 1); }
+static int b_min_all(tb *t) { return reduce(t, OP_REDUCE_MIN, param(t, "x", S(2, 3, 4)), 7, 0); }
+static int b_min_1(tb *t) { return reduce(t, OP_REDUCE_MIN, param(t, "x", S(2, 3, 4)), 2, 1); }
+
 static const grad_case cases[] = {
+    {"softmax axis 0", OP_SOFTMAX, b_softmax_axis0},
+    {"softmax middle axis", OP_SOFTMAX, b_softmax_mid},
+    {"log_softmax", OP_LOG_SOFTMAX, b_log_softmax},
+    {"log_softmax middle axis", OP_LOG_SOFTMAX, b_log_softmax_mid},
+    {"concat axis 1", OP_CONCAT, b_concat},
+    {"concat of one input twice", OP_CONCAT, b_concat_same},
+    {"slice", OP_SLICE, b_slice},
+    {"pad", OP_PAD, b_pad},
+    {"transpose 3-d", OP_TRANSPOSE, b_transpose},
+    {"transpose NHWC to NCHW", OP_TRANSPOSE, b_transpose4},
+    {"reduce_max axes 0,2", OP_REDUCE_MAX, b_max_02},
+    {"reduce_max last keepdims", OP_REDUCE_MAX, b_max_last_keep},
+    {"reduce_min all axes", OP_REDUCE_MIN, b_min_all},
+    {"reduce_min axis 1 keepdims", OP_REDUCE_MIN, b_min_1},
     {"add", OP_ADD, b_add_same},
     {"add [2,3,4]+[4]", OP_ADD, b_add_vec},
     {"add [2,1,4]+[3,1]", OP_ADD, b_add_both},
@@ -616,8 +666,33 @@ static void test_optimizers(void) {
     for (size_t i = 0; i < sizeof opt_cases / sizeof opt_cases[0]; i++) run_opt_case(&opt_cases[i]);
 }
 
+/* reduce_max / reduce_min at ties (where finite differences cannot look):
+ * the gradient of each row is split equally between its tied extremes
+ * (TensorFlow's rule). Rows of x: [1, 3, 3] and [2, 2, 2]; L = mean(y). */
+static void test_extreme_ties(ir_op op) {
+    tb *t = new_tb();
+    int x = param(t, "x", S(2, 3));
+    t->m->loss = weigh(t, reduce(t, op, x, 2, 0));
+    ir_diag *d = ir_diag_new(stderr);
+    CHECK(pass_autodiff(t->m, d, NULL), "autodiff of %s at ties", ir_ops[op].name);
+    ir_diag_free(d);
+    ref_eval *e = ref_eval_new(t->m);
+    double row0[3] = {1, 3, 3}, *xv = ref_eval_data(e, x);
+    for (int k = 0; k < 3; k++) xv[k] = op == OP_REDUCE_MAX ? row0[k] : -row0[k], xv[3 + k] = 2;
+    for (int i = 0; i < t->m->g.n; i++)
+        if (t->m->g.nodes[i].op == OP_INPUT) ref_eval_data(e, i)[0] = ref_eval_data(e, i)[1] = 1; /* weights */
+    ref_eval_run(e, 1, true);
+    const double *g = ref_eval_data(e, t->m->grads[0]), want[6] = {0, 0.25, 0.25, 1.0 / 6, 1.0 / 6, 1.0 / 6};
+    for (int k = 0; k < 6; k++)
+        CHECK(fabs(g[k] - want[k]) < 1e-12, "%s at ties: dx[%d] = %g, want %g", ir_ops[op].name, k, g[k], want[k]);
+    ref_eval_free(e);
+    free_tb(t);
+}
+
 int main(void) {
     test_gradients();
+    test_extreme_ties(OP_REDUCE_MAX);
+    test_extreme_ties(OP_REDUCE_MIN);
     test_argmax_on_loss_path();
     test_cast_to_int();
     test_metric_only_path();

@@ -210,17 +210,83 @@ static void softmax_d(const double *x, double *y, int64_t n) {
     for (int64_t j = 0; j < n; j++) y[j] /= s;
 }
 
+/* softmax, log_softmax, softmax_grad(y, dy) along axis rank-1-from_end: each
+ * column gathered into a row */
 static void ref_softmax(const one_op *t, double **in, double *out) {
     const ir_shape *x = ishape(t, 0);
-    int64_t C = x->dim[x->rank - 1], B = numel(x) / C;
-    for (int64_t b = 0; b < B; b++) {
-        if (onode(t)->op == OP_SOFTMAX) {
-            softmax_d(in[0] + b * C, out + b * C, C);
-            continue;
+    int axis = x->rank - 1 - (int)onode(t)->iattr[0];
+    int64_t C = x->dim[axis], inner = 1;
+    for (int i = axis + 1; i < x->rank; i++) inner *= x->dim[i];
+    double a[256], b[256], y[256];
+    for (int64_t r = 0; r < numel(x) / C; r++) {
+        int64_t base = r / inner * C * inner + r % inner;
+        double dot = 0, lse = 0;
+        for (int64_t j = 0; j < C; j++) a[j] = in[0][base + j * inner], b[j] = t->n_in > 1 ? in[1][base + j * inner] : 0;
+        for (int64_t j = 0; j < C; j++) dot += a[j] * b[j], lse += exp(a[j]);
+        softmax_d(a, y, C);
+        for (int64_t j = 0; j < C; j++)
+            out[base + j * inner] = onode(t)->op == OP_SOFTMAX       ? y[j]
+                                    : onode(t)->op == OP_LOG_SOFTMAX ? a[j] - log(lse)
+                                                                     : a[j] * (b[j] - dot);
+    }
+}
+
+/* ---- shape ops and extreme reductions (issue 12) ---- */
+
+static void coords(const ir_shape *s, int64_t k, int64_t *c) {
+    for (int i = s->rank - 1; i >= 0; i--) c[i] = k % s->dim[i], k /= s->dim[i];
+}
+
+static int64_t flat(const ir_shape *s, const int64_t *c) {
+    int64_t k = 0;
+    for (int i = 0; i < s->rank; i++) k = k * s->dim[i] + c[i];
+    return k;
+}
+
+static void ref_concat(const one_op *t, double **in, double *out) {
+    int64_t c[IR_MAX_RANK], axis = onode(t)->iattr[0];
+    for (int64_t k = 0; k < numel(oshape(t)); k++) {
+        coords(oshape(t), k, c);
+        int i = 0;
+        while (c[axis] >= ishape(t, i)->dim[axis]) c[axis] -= ishape(t, i++)->dim[axis];
+        out[k] = in[i][flat(ishape(t, i), c)];
+    }
+}
+
+/* slice reads x at out + begin; pad places x at before, zeros elsewhere */
+static void ref_slice_pad(const one_op *t, double **in, double *out) {
+    int64_t c[IR_MAX_RANK];
+    for (int64_t k = 0; k < numel(oshape(t)); k++) {
+        coords(oshape(t), k, c);
+        bool inside = true;
+        for (int i = 0; i < oshape(t)->rank; i++) {
+            c[i] += onode(t)->op == OP_SLICE ? onode(t)->iattr[i] : -onode(t)->iattr[i];
+            inside &= c[i] >= 0 && c[i] < ishape(t, 0)->dim[i];
         }
-        double dot = 0, *y = in[0] + b * C, *dy = in[1] + b * C;
-        for (int64_t j = 0; j < C; j++) dot += y[j] * dy[j];
-        for (int64_t j = 0; j < C; j++) out[b * C + j] = y[j] * (dy[j] - dot);
+        out[k] = inside ? in[0][flat(ishape(t, 0), c)] : 0;
+    }
+}
+
+static void ref_transpose(const one_op *t, double **in, double *out) {
+    int64_t c[IR_MAX_RANK], xc[IR_MAX_RANK];
+    for (int64_t k = 0; k < numel(oshape(t)); k++) {
+        coords(oshape(t), k, c);
+        for (int i = 0; i < oshape(t)->rank; i++) xc[onode(t)->iattr[0] >> 4 * i & 15] = c[i];
+        out[k] = in[0][flat(ishape(t, 0), xc)];
+    }
+}
+
+static void ref_reduce_extreme(const one_op *t, double **in, double *out) {
+    const ir_shape *x = ishape(t, 0);
+    int64_t axes = onode(t)->iattr[0], c[IR_MAX_RANK];
+    bool is_max = onode(t)->op == OP_REDUCE_MAX;
+    for (int64_t i = 0; i < numel(oshape(t)); i++) out[i] = is_max ? -INFINITY : INFINITY;
+    for (int64_t i = 0; i < numel(x); i++) {
+        coords(x, i, c);
+        int64_t o = 0;
+        for (int d = 0; d < x->rank; d++)
+            if (!(axes >> d & 1)) o = o * x->dim[d] + c[d];
+        out[o] = is_max ? fmax(out[o], in[0][i]) : fmin(out[o], in[0][i]);
     }
 }
 
@@ -391,6 +457,37 @@ static const tcase cases[] = {
     {"softmax", OP_SOFTMAX, 1, {"5,7"}, .fill = {R_WIDE}, .ref = ref_softmax},
     {"softmax 3-d", OP_SOFTMAX, 1, {"2,3,11"}, .fill = {R_WIDE}, .ref = ref_softmax},
     {"softmax_grad", OP_SOFTMAX_GRAD, 2, {"5,7", "5,7"}, .fill = {R_POSITIVE, R_SIGNED}, .ref = ref_softmax},
+    /* issue 12: softmax on any axis, log_softmax, shape ops, extreme reductions */
+    {"softmax axis 0", OP_SOFTMAX, 1, {"5,7"}, .fill = {R_WIDE}, .iattr = {1}, .ref = ref_softmax},
+    {"softmax middle axis wide", OP_SOFTMAX, 1, {"2,5,300"}, .fill = {R_WIDE}, .iattr = {1}, .ref = ref_softmax},
+    {"softmax_grad middle axis", OP_SOFTMAX_GRAD, 2, {"2,5,7", "2,5,7"}, .fill = {R_POSITIVE, R_SIGNED},
+     .iattr = {1}, .ref = ref_softmax},
+    {"log_softmax", OP_LOG_SOFTMAX, 1, {"5,7"}, .fill = {R_WIDE}, .ref = ref_softmax},
+    {"log_softmax axis 0 of 3", OP_LOG_SOFTMAX, 1, {"6,4,3"}, .fill = {R_WIDE}, .iattr = {2}, .ref = ref_softmax},
+    {"concat axis 1", OP_CONCAT, 3, {"2,3,4", "2,5,4", "2,1,4"}, .iattr = {1}, .ref = ref_concat},
+    {"concat axis 0", OP_CONCAT, 2, {"3,4", "2,4"}, .iattr = {0}, .ref = ref_concat},
+    {"concat channels", OP_CONCAT, 2, {"2,5,5,3", "2,5,5,8"}, .iattr = {3}, .ref = ref_concat},
+    {"slice", OP_SLICE, 1, {"4,6,5"}, .iattr = {1, 2, 0}, .given = "2,3,5", .ref = ref_slice_pad},
+    {"slice inner", OP_SLICE, 1, {"3,4,9"}, .iattr = {0, 1, 4}, .given = "3,2,3", .ref = ref_slice_pad},
+    {"slice whole", OP_SLICE, 1, {"3,4"}, .given = "3,4", .ref = ref_slice_pad},
+    {"pad", OP_PAD, 1, {"2,3,4"}, .iattr = {1, 2, 0}, .given = "3,6,4", .ref = ref_slice_pad},
+    {"pad images", OP_PAD, 1, {"2,5,5,3"}, .iattr = {0, 1, 0, 0}, .given = "2,8,6,3", .ref = ref_slice_pad},
+    {"transpose 2-d", OP_TRANSPOSE, 1, {"37,45"}, .iattr = {0x01}, .ref = ref_transpose},
+    {"transpose inner kept", OP_TRANSPOSE, 1, {"2,5,6,3"}, .iattr = {0x3120}, .ref = ref_transpose},
+    {"transpose NHWC to NCHW", OP_TRANSPOSE, 1, {"2,5,7,33"}, .iattr = {0x2130}, .ref = ref_transpose},
+    {"transpose 3-d rotate", OP_TRANSPOSE, 1, {"4,5,6"}, .iattr = {0x102}, .ref = ref_transpose},
+    {"transpose with ones", OP_TRANSPOSE, 1, {"3,1,4,1"}, .iattr = {0x1302}, .ref = ref_transpose},
+    {"transpose identity", OP_TRANSPOSE, 1, {"3,4"}, .iattr = {0x10}, .ref = ref_transpose},
+    {"reduce_max last", OP_REDUCE_MAX, 1, {"6,35"}, .iattr = {2}, .ref = ref_reduce_extreme},
+    {"reduce_max axis 0", OP_REDUCE_MAX, 1, {"64,10"}, .iattr = {1}, .ref = ref_reduce_extreme},
+    {"reduce_max middle keepdims", OP_REDUCE_MAX, 1, {"3,4,5"}, .iattr = {2, 1}, .ref = ref_reduce_extreme},
+    {"reduce_max outer+inner ties", OP_REDUCE_MAX, 1, {"3,4,5"}, .fill = {R_SMALL_INT}, .iattr = {5},
+     .ref = ref_reduce_extreme},
+    {"reduce_max image axes", OP_REDUCE_MAX, 1, {"2,6,6,3"}, .iattr = {6}, .ref = ref_reduce_extreme},
+    {"reduce_max all", OP_REDUCE_MAX, 1, {"3,4,5"}, .iattr = {7}, .ref = ref_reduce_extreme},
+    {"reduce_min middle", OP_REDUCE_MIN, 1, {"3,4,5"}, .iattr = {2}, .ref = ref_reduce_extreme},
+    {"reduce_min axes 1,3", OP_REDUCE_MIN, 1, {"2,3,4,5"}, .iattr = {10, 1}, .ref = ref_reduce_extreme},
+    {"reduce_min none", OP_REDUCE_MIN, 1, {"3,4"}, .ref = ref_reduce_extreme},
     {"sparse_xent", OP_SPARSE_XENT, 2, {"64,10", "64"}, LAB, .ref = ref_xent},
     {"sparse_xent_grad", OP_SPARSE_XENT_GRAD, 3, {"64,10", "64", "64"}, .dtype = {0, IR_I32, 0},
      .fill = {R_WIDE, R_LABELS, R_SIGNED}, .ref = ref_xent},

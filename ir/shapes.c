@@ -241,7 +241,7 @@ static bool rule_broadcast_to(rule *r) {
 static bool rule_softmax(rule *r) {
     char b[96];
     if (!want_float(r, r->x, "the input") || r->x->shape.rank < 1)
-        return fail(r, "'softmax' needs a float tensor of rank >= 1, got %s", tstr(r->x, b));
+        return fail(r, "'%s' needs a float tensor of rank >= 1, got %s", op_name(r), tstr(r->x, b));
     return same_as(r, r->x);
 }
 
@@ -323,6 +323,15 @@ static bool rule_view(rule *r) {
 
 /* broadcast (the collective): x -> x */
 static bool rule_same(rule *r) { return same_as(r, r->x); }
+
+/* ---- issue 12: activations, losses, metrics ---- */
+
+/* in_top_k: (logits [B, C], labels i32[B]), k >= 1 -> [B] */
+static bool rule_in_top_k(rule *r) {
+    if (!rule_sparse_xent(r)) return false;
+    if (r->n->iattr[0] < 1) return fail(r, "'in_top_k' needs k >= 1, got %lld", (long long)r->n->iattr[0]);
+    return true;
+}
 
 typedef bool (*shape_rule)(rule *r);
 

@@ -114,6 +114,16 @@ static const cpu_kernel_fn kernels[OP_COUNT] = {
     [OP_SGD_UPDATE] = cpu_k_sgd, [OP_ADAM_UPDATE] = cpu_k_adam, [OP_RMSPROP_UPDATE] = cpu_k_rmsprop,
     [OP_ALL_REDUCE] = k_pack,
     [OP_ASSIGN] = k_assign, [OP_IN_TRAINING] = k_in_training,
+    /* issue 12: activations, elementwise math, log_softmax, in_top_k */
+    [OP_ABS] = cpu_k_activation, [OP_ERF] = cpu_k_activation, [OP_GELU] = cpu_k_activation,
+    [OP_SOFTPLUS] = cpu_k_activation, [OP_SELU] = cpu_k_activation, [OP_ELU] = cpu_k_activation,
+    [OP_LEAKY_RELU] = cpu_k_activation,
+    [OP_ABS_GRAD] = cpu_k_activation_grad, [OP_ERF_GRAD] = cpu_k_activation_grad,
+    [OP_GELU_GRAD] = cpu_k_activation_grad, [OP_SELU_GRAD] = cpu_k_activation_grad,
+    [OP_ELU_GRAD] = cpu_k_activation_grad, [OP_LEAKY_RELU_GRAD] = cpu_k_activation_grad,
+    [OP_MAXIMUM] = cpu_k_binary, [OP_MINIMUM] = cpu_k_binary, [OP_POW] = cpu_k_binary,
+    [OP_LOG_SOFTMAX] = cpu_k_log_softmax, [OP_LOG_SOFTMAX_GRAD] = cpu_k_log_softmax_grad,
+    [OP_IN_TOP_K] = cpu_k_in_top_k,
 };
 
 /* ops whose kernels read f32 data only (CAST, SHARD, RESHAPE, VIEW and the

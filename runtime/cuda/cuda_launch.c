@@ -214,6 +214,34 @@ static int op_pool(const ctx *c) { return cuda_pool(c->b, c->device, c->stream, 
 static int op_assign(const ctx *c) { return copy_in(c, 1, 0, (size_t)ir_node_bytes(c->n)); } /* into the state's bytes */
 static int op_in_training(const ctx *c) { return copy_in(c, *c->k->training ? 0 : 1, 0, (size_t)ir_node_bytes(c->n)); }
 
+/* ---- issue 12: activations (alpha: fattr 0), log_softmax, in_top_k ---- */
+static int op_activation(const ctx *c) {
+    TRY(need_f32(c));
+    float alpha = (float)c->n->fattr[0];
+    if (c->n->n_in == 1)
+        CUDA_CHECK(c->b, cuda_k_activation(c->n->op, inf(c, 0), outf(c), out_numel(c), alpha, c->s));
+    else
+        CUDA_CHECK(c->b, cuda_k_activation_grad(c->n->op, inf(c, 0), inf(c, 1), outf(c), out_numel(c), alpha, c->s));
+    return 0;
+}
+
+static int op_log_softmax(const ctx *c) {
+    int64_t rows, cls;
+    TRY(need_f32(c));
+    rows_classes(c, 0, &rows, &cls);
+    if (c->n->op == OP_LOG_SOFTMAX) CUDA_CHECK(c->b, cuda_k_log_softmax(inf(c, 0), outf(c), rows, cls, c->s));
+    else CUDA_CHECK(c->b, cuda_k_log_softmax_grad(inf(c, 0), inf(c, 1), outf(c), rows, cls, c->s));
+    return 0;
+}
+
+static int op_in_top_k(const ctx *c) {
+    int64_t rows, cls;
+    TRY(need_f32(c));
+    rows_classes(c, 0, &rows, &cls);
+    CUDA_CHECK(c->b, cuda_k_in_top_k(inf(c, 0), c->k->in[1], outf(c), rows, cls, c->n->iattr[0], c->s));
+    return 0;
+}
+
 /* The kernel of each op; sources have none (cuda_supports reports the rest). */
 static int (*const kernels[OP_COUNT])(const ctx *c) = {
     [OP_ADD] = op_binary, [OP_SUB] = op_binary, [OP_MUL] = op_binary, [OP_DIV] = op_binary,
@@ -237,6 +265,14 @@ static int (*const kernels[OP_COUNT])(const ctx *c) = {
     [OP_ALL_REDUCE] = op_pack,
     [OP_CONST] = op_const,
     [OP_ASSIGN] = op_assign, [OP_IN_TRAINING] = op_in_training,
+    /* issue 12 */
+    [OP_ABS] = op_activation, [OP_ERF] = op_activation, [OP_GELU] = op_activation, [OP_SOFTPLUS] = op_activation,
+    [OP_SELU] = op_activation, [OP_ELU] = op_activation, [OP_LEAKY_RELU] = op_activation,
+    [OP_ABS_GRAD] = op_activation, [OP_ERF_GRAD] = op_activation, [OP_GELU_GRAD] = op_activation,
+    [OP_SELU_GRAD] = op_activation, [OP_ELU_GRAD] = op_activation, [OP_LEAKY_RELU_GRAD] = op_activation,
+    [OP_MAXIMUM] = op_binary, [OP_MINIMUM] = op_binary, [OP_POW] = op_binary,
+    [OP_LOG_SOFTMAX] = op_log_softmax, [OP_LOG_SOFTMAX_GRAD] = op_log_softmax,
+    [OP_IN_TOP_K] = op_in_top_k,
 };
 
 bool cuda_supports(const ir_node *n, char *why, size_t cap) {

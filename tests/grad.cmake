@@ -2,3 +2,8 @@
 add_executable(test_grad ${MGC_SRC}/tests/grad/test_grad.c ${MGC_SRC}/tests/grad/ref_eval.c)
 target_link_libraries(test_grad PRIVATE mgc_passes mgc_ir m)
 add_test(NAME grad COMMAND test_grad)
+
+# the stdlib's activations, losses and metrics (issue 12) against Keras' formulas
+add_executable(test_nn ${MGC_SRC}/tests/grad/test_nn.c ${MGC_SRC}/tests/grad/ref_eval.c)
+target_link_libraries(test_nn PRIVATE mgc_passes mgc_ir m)
+add_test(NAME grad_nn COMMAND test_nn ${MGC_SRC}/stdlib)

@@ -27,3 +27,8 @@ add_test(NAME train_equivalence_local_bn_differs
          COMMAND test_equivalence ${MGC_SRC}/tests/train/local_bn.mg ${MGC_SRC}/stdlib --expect-differ)
 set_tests_properties(train_equivalence_sync_bn train_equivalence_local_bn_differs
                      PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+# issue 12: the new activations, elementwise ops, initializers, losses and
+# metrics train the same on 1, 2 and 4 devices
+add_test(NAME train_equivalence_activations
+         COMMAND test_equivalence ${MGC_SRC}/tests/train/activations.mg ${MGC_SRC}/stdlib --synthetic 10)
+set_tests_properties(train_equivalence_activations PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)

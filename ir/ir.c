@@ -13,7 +13,13 @@ const ir_opinfo ir_ops[OP_COUNT] = {
 #undef X
 };
 
-const char *const ir_init_names[INIT_COUNT] = {"zeros", "ones", "glorot_uniform", "he_normal"};
+const char *const ir_init_names[INIT_COUNT] = {"zeros", "ones", "glorot_uniform", "he_normal",
+                                              "he_uniform", "glorot_normal", "lecun_normal", "lecun_uniform",
+                                              "orthogonal", "truncated_normal", "random_normal", "constant"};
+
+int ir_init_fattr(ir_init init) {
+    return init == INIT_CONSTANT ? 0 : init == INIT_TRUNCATED_NORMAL || init == INIT_RANDOM_NORMAL ? 1 : -1;
+}
 const char *const ir_optimizer_names[OPT_COUNT] = {"sgd", "adam", "adamw", "rmsprop"};
 const char *const ir_lr_names[LR_COUNT] = {"constant", "cosine_decay", "exponential_decay", "piecewise_constant"};
 const char *const ir_cross_device_names[XDEV_COUNT] = {"ring", "one-device", "hierarchical"};

@@ -74,9 +74,19 @@ typedef struct {
 
 extern const ir_opinfo ir_ops[OP_COUNT];
 
-/* Initializers of PARAM and VAR (iattr[0]); fan_in/fan_out in iattr[1..2]. */
-typedef enum { INIT_ZEROS, INIT_ONES, INIT_GLOROT_UNIFORM, INIT_HE_NORMAL, INIT_COUNT } ir_init;
+/* Initializers of PARAM and VAR (iattr[0]); fan_in/fan_out in iattr[1..2];
+ * fattr[0] the value of INIT_CONSTANT, fattr[1] the stddev of INIT_TRUNCATED_NORMAL
+ * and INIT_RANDOM_NORMAL (Keras formulas: runtime/init.c). Values are stored in
+ * plans: new ones go last. */
+typedef enum {
+    INIT_ZEROS, INIT_ONES, INIT_GLOROT_UNIFORM, INIT_HE_NORMAL,
+    INIT_HE_UNIFORM, INIT_GLOROT_NORMAL, INIT_LECUN_NORMAL, INIT_LECUN_UNIFORM, INIT_ORTHOGONAL,
+    INIT_TRUNCATED_NORMAL, INIT_RANDOM_NORMAL, INIT_CONSTANT,
+    INIT_COUNT
+} ir_init;
 extern const char *const ir_init_names[INIT_COUNT];
+/* The float attribute an initializer reads (0 value, 1 stddev), -1 for none. */
+int ir_init_fattr(ir_init init);
 
 /* Which programs a node belongs to (node->programs is a mask of these). */
 typedef enum {

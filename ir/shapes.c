@@ -396,6 +396,15 @@ static bool rule_transpose(rule *r) {
     return true;
 }
 
+/* ---- issue 12: activations, losses, metrics ---- */
+
+/* in_top_k: (logits [B, C], labels i32[B]), k >= 1 -> [B] */
+static bool rule_in_top_k(rule *r) {
+    if (!rule_sparse_xent(r)) return false;
+    if (r->n->iattr[0] < 1) return fail(r, "'in_top_k' needs k >= 1, got %lld", (long long)r->n->iattr[0]);
+    return true;
+}
+
 typedef bool (*shape_rule)(rule *r);
 
 static const shape_rule rules[OP_COUNT] = {

@@ -30,9 +30,11 @@ static void print_attrs(const ir_node *n, FILE *out) {
         p += len + (p[len] == ',');
     }
     p = info->fattrs;
+    bool variable = ir_ops[n->op].flags & OPF_VARIABLE;
+    int init_f = variable && n->iattr[0] >= 0 && n->iattr[0] < INIT_COUNT ? ir_init_fattr((ir_init)n->iattr[0]) : -1;
     for (int k = 0; *p && k < IR_MAX_FATTR; k++) {
         int len = (int)strcspn(p, ",");
-        fprintf(out, " %.*s=%g", len, p, n->fattr[k]);
+        if (!variable || k == init_f) fprintf(out, " %.*s=%g", len, p, n->fattr[k]); /* a variable: its init's only */
         p += len + (p[len] == ',');
     }
 }

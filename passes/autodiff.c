@@ -302,6 +302,46 @@ static void grad_log_softmax(ad_ctx *c, const ir_node *y, int dy) {
     int total = reduce_sum(c, dy, (int64_t)1 << axis, 1);
     SEND(0, op2(c, OP_SUB, dy, op2(c, OP_MUL, op1(c, OP_EXP, c->y), total)));
 }
+/* ---- issue 12: activations and elementwise math ---- */
+
+/* y = |x|  ->  dx = abs_grad(x, dy) = dy * sign(x) */
+static void grad_abs(ad_ctx *c, const ir_node *y, int dy) { SEND(0, op2(c, OP_ABS_GRAD, X0, dy)); }
+/* y = erf(x)  ->  dx = erf_grad(x, dy) */
+static void grad_erf(ad_ctx *c, const ir_node *y, int dy) { SEND(0, op2(c, OP_ERF_GRAD, X0, dy)); }
+/* y = gelu(x)  ->  dx = gelu_grad(x, dy) */
+static void grad_gelu(ad_ctx *c, const ir_node *y, int dy) { SEND(0, op2(c, OP_GELU_GRAD, X0, dy)); }
+/* y = softplus(x)  ->  dx = dy * sigmoid(x) */
+static void grad_softplus(ad_ctx *c, const ir_node *y, int dy) {
+    SEND(0, op2(c, OP_MUL, dy, op1(c, OP_SIGMOID, X0)));
+}
+/* y = selu(x)  ->  dx = selu_grad(x, dy) */
+static void grad_selu(ad_ctx *c, const ir_node *y, int dy) { SEND(0, op2(c, OP_SELU_GRAD, X0, dy)); }
+/* y = elu(x; alpha)  ->  dx = elu_grad(x, dy; alpha) */
+static void grad_elu(ad_ctx *c, const ir_node *y, int dy) { SEND(0, emit(c, OP_ELU_GRAD, 2, (int[]){X0, dy}, y)); }
+/* y = leaky_relu(x; alpha)  ->  dx = leaky_relu_grad(x, dy; alpha) */
+static void grad_leaky_relu(ad_ctx *c, const ir_node *y, int dy) {
+    SEND(0, emit(c, OP_LEAKY_RELU_GRAD, 2, (int[]){X0, dy}, y));
+}
+/* y = maximum(a, b)  ->  da = unbroadcast(dy * (a >= b)), db = unbroadcast(dy * (a < b)) (a tie: to a) */
+static void grad_maximum(ad_ctx *c, const ir_node *y, int dy) {
+    SEND(0, unbroadcast(c, op2(c, OP_MUL, dy, op2(c, OP_GREATER_EQUAL, X0, X1)), shape_of(c, X0)));
+    SEND(1, unbroadcast(c, op2(c, OP_MUL, dy, op2(c, OP_LESS, X0, X1)), shape_of(c, X1)));
+}
+/* y = minimum(a, b)  ->  da = unbroadcast(dy * (a <= b)), db = unbroadcast(dy * (a > b)) (a tie: to a) */
+static void grad_minimum(ad_ctx *c, const ir_node *y, int dy) {
+    SEND(0, unbroadcast(c, op2(c, OP_MUL, dy, op2(c, OP_LESS_EQUAL, X0, X1)), shape_of(c, X0)));
+    SEND(1, unbroadcast(c, op2(c, OP_MUL, dy, op2(c, OP_GREATER, X0, X1)), shape_of(c, X1)));
+}
+/* y = a^b  ->  da = unbroadcast(dy * b * a^(b-1)),
+ *              db = unbroadcast(dy * y * log(max(a, FLT_MIN)) * (a > 0))  (0 where a <= 0, as TF) */
+static void grad_pow(ad_ctx *c, const ir_node *y, int dy) {
+    SEND(0, unbroadcast(c, op2(c, OP_MUL, op2(c, OP_MUL, dy, X1), op2(c, OP_POW, X0, op2(c, OP_SUB, X1, scalar(c, 1.0)))),
+                        shape_of(c, X0)));
+    if (!wants(c, y, 1)) return;
+    int log_a = op1(c, OP_LOG, op2(c, OP_MAXIMUM, X0, scalar(c, 1.17549435082228750797e-38)));
+    int mask = op2(c, OP_GREATER, X0, scalar(c, 0.0));
+    SEND(1, unbroadcast(c, op2(c, OP_MUL, op2(c, OP_MUL, op2(c, OP_MUL, dy, c->y), log_a), mask), shape_of(c, X1)));
+}
 
 /* Ops without an entry have no gradient (CAST: f32 -> f32 only). */
 static const grad_rule rules[OP_COUNT] = {
@@ -325,6 +365,12 @@ static const grad_rule rules[OP_COUNT] = {
     [OP_CONCAT] = grad_concat,            [OP_SLICE] = grad_slice,
     [OP_PAD] = grad_pad,                  [OP_TRANSPOSE] = grad_transpose,
     [OP_REDUCE_MAX] = grad_reduce_extreme, [OP_REDUCE_MIN] = grad_reduce_extreme,
+    /* issue 12 */
+    [OP_ABS] = grad_abs,                  [OP_ERF] = grad_erf,
+    [OP_GELU] = grad_gelu,                [OP_SOFTPLUS] = grad_softplus,
+    [OP_SELU] = grad_selu,                [OP_ELU] = grad_elu,
+    [OP_LEAKY_RELU] = grad_leaky_relu,    [OP_MAXIMUM] = grad_maximum,
+    [OP_MINIMUM] = grad_minimum,          [OP_POW] = grad_pow,
     [OP_LOG_SOFTMAX] = grad_log_softmax,
 };
 

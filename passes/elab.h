@@ -25,7 +25,7 @@ typedef enum {
     V_FN,      /* fn: a function of the language */
     V_PRIM,    /* i: an ir_op, "prim.NAME" */
     V_BUILTIN, /* i: a builtin_fn */
-    V_INIT,    /* i: an ir_init */
+    V_INIT,    /* i: an ir_init, f: its parameter (constant's value, the normals' stddev) */
     V_LIST,    /* list: [a, b, ...], also what `return a, b` gives */
 } vkind;
 
@@ -169,6 +169,14 @@ void elab_model(elab *c, const ast_decl *model);
 /* elab_prim.c */
 value elab_call_builtin(elab *c, builtin_fn b, call *k);
 value elab_call_prim(elab *c, ir_op op, call *k);
+
+/* elab_init.c: initializers (zeros, ..., truncated_normal(stddev: s), constant(v)) */
+/* The initializer with its Keras default parameter. */
+value elab_init_value(ir_init k);
+/* A call of an initializer: its parameter set (errors at the arguments). */
+value elab_call_init(elab *c, ir_init kind, call *k);
+/* Sets init and its parameter on variable n (shape and fans set); false after an error at loc. */
+bool elab_init_apply(elab *c, value init, ir_node *n, ir_loc loc, const char *what, const char *name);
 
 /* elab_train.c */
 ir_optimizer elab_optimizer_defaults(ir_optimizer_kind k);

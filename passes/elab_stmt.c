@@ -51,7 +51,8 @@ static void stmt_param(elab *c, const ast_stmt *st) {
     value init = elab_eval(c, st->expr);
     bool ok = eval_shape(c, st->type, what, st->name, &s);
     if (init.k != V_INIT && init.k != V_ERR)
-        elab_err(c, st->expr->loc, "initializer of %s '%s' must be zeros, ones, glorot_uniform or he_normal", what, st->name);
+        elab_err(c, st->expr->loc, "initializer of %s '%s' must be an initializer (zeros, ones, glorot_uniform, he_normal, ...), got %s",
+                 what, st->name, elab_describe(c, init));
     if (!ok || init.k != V_INIT) return elab_bind(c->fr, st->name, ERR);
     const char *path = elab_scope_path(c, c->fr->scope);
     const char *full = ir_intern(c->m, *path ? elab_fmt(c, "%s/%s", path, st->name) : st->name);
@@ -62,8 +63,9 @@ static void stmt_param(elab *c, const ast_stmt *st) {
         }
     int id = elab_add(c, st->kind == ST_STATE ? OP_STATE : OP_PARAM, NULL, 0, st->loc);
     ir_node *n = node(c, id);
-    n->dtype = (ir_dtype)st->type->dtype, n->shape = s, n->name = full, n->iattr[0] = init.i;
+    n->dtype = (ir_dtype)st->type->dtype, n->shape = s, n->name = full;
     fans(&s, &n->iattr[1], &n->iattr[2]);
+    if (!elab_init_apply(c, init, n, st->expr->loc, what, full)) n->iattr[0] = INIT_ZEROS; /* after the error */
     if (st->kind == ST_PARAM) {
         c->m->params = elab_xrealloc(c->m->params, (size_t)(c->m->n_params + 1) * sizeof *c->m->params);
         c->m->params[c->m->n_params++] = id;

@@ -117,7 +117,7 @@ static bool global(elab *c, const char *name, value *v) {
     for (int i = 0; i < B_COUNT; i++)
         if (!strcmp(name, elab_builtin_names[i])) return *v = (value){.k = V_BUILTIN, .i = i}, true;
     for (int i = 0; i < INIT_COUNT; i++)
-        if (!strcmp(name, ir_init_names[i])) return *v = (value){.k = V_INIT, .i = i}, true;
+        if (!strcmp(name, ir_init_names[i])) return *v = elab_init_value((ir_init)i), true;
     if (!strcmp(name, "true") || !strcmp(name, "false")) return *v = vint(name[0] == 't'), true;
     return false;
 }
@@ -570,6 +570,7 @@ static value call_value(elab *c, value f, call *k) {
     case V_FN: return call_fn(c, f.fn, k);
     case V_PRIM: return elab_call_prim(c, (ir_op)f.i, k);
     case V_BUILTIN: return elab_call_builtin(c, (builtin_fn)f.i, k);
+    case V_INIT: return elab_call_init(c, (ir_init)f.i, k);
     case V_ERR: return ERR;
     default: break;
     }

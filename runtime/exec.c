@@ -314,7 +314,7 @@ int rt_session_init_variables(rt_session *s, uint64_t seed) {
         if (!(ir_ops[n->op].flags & OPF_VARIABLE) || n->device != 0 || !s->ptr[i]) continue;
         int64_t count = ir_shape_numel(&n->shape);
         float *tmp = malloc((size_t)count * sizeof *tmp + 1);
-        rt_init_fill(tmp, count, (ir_init)n->iattr[0], n->iattr[1], n->iattr[2], seed, n->name);
+        rt_init_fill(tmp, count, (ir_init)n->iattr[0], n->iattr[1], n->iattr[2], n->fattr, seed, n->name);
         int rc = rt_session_write(s, i, tmp);
         free(tmp);
         if (rc) return -1;

@@ -45,6 +45,35 @@ MG_HD static inline float mg_relu_grad(float x, float dy) { return x > 0.0f ? dy
 MG_HD static inline float mg_sigmoid_grad(float y, float dy) { return dy * y * (1.0f - y); }
 MG_HD static inline float mg_tanh_grad(float y, float dy) { return dy * (1.0f - y * y); }
 
+/* ---- activations and elementwise math of issue 12 (Keras formulas) ---- */
+/* SELU's constants (Klambauer et al., as Keras) */
+#define MG_SELU_ALPHA 1.67326324235437728481f
+#define MG_SELU_SCALE 1.05070098735548049342f
+MG_HD static inline float mg_abs(float x) { return fabsf(x); }
+MG_HD static inline float mg_erf(float x) { return erff(x); }
+/* x * Phi(x) = x (1 + erf(x / sqrt 2)) / 2 */
+MG_HD static inline float mg_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f)); }
+/* log(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|) */
+MG_HD static inline float mg_softplus(float x) { return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x))); }
+MG_HD static inline float mg_elu(float x, float alpha) { return x > 0.0f ? x : alpha * expm1f(x); }
+MG_HD static inline float mg_selu(float x) { return MG_SELU_SCALE * mg_elu(x, MG_SELU_ALPHA); }
+MG_HD static inline float mg_leaky_relu(float x, float alpha) { return x > 0.0f ? x : alpha * x; }
+/* ties (and NaN in b) give a: the gradient of a tie goes to a */
+MG_HD static inline float mg_maximum(float a, float b) { return a >= b ? a : b; }
+MG_HD static inline float mg_minimum(float a, float b) { return a <= b ? a : b; }
+MG_HD static inline float mg_pow(float a, float b) { return powf(a, b); }
+/* (x, dy) -> dx */
+MG_HD static inline float mg_abs_grad(float x, float dy) { return x > 0.0f ? dy : x < 0.0f ? -dy : 0.0f; }
+MG_HD static inline float mg_erf_grad(float x, float dy) { return dy * 1.12837916709551257390f * expf(-x * x); }
+/* d/dx x Phi(x) = Phi(x) + x phi(x) */
+MG_HD static inline float mg_gelu_grad(float x, float dy) {
+    float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752440f));
+    return dy * (cdf + x * 0.39894228040143267794f * expf(-0.5f * x * x));
+}
+MG_HD static inline float mg_elu_grad(float x, float dy, float alpha) { return x > 0.0f ? dy : dy * alpha * expf(x); }
+MG_HD static inline float mg_selu_grad(float x, float dy) { return MG_SELU_SCALE * mg_elu_grad(x, dy, MG_SELU_ALPHA); }
+MG_HD static inline float mg_leaky_relu_grad(float x, float dy, float alpha) { return x > 0.0f ? dy : dy * alpha; }
+
 /* ---- softmax and cross-entropy (stable: shift by the row max) ---- */
 /* exp(x - max) of one element of a row whose maximum is mx */
 MG_HD static inline float mg_exp_shifted(float x, float mx) { return expf(x - mx); }

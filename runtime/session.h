@@ -79,9 +79,9 @@ int rt_session_merge_processes(rt_session *s, void *buf, int64_t bytes, const ch
 /* Process rank and count (0 and 1 in one process). */
 int rt_session_rank(const rt_session *s);
 
-/* Initial value of a variable (ir_init with fan_in/fan_out), deterministic in
- * (seed, name). */
-void rt_init_fill(float *dst, int64_t n, ir_init init, int64_t fan_in, int64_t fan_out, uint64_t seed,
-                  const char *name);
+/* Initial value of a variable (ir_init with fan_in/fan_out and its parameters
+ * args = the node's fattr: value, stddev), deterministic in (seed, name). */
+void rt_init_fill(float *dst, int64_t n, ir_init init, int64_t fan_in, int64_t fan_out, const double *args,
+                  uint64_t seed, const char *name);
 
 #endif

@@ -1,8 +1,8 @@
 # nn.mg - layers, activations, losses and metrics of the model language,
 # written on the primitives of ir/ops.def (called as prim.NAME). Layers follow
 # Keras: channels-last images, HWIO filters, glorot_uniform kernels and zero
-# biases by default. Initializers (zeros, ones, glorot_uniform, he_normal) are
-# built-in names.
+# biases by default. Initializers (zeros, ones, glorot_uniform, he_normal,
+# truncated_normal(stddev: ..), ...: docs/language.md) are built-in names.
 
 # ---- activations ----
 
@@ -250,4 +250,143 @@ fn layer_norm(x: f32, epsilon: float = 0.001) {
   centered = x - mean
   variance = prim.reduce_mean(centered * centered, axes: [-1], keepdims: true)
   return centered / prim.sqrt(variance + epsilon) * gamma + beta
+}
+
+# ---- elementwise math and activations (Keras names and defaults) ----
+# Usable as activation: of layers (the defaults apply) and as functions.
+
+fn abs(x) {
+  return prim.abs(x)
+}
+
+fn square(x) {
+  return x * x
+}
+
+fn sqrt(x) {
+  return prim.sqrt(x)
+}
+
+fn rsqrt(x) {
+  return 1.0 / prim.sqrt(x)
+}
+
+fn pow(x, y) {
+  return prim.pow(x, y)
+}
+
+fn erf(x) {
+  return prim.erf(x)
+}
+
+# elementwise max / min, numpy broadcasting; a tie sends the gradient to x
+fn maximum(x, y) {
+  return prim.maximum(x, y)
+}
+
+fn minimum(x, y) {
+  return prim.minimum(x, y)
+}
+
+# min(max(x, x_min), x_max)
+fn clip(x, x_min, x_max) {
+  return prim.minimum(prim.maximum(x, x_min), x_max)
+}
+
+# x > 0 ? x : negative_slope * x (keras.activations.leaky_relu; the LeakyReLU layer's default is 0.3)
+fn leaky_relu(x: f32, negative_slope: float = 0.2) {
+  return prim.leaky_relu(x, alpha: negative_slope)
+}
+
+# x > 0 ? x : alpha * (e^x - 1)
+fn elu(x: f32, alpha: float = 1.0) {
+  return prim.elu(x, alpha: alpha)
+}
+
+# scale * elu(x, alpha), scale 1.0507009873554805, alpha 1.6732632423543772
+fn selu(x: f32) {
+  return prim.selu(x)
+}
+
+# x * Phi(x) with the normal CDF by erf; approximate: the tanh formula
+fn gelu(x: f32, approximate = false) {
+  if approximate {
+    return 0.5 * x * (1.0 + prim.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+  }
+  return prim.gelu(x)
+}
+
+# x * sigmoid(x) (swish)
+fn silu(x: f32) {
+  return x * prim.sigmoid(x)
+}
+
+# log(1 + e^x), stable for large |x|
+fn softplus(x: f32) {
+  return prim.softplus(x)
+}
+
+# min(max(x, 0), 6)
+fn relu6(x: f32) {
+  return clip(x, 0.0, 6.0)
+}
+
+# relu6(x + 3) / 6 (Keras 3)
+fn hard_sigmoid(x: f32) {
+  return relu6(x + 3.0) / 6.0
+}
+
+# ---- more losses and metrics (Keras formulas): the batch mean of a per-example
+# mean (or sum) over the last axis. Probabilities are clipped to [1e-7, 1 - 1e-7]
+# (Keras' epsilon); from_logits: true takes logits, computed stably. ----
+
+# -(t log p + (1 - t) log(1 - p)); from logits z: softplus(z) - z t
+fn binary_crossentropy(predictions: f32[b, n], targets: f32[b, n], from_logits = false) {
+  if from_logits {
+    l = prim.softplus(predictions) - predictions * targets
+  } else {
+    p = clip(predictions, 1e-7, 1.0 - 1e-7)
+    l = -(targets * prim.log(p) + (1.0 - targets) * prim.log(1.0 - p))
+  }
+  return prim.reduce_mean(prim.reduce_mean(l, axes: 2), axes: 1)
+}
+
+# -sum(t log p) over the classes, p normalized to sum 1; from logits z: -sum(t log_softmax(z));
+# label_smoothing s: t (1 - s) + s / classes
+fn categorical_crossentropy(predictions: f32[b, c], targets: f32[b, c], from_logits = false,
+                            label_smoothing: float = 0.0) {
+  t = targets
+  if label_smoothing != 0 {
+    t = targets * (1.0 - label_smoothing) + label_smoothing / c
+  }
+  if from_logits {
+    logp = prim.log_softmax(predictions)
+  } else {
+    p = predictions / prim.reduce_sum(predictions, axes: 2, keepdims: 1)
+    logp = prim.log(clip(p, 1e-7, 1.0 - 1e-7))
+  }
+  return prim.reduce_mean(-prim.reduce_sum(t * logp, axes: 2), axes: 1)
+}
+
+# mean |p - t| over the last axis (a loss and a metric)
+fn mean_absolute_error(predictions: f32[b, n], targets: f32[b, n]) {
+  return prim.reduce_mean(prim.reduce_mean(prim.abs(predictions - targets), axes: 2), axes: 1)
+}
+
+# e = p - t: e^2 / 2 where |e| <= delta, else delta (|e| - delta / 2); mean over the last axis
+fn huber(predictions: f32[b, n], targets: f32[b, n], delta: float = 1.0) {
+  e = predictions - targets
+  a = prim.abs(e)
+  l = where(prim.less_equal(a, delta), 0.5 * e * e, delta * a - 0.5 * delta * delta)
+  return prim.reduce_mean(prim.reduce_mean(l, axes: 2), axes: 1)
+}
+
+# the fraction of the last axis where (p > threshold) equals t
+fn binary_accuracy(predictions: f32[b, n], targets: f32[b, n], threshold: float = 0.5) {
+  return prim.reduce_mean(prim.reduce_mean(prim.equal(targets, prim.greater(predictions, threshold)), axes: 2), axes: 1)
+}
+
+# 1 where the label's logit is among the k largest of its row (ties count as in, as TF's in_top_k)
+fn sparse_top_k_categorical_accuracy(logits: f32[b, c], labels: i32[b], k: int = 5) {
+  return prim.reduce_mean(prim.in_top_k(logits, labels, k: k), axes: 1)
 }

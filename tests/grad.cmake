@@ -6,3 +6,8 @@ add_test(NAME grad COMMAND test_grad)
 add_executable(test_layers ${MGC_SRC}/tests/grad/test_layers.c ${MGC_SRC}/tests/grad/ref_eval.c)
 target_link_libraries(test_layers PRIVATE mgc_passes mgc_ir m)
 add_test(NAME grad_layers COMMAND test_layers ${MGC_SRC}/stdlib)
+
+# the stdlib's activations, losses and metrics (issue 12) against Keras' formulas
+add_executable(test_nn ${MGC_SRC}/tests/grad/test_nn.c ${MGC_SRC}/tests/grad/ref_eval.c)
+target_link_libraries(test_nn PRIVATE mgc_passes mgc_ir m)
+add_test(NAME grad_nn COMMAND test_nn ${MGC_SRC}/stdlib)

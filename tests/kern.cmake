@@ -6,3 +6,8 @@ add_test(NAME kern_kernels COMMAND test_kernels)
 # bench/kernels.c: ms per kernel of the mnist CNN step (run by hand, not a test)
 add_executable(bench_kernels ${MGC_SRC}/bench/kernels.c)
 target_link_libraries(bench_kernels PRIVATE mgc_runtime)
+
+# initializers (issue 12): statistics against Keras' formulas
+add_executable(test_init ${MGC_SRC}/tests/kern/test_init.c)
+target_link_libraries(test_init PRIVATE mgc_runtime)
+add_test(NAME kern_init COMMAND test_init)

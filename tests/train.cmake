@@ -32,3 +32,8 @@ set_tests_properties(train_equivalence_sync_bn train_equivalence_local_bn_differ
 add_test(NAME train_equivalence_shape_ops
          COMMAND test_equivalence ${MGC_SRC}/tests/train/shape_ops.mg ${MGC_SRC}/stdlib)
 set_tests_properties(train_equivalence_shape_ops PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+# issue 12: the new activations, elementwise ops, initializers, losses and
+# metrics train the same on 1, 2 and 4 devices
+add_test(NAME train_equivalence_activations
+         COMMAND test_equivalence ${MGC_SRC}/tests/train/activations.mg ${MGC_SRC}/stdlib --synthetic 10)
+set_tests_properties(train_equivalence_activations PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)

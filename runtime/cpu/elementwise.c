@@ -53,6 +53,10 @@ DEF_BINOP(op_greater, mg_greater)
 DEF_BINOP(op_greater_equal, mg_greater_equal)
 DEF_BINOP(op_equal, mg_equal)
 DEF_BINOP(op_not_equal, mg_not_equal)
+/* issue 12 */
+DEF_BINOP(op_maximum, mg_maximum)
+DEF_BINOP(op_minimum, mg_minimum)
+DEF_BINOP(op_pow, mg_pow)
 
 /* A broadcast collapsed to at most IR_MAX_RANK dims in which adjacent dims
  * with the same (a varies, b varies) pattern are merged. */
@@ -124,7 +128,8 @@ int cpu_k_binary(const rt_kernel_args *k, char *err, size_t cap) {
     static const binop *const ops[] = {
         [OP_ADD] = &op_add, [OP_SUB] = &op_sub, [OP_MUL] = &op_mul, [OP_DIV] = &op_div,
         [OP_LESS] = &op_less, [OP_LESS_EQUAL] = &op_less_equal, [OP_GREATER] = &op_greater,
-        [OP_GREATER_EQUAL] = &op_greater_equal, [OP_EQUAL] = &op_equal, [OP_NOT_EQUAL] = &op_not_equal};
+        [OP_GREATER_EQUAL] = &op_greater_equal, [OP_EQUAL] = &op_equal, [OP_NOT_EQUAL] = &op_not_equal,
+        [OP_MAXIMUM] = &op_maximum, [OP_MINIMUM] = &op_minimum, [OP_POW] = &op_pow};
     broadcast_apply(ops[k->node->op], k->out, &k->node->shape, IN_F32(k, 0), IN_SHAPE(k, 0), IN_F32(k, 1),
                     IN_SHAPE(k, 1));
     return 0;

@@ -118,6 +118,15 @@ static const cpu_kernel_fn kernels[OP_COUNT] = {
     [OP_CONCAT] = cpu_k_concat, [OP_SLICE] = cpu_k_slice, [OP_PAD] = cpu_k_pad, [OP_TRANSPOSE] = cpu_k_transpose,
     [OP_REDUCE_MAX] = cpu_k_reduce_extreme, [OP_REDUCE_MIN] = cpu_k_reduce_extreme,
     [OP_LOG_SOFTMAX] = cpu_k_softmax,
+    /* issue 12: activations, elementwise math, in_top_k */
+    [OP_ABS] = cpu_k_activation, [OP_ERF] = cpu_k_activation, [OP_GELU] = cpu_k_activation,
+    [OP_SOFTPLUS] = cpu_k_activation, [OP_SELU] = cpu_k_activation, [OP_ELU] = cpu_k_activation,
+    [OP_LEAKY_RELU] = cpu_k_activation,
+    [OP_ABS_GRAD] = cpu_k_activation_grad, [OP_ERF_GRAD] = cpu_k_activation_grad,
+    [OP_GELU_GRAD] = cpu_k_activation_grad, [OP_SELU_GRAD] = cpu_k_activation_grad,
+    [OP_ELU_GRAD] = cpu_k_activation_grad, [OP_LEAKY_RELU_GRAD] = cpu_k_activation_grad,
+    [OP_MAXIMUM] = cpu_k_binary, [OP_MINIMUM] = cpu_k_binary, [OP_POW] = cpu_k_binary,
+    [OP_IN_TOP_K] = cpu_k_in_top_k,
 };
 
 /* ops whose kernels read f32 data only (CAST, SHARD, RESHAPE, VIEW and the

@@ -37,6 +37,11 @@ int cpu_k_broadcast_to(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_cast(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_dropout(const rt_kernel_args *k, char *err, size_t cap);
 
+/* activations.c (issue 12) */
+int cpu_k_activation(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_activation_grad(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_in_top_k(const rt_kernel_args *k, char *err, size_t cap);
+
 /* reduce.c */
 int cpu_k_reduce(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_softmax(const rt_kernel_args *k, char *err, size_t cap); /* softmax, log_softmax, softmax_grad */

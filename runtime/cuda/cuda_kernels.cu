@@ -43,6 +43,9 @@ __device__ static float binary_op(int op, float a, float b) {
     case OP_GREATER_EQUAL: return mg_greater_equal(a, b);
     case OP_EQUAL: return mg_equal(a, b);
     case OP_NOT_EQUAL: return mg_not_equal(a, b);
+    case OP_MAXIMUM: return mg_maximum(a, b);
+    case OP_MINIMUM: return mg_minimum(a, b);
+    case OP_POW: return mg_pow(a, b);
     default: return mg_tanh_grad(a, b); /* OP_TANH_GRAD */
     }
 }

@@ -81,6 +81,14 @@ cudaError_t cuda_k_adam(float *p, const float *g, float *m, float *v, int64_t n,
 cudaError_t cuda_k_rmsprop(float *p, const float *g, float *ms, float *mom, int64_t n, float lr, float rho, float mu,
                            float eps, cudaStream_t s);
 
+/* issue 12 (cuda_act.cu): op is an activation (OP_ABS..OP_LEAKY_RELU) or its
+ * gradient (OP_ABS_GRAD..OP_LEAKY_RELU_GRAD, (x, dy) -> dx); alpha: elu's and leaky_relu's */
+cudaError_t cuda_k_activation(int op, const float *x, float *out, int64_t n, float alpha, cudaStream_t s);
+cudaError_t cuda_k_activation_grad(int op, const float *x, const float *dy, float *out, int64_t n, float alpha,
+                                   cudaStream_t s);
+cudaError_t cuda_k_in_top_k(const float *logits, const int32_t *labels, float *out, int64_t rows, int64_t c,
+                            int64_t k, cudaStream_t s);
+
 /* filters: HWIO [kh,kw,ci,co] <-> cuDNN's NHWC filter format OHWI [co,kh,kw,ci] */
 cudaError_t cuda_k_hwio_to_ohwi(const float *w, float *o, int64_t khw, int64_t ci, int64_t co, cudaStream_t s);
 cudaError_t cuda_k_ohwi_to_hwio(const float *o, float *w, int64_t khw, int64_t ci, int64_t co, cudaStream_t s);

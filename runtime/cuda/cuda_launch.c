@@ -301,6 +301,25 @@ static int op_softmax_axis(const ctx *c) {
     return 0;
 }
 
+/* ---- issue 12: activations (alpha: fattr 0), in_top_k ---- */
+static int op_activation(const ctx *c) {
+    TRY(need_f32(c));
+    float alpha = (float)c->n->fattr[0];
+    if (c->n->n_in == 1)
+        CUDA_CHECK(c->b, cuda_k_activation(c->n->op, inf(c, 0), outf(c), out_numel(c), alpha, c->s));
+    else
+        CUDA_CHECK(c->b, cuda_k_activation_grad(c->n->op, inf(c, 0), inf(c, 1), outf(c), out_numel(c), alpha, c->s));
+    return 0;
+}
+
+static int op_in_top_k(const ctx *c) {
+    int64_t rows, cls;
+    TRY(need_f32(c));
+    rows_classes(c, 0, &rows, &cls);
+    CUDA_CHECK(c->b, cuda_k_in_top_k(inf(c, 0), c->k->in[1], outf(c), rows, cls, c->n->iattr[0], c->s));
+    return 0;
+}
+
 /* The kernel of each op; sources have none (cuda_supports reports the rest). */
 static int (*const kernels[OP_COUNT])(const ctx *c) = {
     [OP_ADD] = op_binary, [OP_SUB] = op_binary, [OP_MUL] = op_binary, [OP_DIV] = op_binary,
@@ -327,6 +346,12 @@ static int (*const kernels[OP_COUNT])(const ctx *c) = {
     /* issue 12 */
     [OP_CONCAT] = op_concat, [OP_SLICE] = op_slice, [OP_PAD] = op_pad, [OP_TRANSPOSE] = op_transpose,
     [OP_REDUCE_MAX] = op_reduce_extreme, [OP_REDUCE_MIN] = op_reduce_extreme, [OP_LOG_SOFTMAX] = op_softmax_axis,
+    [OP_ABS] = op_activation, [OP_ERF] = op_activation, [OP_GELU] = op_activation, [OP_SOFTPLUS] = op_activation,
+    [OP_SELU] = op_activation, [OP_ELU] = op_activation, [OP_LEAKY_RELU] = op_activation,
+    [OP_ABS_GRAD] = op_activation, [OP_ERF_GRAD] = op_activation, [OP_GELU_GRAD] = op_activation,
+    [OP_SELU_GRAD] = op_activation, [OP_ELU_GRAD] = op_activation, [OP_LEAKY_RELU_GRAD] = op_activation,
+    [OP_MAXIMUM] = op_binary, [OP_MINIMUM] = op_binary, [OP_POW] = op_binary,
+    [OP_IN_TOP_K] = op_in_top_k,
 };
 
 bool cuda_supports(const ir_node *n, char *why, size_t cap) {

@@ -391,6 +391,62 @@ static void eval_update(ref_eval *e, args *t, int64_t step) {
     }
 }
 
+/* ---- issue 12: activations, elementwise math, log_softmax, in_top_k ---- */
+
+static const double SELU_ALPHA = 1.6732632423543772848170429916717, SELU_SCALE = 1.0507009873554804934193349852946;
+
+static double phi_cdf(double x) { return 0.5 * (1 + erf(x / sqrt(2.0))); }
+
+/* x -> y (alpha: elu's, leaky_relu's) */
+static double act(ir_op op, double x, double alpha) {
+    switch (op) {
+    case OP_ABS: return fabs(x);
+    case OP_ERF: return erf(x);
+    case OP_GELU: return x * phi_cdf(x);
+    case OP_SOFTPLUS: return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+    case OP_SELU: return SELU_SCALE * (x > 0 ? x : SELU_ALPHA * (exp(x) - 1));
+    case OP_ELU: return x > 0 ? x : alpha * (exp(x) - 1);
+    default: return x > 0 ? x : alpha * x; /* OP_LEAKY_RELU */
+    }
+}
+
+/* (x, dy) -> dx */
+static double act_grad(ir_op op, double x, double dy, double alpha) {
+    switch (op) {
+    case OP_ABS_GRAD: return x > 0 ? dy : x < 0 ? -dy : 0;
+    case OP_ERF_GRAD: return dy * 2 / sqrt(M_PI) * exp(-x * x);
+    case OP_GELU_GRAD: return dy * (phi_cdf(x) + x * exp(-x * x / 2) / sqrt(2 * M_PI));
+    case OP_SELU_GRAD: return dy * SELU_SCALE * (x > 0 ? 1 : SELU_ALPHA * exp(x));
+    case OP_ELU_GRAD: return dy * (x > 0 ? 1 : alpha * exp(x));
+    default: return dy * (x > 0 ? 1 : alpha); /* OP_LEAKY_RELU_GRAD */
+    }
+}
+
+static double binary_math(ir_op op, double a, double b) {
+    return op == OP_MAXIMUM ? (a >= b ? a : b) : op == OP_MINIMUM ? (a <= b ? a : b) : pow(a, b);
+}
+
+static void eval_act(args *t) {
+    ir_op op = t->n->op;
+    for (int64_t k = 0; k < t->len; k++) {
+        if (op == OP_MAXIMUM || op == OP_MINIMUM || op == OP_POW)
+            t->out[k] = binary_math(op, t->a[bcast_offset(&t->x->shape, &t->n->shape, k)],
+                                    t->b[bcast_offset(&t->y->shape, &t->n->shape, k)]);
+        else if (t->n->n_in == 2) t->out[k] = act_grad(op, t->a[k], t->b[k], t->n->fattr[0]);
+        else t->out[k] = act(op, t->a[k], t->n->fattr[0]);
+    }
+}
+
+/* in_top_k: 1 where fewer than k logits exceed the label's */
+static void eval_in_top_k(args *t) {
+    int64_t B = t->x->shape.dim[0], C = t->x->shape.dim[1];
+    for (int64_t b = 0; b < B; b++) {
+        int64_t label = (int64_t)t->b[b], above = 0;
+        for (int64_t j = 0; j < C; j++) above += t->a[b * C + j] > t->a[b * C + label];
+        t->out[b] = above < t->n->iattr[0];
+    }
+}
+
 /* ---- the walk ---- */
 
 static void eval_node(ref_eval *e, int i, int64_t step, bool training) {
@@ -436,6 +492,12 @@ static void eval_node(ref_eval *e, int i, int64_t step, bool training) {
     case OP_SLICE: case OP_PAD: eval_slice_pad(&t); return;
     case OP_TRANSPOSE: eval_transpose(&t); return;
     case OP_REDUCE_MAX: case OP_REDUCE_MIN: eval_reduce_extreme(&t); return;
+    case OP_ABS: case OP_ERF: case OP_GELU: case OP_SOFTPLUS: case OP_SELU: case OP_ELU: case OP_LEAKY_RELU:
+    case OP_MAXIMUM: case OP_MINIMUM: case OP_POW: case OP_ABS_GRAD: case OP_ERF_GRAD: case OP_GELU_GRAD:
+    case OP_SELU_GRAD: case OP_ELU_GRAD: case OP_LEAKY_RELU_GRAD:
+        eval_act(&t);
+        return;
+    case OP_IN_TOP_K: eval_in_top_k(&t); return;
     case OP_SHARD: case OP_BROADCAST: case OP_COUNT: break;
     }
     die("no reference for op '%s'", n->op < OP_COUNT ? ir_ops[n->op].name : "?");

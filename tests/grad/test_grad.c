@@ -252,6 +252,29 @@ static int b_max_02(tb *t) { return reduce(t, OP_REDUCE_MAX, param(t, "x", S(2, 
 static int b_max_last_keep(tb *t) { return reduce(t, OP_REDUCE_MAX, param(t, "x", S(3, 5)), 2, 1); }
 static int b_min_all(tb *t) { return reduce(t, OP_REDUCE_MIN, param(t, "x", S(2, 3, 4)), 7, 0); }
 static int b_min_1(tb *t) { return reduce(t, OP_REDUCE_MIN, param(t, "x", S(2, 3, 4)), 2, 1); }
+/* ---- issue 12: activations and elementwise math ---- */
+static int b_abs(tb *t) { return op1(t, OP_ABS, param(t, "x", S(3, 5))); }
+static int b_erf(tb *t) { return op1(t, OP_ERF, param(t, "x", S(2, 5))); }
+static int b_gelu(tb *t) { return op1(t, OP_GELU, param(t, "x", S(2, 5))); }
+static int b_softplus(tb *t) { return op1(t, OP_SOFTPLUS, param(t, "x", S(2, 5))); }
+static int b_selu(tb *t) { return op1(t, OP_SELU, param(t, "x", S(3, 5))); }
+static int b_elu(tb *t) {
+    int x = param(t, "x", S(3, 5));
+    return node(t, OP_ELU, 1, &x, NULL, 0, (double[]){0.7}, 1, NULL);
+}
+static int b_leaky_relu(tb *t) {
+    int x = param(t, "x", S(3, 5));
+    return node(t, OP_LEAKY_RELU, 1, &x, NULL, 0, (double[]){0.2}, 1, NULL);
+}
+static int b_maximum(tb *t) { return op2(t, OP_MAXIMUM, param(t, "a", S(2, 3, 4)), param(t, "b", S(3, 1))); }
+static int b_minimum(tb *t) { return op2(t, OP_MINIMUM, param(t, "a", S(4)), param(t, "b", S(3, 4))); }
+static int b_pow(tb *t) { return op2(t, OP_POW, param_pos(t, "a", S(2, 3)), param(t, "b", S(3))); }
+/* a negative base with an integer exponent: the exponent's gradient is 0 there (TF) */
+static int b_pow_int(tb *t) {
+    ir_shape s = SCALAR;
+    int three = node(t, OP_CONST, 0, NULL, NULL, 0, (double[]){3}, 1, &s);
+    return op2(t, OP_POW, param(t, "a", S(2, 3)), three);
+}
 
 static const grad_case cases[] = {
     {"softmax axis 0", OP_SOFTMAX, b_softmax_axis0},
@@ -319,6 +342,18 @@ static const grad_case cases[] = {
     {"mlp", OP_MATMUL, b_mlp},
     {"cnn", OP_CONV2D, b_cnn},
     {"deep chain", OP_TANH, b_deep},
+    /* issue 12 */
+    {"abs", OP_ABS, b_abs},
+    {"erf", OP_ERF, b_erf},
+    {"gelu", OP_GELU, b_gelu},
+    {"softplus", OP_SOFTPLUS, b_softplus},
+    {"selu", OP_SELU, b_selu},
+    {"elu alpha 0.7", OP_ELU, b_elu},
+    {"leaky_relu alpha 0.2", OP_LEAKY_RELU, b_leaky_relu},
+    {"maximum [2,3,4],[3,1]", OP_MAXIMUM, b_maximum},
+    {"minimum [4],[3,4]", OP_MINIMUM, b_minimum},
+    {"pow [2,3]^[3]", OP_POW, b_pow},
+    {"pow x^3", OP_POW, b_pow_int},
 };
 enum { N_CASES = sizeof cases / sizeof cases[0] };
 

@@ -362,6 +362,8 @@ static void ref_rmsprop(const one_op *t, double **in, double *out) {
     }
 }
 
+#include "act_cases.h" /* issue 12: references and ACT_CASES */
+
 /* ---- the table ---- */
 
 #define POOL(kh, kw, sh, sw, pt, pl, pb, pr) .iattr = {kh, kw, sh, sw, pt, pl, pb, pr}
@@ -507,6 +509,7 @@ static const tcase cases[] = {
      .fattr = {1e-3, 0.9, 0, 1e-7}, .ref = ref_rmsprop},
     {"rmsprop momentum", OP_RMSPROP_UPDATE, 4, {"21", "21", "21", "21"}, .fill = {0, 0, R_POSITIVE},
      .fattr = {1e-3, 0.9, 0.5, 1e-7}, .ref = ref_rmsprop},
+    ACT_CASES
 };
 
 /* ---- the driver ---- */

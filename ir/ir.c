@@ -14,7 +14,7 @@ const ir_opinfo ir_ops[OP_COUNT] = {
 };
 
 const char *const ir_init_names[INIT_COUNT] = {"zeros", "ones", "glorot_uniform", "he_normal"};
-const char *const ir_optimizer_names[OPT_COUNT] = {"sgd", "adam", "adamw", "rmsprop"};
+const char *const ir_optimizer_names[OPT_COUNT] = {"sgd", "adam", "adamw", "rmsprop", "adagrad", "nadam", "lamb"};
 const char *const ir_lr_names[LR_COUNT] = {"constant", "cosine_decay", "exponential_decay", "piecewise_constant"};
 const char *const ir_cross_device_names[XDEV_COUNT] = {"ring", "one-device", "hierarchical"};
 const char *const ir_program_names[IR_PROGRAM_COUNT] = {"train", "eval", "predict", "init"};

@@ -107,6 +107,8 @@ static void compare_interface(const ir_module *a, const ir_module *b) {
     CHECK(a->has_train == b->has_train && o->kind == q->kind && o->lr == q->lr && o->beta1 == q->beta1);
     CHECK(o->beta2 == q->beta2 && o->epsilon == q->epsilon && o->weight_decay == q->weight_decay);
     CHECK(o->momentum == q->momentum && o->rho == q->rho && o->nesterov == q->nesterov);
+    CHECK(o->initial_accumulator_value == q->initial_accumulator_value && o->clipnorm == q->clipnorm &&
+          o->global_clipnorm == q->global_clipnorm);
     const ir_lr_schedule *s = &o->schedule, *t = &q->schedule;
     CHECK(s->kind == t->kind && s->decay_steps == t->decay_steps && s->warmup_steps == t->warmup_steps);
     CHECK(s->alpha == t->alpha && s->warmup_target == t->warmup_target && s->decay_rate == t->decay_rate);

@@ -6,3 +6,8 @@ add_test(NAME kern_kernels COMMAND test_kernels)
 # bench/kernels.c: ms per kernel of the mnist CNN step (run by hand, not a test)
 add_executable(bench_kernels ${MGC_SRC}/bench/kernels.c)
 target_link_libraries(bench_kernels PRIVATE mgc_runtime)
+
+# every optimizer for several steps against Keras 3's formulas (schedule, weight decay, clipnorm)
+add_executable(test_optim ${MGC_SRC}/tests/kern/test_optim.c)
+target_link_libraries(test_optim PRIVATE mgc_runtime)
+add_test(NAME kern_optim COMMAND test_optim)

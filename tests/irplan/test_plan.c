@@ -179,7 +179,7 @@ static void flip_header_byte(const bytes *orig, const layout *l, size_t at) {
     if (at < 8) {
         snprintf(want, sizeof want, "not an mgc plan (bad magic)");
     } else if (at < 12) {
-        snprintf(want, sizeof want, "plan format version %u, this mgc reads version 3 (compile the model again)", le32(b.p + 8));
+        snprintf(want, sizeof want, "plan format version %u, this mgc reads version %d (compile the model again)", le32(b.p + 8), MGX_VERSION);
     } else if (at < 16) {
         snprintf(want, sizeof want, "plan has %u sections, this mgc reads 8", le32(b.p + 12));
     } else {
@@ -224,7 +224,7 @@ static void test_version_magic(const bytes *orig) {
     bytes b = {malloc(orig->n + 3), orig->n};
     memcpy(b.p, orig->p, b.n);
     set_le32(b.p + 8, 7);
-    expect_error(&b, b.n, "plan format version 7, this mgc reads version 3 (compile the model again)");
+    expect_error(&b, b.n, "plan format version 7, this mgc reads version 4 (compile the model again)");
     memcpy(b.p, orig->p, b.n);
     memcpy(b.p, "GIF89a\0\0", 8);
     expect_error(&b, b.n, "not an mgc plan (bad magic)");

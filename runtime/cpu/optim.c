@@ -148,15 +148,18 @@ int cpu_k_lamb(const rt_kernel_args *k, char *err, size_t cap) {
     return 0;
 }
 
-/* sq_norm (xs...) -> f32[]: the sum of squares in double, inputs and elements in order */
+/* sq_norm (xs...) -> f32[]: each input's sum of squares in double, added in
+ * input order to an f32 total (as the CUDA kernel, one launch per input) */
 int cpu_k_sq_norm(const rt_kernel_args *k, char *err, size_t cap) {
     (void)err, (void)cap;
-    double s = 0;
+    float total = 0;
     for (int j = 0; j < k->node->n_in; j++) {
         const float *x = IN_F32(k, j);
         int64_t n = ir_shape_numel(&k->in_nodes[j]->shape);
+        double s = 0;
         for (int64_t i = 0; i < n; i++) s += (double)x[i] * x[i];
+        total = (float)((double)total + s);
     }
-    *(float *)k->out = (float)s;
+    *(float *)k->out = total;
     return 0;
 }

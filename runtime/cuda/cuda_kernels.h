@@ -56,13 +56,26 @@ cudaError_t cuda_k_argmax_match(const float *logits, const int32_t *labels, floa
 cudaError_t cuda_k_dropout(const float *x, float *out, int64_t n, uint64_t seed, int64_t step, uint64_t base,
                            float rate, cudaStream_t s);
 
-/* optimizer updates, in place; v / mom NULL when the op has no such slot */
-cudaError_t cuda_k_sgd(float *p, const float *g, float *v, int64_t n, float lr, float mu, int nesterov,
-                       cudaStream_t s);
+/* optimizer updates, in place; v / mom NULL when the op has no such slot;
+ * lr_wd = lr * weight_decay; sq_norm (device, f32[]) NULL when not clipping */
+cudaError_t cuda_k_sgd(float *p, const float *g, float *v, int64_t n, float lr, float mu, int nesterov, float lr_wd,
+                       const float *sq_norm, float clip, cudaStream_t s);
 cudaError_t cuda_k_adam(float *p, const float *g, float *m, float *v, int64_t n, float lr_t, float b1, float b2,
-                        float eps, float lr_wd, cudaStream_t s);
+                        float eps, float lr_wd, const float *sq_norm, float clip, cudaStream_t s);
 cudaError_t cuda_k_rmsprop(float *p, const float *g, float *ms, float *mom, int64_t n, float lr, float rho, float mu,
-                           float eps, cudaStream_t s);
+                           float eps, float lr_wd, const float *sq_norm, float clip, cudaStream_t s);
+/* issue 12 (cuda_optim.cu): adagrad (first: t == 1 starts the accumulator at acc0),
+ * nadam (cm, cg, c2 from mg_nadam_coeffs), lamb (c1 = 1 - b1^t, c2 = 1 - b2^t; one
+ * block, for the norms of the whole param), sq_norm (*out = (accumulate ? *out : 0)
+ * + sum x^2, one block, deterministic) */
+cudaError_t cuda_k_adagrad(float *p, const float *g, float *acc, int64_t n, float lr, float eps, float lr_wd, int first,
+                           float acc0, const float *sq_norm, float clip, cudaStream_t s);
+cudaError_t cuda_k_nadam(float *p, const float *g, float *m, float *v, int64_t n, float lr, float b1, float b2,
+                         float eps, float lr_wd, float cm, float cg, float c2, const float *sq_norm, float clip,
+                         cudaStream_t s);
+cudaError_t cuda_k_lamb(float *p, const float *g, float *m, float *v, int64_t n, float lr, float b1, float b2,
+                        float eps, float lr_wd, float c1, float c2, const float *sq_norm, float clip, cudaStream_t s);
+cudaError_t cuda_k_sq_norm(const float *x, int64_t n, float *out, int accumulate, cudaStream_t s);
 
 /* filters: HWIO [kh,kw,ci,co] <-> cuDNN's NHWC filter format OHWI [co,kh,kw,ci] */
 cudaError_t cuda_k_hwio_to_ohwi(const float *w, float *o, int64_t khw, int64_t ci, int64_t co, cudaStream_t s);

@@ -153,12 +153,14 @@ static void train_optimizer(elab *c, const ast_expr *e) {
     if (k < 0) return elab_err(c, callee->loc, "unknown optimizer; expected sgd, adam, adamw, rmsprop, adagrad, nadam or lamb");
     c->m->opt = elab_optimizer_defaults((ir_optimizer_kind)k);
     int pos = 0;
+    ir_loc clip_loc = e->loc; /* the later of clipnorm and global_clipnorm */
     for (const ast_arg *a = e->kind == EX_CALL ? e->args : NULL; a; a = a->next) {
+        if (a->name && strstr(a->name, "clipnorm")) clip_loc = a->loc;
         if (!a->name && pos++ > 0) elab_err(c, a->loc, "'%s' takes only learning_rate without a name", callee->name);
         else set_hyper(c, &c->m->opt, callee->name, a->name ? a->name : "learning_rate", a->value, a->loc);
     }
     if (c->m->opt.clipnorm > 0 && c->m->opt.global_clipnorm > 0)
-        elab_err(c, e->loc, "only one of clipnorm and global_clipnorm can be set");
+        elab_err(c, clip_loc, "only one of clipnorm and global_clipnorm can be set (Keras)");
 }
 
 /* batch = INT per replica | INT global */

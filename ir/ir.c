@@ -20,7 +20,7 @@ const char *const ir_init_names[INIT_COUNT] = {"zeros", "ones", "glorot_uniform"
 int ir_init_fattr(ir_init init) {
     return init == INIT_CONSTANT ? 0 : init == INIT_TRUNCATED_NORMAL || init == INIT_RANDOM_NORMAL ? 1 : -1;
 }
-const char *const ir_optimizer_names[OPT_COUNT] = {"sgd", "adam", "adamw", "rmsprop"};
+const char *const ir_optimizer_names[OPT_COUNT] = {"sgd", "adam", "adamw", "rmsprop", "adagrad", "nadam", "lamb"};
 const char *const ir_lr_names[LR_COUNT] = {"constant", "cosine_decay", "exponential_decay", "piecewise_constant"};
 const char *const ir_cross_device_names[XDEV_COUNT] = {"ring", "one-device", "hierarchical"};
 const char *const ir_program_names[IR_PROGRAM_COUNT] = {"train", "eval", "predict", "init"};

@@ -55,6 +55,7 @@ typedef enum {
     OPF_INPLACE = 1 << 5,     /* writes input 0 (and slots) in place */
     OPF_COLLECTIVE = 1 << 6,  /* matching nodes on every replica form one collective */
     OPF_TRAIN_ONLY = 1 << 7,  /* identity outside training */
+    OPF_UPDATE = 1 << 8,      /* optimizer update (param, gradient, slots...[, norm]) */
 } ir_opflag;
 
 typedef enum {
@@ -122,7 +123,7 @@ typedef struct {
     int n, cap;
 } ir_graph;
 
-typedef enum { OPT_SGD, OPT_ADAM, OPT_ADAMW, OPT_RMSPROP, OPT_COUNT } ir_optimizer_kind;
+typedef enum { OPT_SGD, OPT_ADAM, OPT_ADAMW, OPT_RMSPROP, OPT_ADAGRAD, OPT_NADAM, OPT_LAMB, OPT_COUNT } ir_optimizer_kind;
 extern const char *const ir_optimizer_names[OPT_COUNT];
 
 /* Learning-rate schedules (Keras 3's), evaluated at the optimizer's step
@@ -148,6 +149,8 @@ typedef struct {
     double lr, beta1, beta2, epsilon, weight_decay, momentum, rho;  /* lr: the initial rate */
     bool nesterov;
     ir_lr_schedule schedule;
+    double initial_accumulator_value;  /* adagrad */
+    double clipnorm, global_clipnorm;  /* > 0: gradients clipped per variable / all together (one at most) */
 } ir_optimizer;
 
 /* The rate of the update after `step` earlier updates. */

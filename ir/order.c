@@ -181,6 +181,12 @@ bool ir_reads_input(const ir_node *n, int k, int program) {
 
 bool ir_writes_input(const ir_node *n, int k) {
     if ((unsigned)n->op >= OP_COUNT || !(ir_ops[n->op].flags & OPF_INPLACE)) return false;
-    bool update = n->op == OP_SGD_UPDATE || n->op == OP_ADAM_UPDATE || n->op == OP_RMSPROP_UPDATE;
-    return k == 0 || (update && k >= 2); /* (param, gradient, slots...) */
+    bool update = ir_ops[n->op].flags & OPF_UPDATE;
+    return k == 0 || (update && k >= 2 && k != ir_update_norm_input(n)); /* (param, gradient, slots...[, norm]) */
+}
+
+int ir_update_norm_input(const ir_node *n) {
+    if ((unsigned)n->op >= OP_COUNT || !(ir_ops[n->op].flags & OPF_UPDATE)) return -1;
+    int k = ir_op_fattr_index(n->op, "clipnorm");
+    return k >= 0 && n->fattr[k] > 0 ? n->n_in - 1 : -1;
 }

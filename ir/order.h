@@ -61,6 +61,9 @@ bool ir_is_view(const ir_node *n);
 /* Whether node n's kernel writes its input k in place (optimizer updates
  * write the param and their slots, a broadcast its variable). */
 bool ir_writes_input(const ir_node *n, int k);
+/* The input of an optimizer update that holds the squared gradient norm it
+ * clips by (its last, when its clipnorm attribute is > 0), else -1. */
+int ir_update_norm_input(const ir_node *n);
 /* Whether node n's kernel reads its input k when it runs in `program` (a bit
  * index, as ir_program_names): every input, except in_training's other
  * branch (input 1 in training, input 0 outside it), which that program need

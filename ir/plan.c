@@ -182,6 +182,7 @@ static void enc_train(buf *b, wstrings *t, const ir_module *m) {
     for (int k = 0; k < s->n_boundaries; k++) put_i64(b, s->boundaries[k]);
     for (int k = 0; k <= s->n_boundaries; k++) put_f64(b, s->values[k]);
     put_i64(b, m->epochs);
+    put_f64(b, o->initial_accumulator_value), put_f64(b, o->clipnorm), put_f64(b, o->global_clipnorm);
 }
 
 static void enc_devices(buf *b, wstrings *t, const ir_module *m) {
@@ -485,6 +486,7 @@ static void dec_train(rd *r) {
     for (int k = 0; k < s->n_boundaries; k++) s->boundaries[k] = get_i64(r);
     for (int k = 0; k <= s->n_boundaries; k++) s->values[k] = get_f64(r);
     m->epochs = get_i64(r);
+    o->initial_accumulator_value = get_f64(r), o->clipnorm = get_f64(r), o->global_clipnorm = get_f64(r);
 }
 
 static void dec_devices(rd *r) {

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "ir.h"
+#include "order.h"
 
 typedef struct {
     ir_module *m;
@@ -274,20 +275,36 @@ static bool rule_dropout(rule *r) {
     return same_as(r, r->x);
 }
 
-/* sgd_update (p, g[, velocity]), adam_update (p, g, m, v), rmsprop_update (p, g, ms[, mom]):
- * every input of p's type -> p */
+/* sgd_update (p, g[, velocity]), adam/nadam/lamb_update (p, g, m, v), rmsprop_update (p, g, ms[, mom]),
+ * adagrad_update (p, g, acc), each [, norm f32[]] when clipnorm > 0: every other input of p's type -> p */
 static bool rule_update(rule *r) {
     char b1[96], b2[96];
     ir_node *n = r->n;
-    int lo = n->op == OP_SGD_UPDATE ? 2 : n->op == OP_RMSPROP_UPDATE ? 3 : 4;
-    if (n->n_in < lo || n->n_in > (n->op == OP_ADAM_UPDATE ? 4 : lo + 1))
-        return fail(r, "'%s' has %d inputs", op_name(r), n->n_in);
+    int lo = n->op == OP_SGD_UPDATE ? 0 : n->op == OP_RMSPROP_UPDATE || n->op == OP_ADAGRAD_UPDATE ? 1 : 2;
+    int hi = n->op == OP_SGD_UPDATE || n->op == OP_RMSPROP_UPDATE ? lo + 1 : lo;
+    int norm = ir_update_norm_input(n), slots = n->n_in - 2 - (norm >= 0);
+    if (slots < lo || slots > hi) return fail(r, "'%s' has %d inputs", op_name(r), n->n_in);
     for (int i = 1; i < n->n_in; i++) {
         const ir_node *t = &r->m->g.nodes[n->in[i]];
-        if (!ir_shape_eq(&t->shape, &r->x->shape) || t->dtype != r->x->dtype)
+        if (i == norm) {
+            if (t->dtype != IR_F32 || t->shape.rank != 0)
+                return fail(r, "'%s' input %d (the squared gradient norm) is %s, not f32[]", op_name(r), i, tstr(t, b1));
+        } else if (!ir_shape_eq(&t->shape, &r->x->shape) || t->dtype != r->x->dtype)
             return fail(r, "'%s' input %d is %s, the param is %s", op_name(r), i, tstr(t, b1), tstr(r->x, b2));
     }
     return same_as(r, r->x);
+}
+
+/* sq_norm: f32 xs... (one or more) -> f32[] */
+static bool rule_sq_norm(rule *r) {
+    char b[96];
+    if (r->n->n_in < 1) return fail(r, "'sq_norm' needs an input");
+    for (int i = 0; i < r->n->n_in; i++) {
+        const ir_node *t = &r->m->g.nodes[r->n->in[i]];
+        if (t->dtype != IR_F32) return fail(r, "'sq_norm' input %d is %s, not f32", i, tstr(t, b));
+    }
+    r->n->dtype = IR_F32, r->n->shape = (ir_shape){0};
+    return true;
 }
 
 /* shard: x [B, ...] -> [B / count, ...], part index of count */

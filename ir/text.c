@@ -104,6 +104,9 @@ static void print_train(const ir_module *m, FILE *out) {
     fprintf(out, "# train %s lr=%g beta1=%g beta2=%g epsilon=%g weight_decay=%g momentum=%g rho=%g nesterov=%d",
             (unsigned)o->kind < OPT_COUNT ? ir_optimizer_names[o->kind] : "?", o->lr, o->beta1, o->beta2,
             o->epsilon, o->weight_decay, o->momentum, o->rho, o->nesterov);
+    if (o->kind == OPT_ADAGRAD) fprintf(out, " initial_accumulator_value=%g", o->initial_accumulator_value);
+    if (o->clipnorm > 0) fprintf(out, " clipnorm=%g", o->clipnorm);
+    if (o->global_clipnorm > 0) fprintf(out, " global_clipnorm=%g", o->global_clipnorm);
     fprintf(out, " batch_per_replica=%lld global_batch=%lld\n", (long long)m->batch_per_replica,
             (long long)m->global_batch);
 }

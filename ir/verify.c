@@ -193,6 +193,8 @@ static void check_train(checker *c) {
         problem(c, "batch per replica %lld exceeds the global batch %lld", (long long)m->batch_per_replica,
                 (long long)m->global_batch);
     if (m->epochs < 0) problem(c, "negative epoch count");
+    if (m->opt.clipnorm < 0 || m->opt.global_clipnorm < 0) problem(c, "a clipping norm is negative");
+    else if (m->opt.clipnorm > 0 && m->opt.global_clipnorm > 0) problem(c, "clipnorm and global_clipnorm are both set");
     check_schedule_values(c, &m->opt.schedule);
 }
 

@@ -16,15 +16,19 @@ typedef struct {
 } hyper;
 
 #define B(k) (1u << OPT_##k)
+#define ALL ((1u << OPT_COUNT) - 1)
 static const hyper hypers[] = {
-    {"learning_rate", offsetof(ir_optimizer, lr), B(SGD) | B(ADAM) | B(ADAMW) | B(RMSPROP)},
+    {"learning_rate", offsetof(ir_optimizer, lr), ALL},
     {"momentum", offsetof(ir_optimizer, momentum), B(SGD) | B(RMSPROP)},
     {"nesterov", offsetof(ir_optimizer, nesterov), B(SGD)},
-    {"beta_1", offsetof(ir_optimizer, beta1), B(ADAM) | B(ADAMW)},
-    {"beta_2", offsetof(ir_optimizer, beta2), B(ADAM) | B(ADAMW)},
-    {"epsilon", offsetof(ir_optimizer, epsilon), B(ADAM) | B(ADAMW) | B(RMSPROP)},
-    {"weight_decay", offsetof(ir_optimizer, weight_decay), B(ADAMW)},
+    {"beta_1", offsetof(ir_optimizer, beta1), B(ADAM) | B(ADAMW) | B(NADAM) | B(LAMB)},
+    {"beta_2", offsetof(ir_optimizer, beta2), B(ADAM) | B(ADAMW) | B(NADAM) | B(LAMB)},
+    {"epsilon", offsetof(ir_optimizer, epsilon), ALL & ~B(SGD)},
     {"rho", offsetof(ir_optimizer, rho), B(RMSPROP)},
+    {"initial_accumulator_value", offsetof(ir_optimizer, initial_accumulator_value), B(ADAGRAD)},
+    {"weight_decay", offsetof(ir_optimizer, weight_decay), ALL},
+    {"clipnorm", offsetof(ir_optimizer, clipnorm), ALL},
+    {"global_clipnorm", offsetof(ir_optimizer, global_clipnorm), ALL},
 };
 
 /* Keras defaults of each optimizer. */
@@ -33,6 +37,8 @@ ir_optimizer elab_optimizer_defaults(ir_optimizer_kind k) {
     if (k == OPT_SGD) o.lr = 0.01;
     if (k == OPT_ADAMW) o.weight_decay = 0.004;
     if (k == OPT_RMSPROP) o.rho = 0.9;
+    if (k == OPT_ADAGRAD) o.initial_accumulator_value = 0.1;
+    if (k == OPT_LAMB) o.epsilon = 1e-6;
     return o;
 }
 
@@ -130,9 +136,10 @@ static void set_hyper(elab *c, ir_optimizer *o, const char *opt, const char *nam
     value v = elab_eval(c, e);
     if (v.k == V_ERR) return;
     if (!is_num(v)) return elab_err(c, e->loc, "hyper-parameter '%s' must be a number, got %s", name, elab_describe(c, v));
+    bool positive = !strcmp(name, "learning_rate") || strstr(name, "clipnorm");
     if (!strcmp(name, "nesterov")) *(bool *)((char *)o + h->offset) = num(v) != 0;
-    else if (num(v) < 0 || (!strcmp(name, "learning_rate") && num(v) == 0))
-        elab_err(c, e->loc, "hyper-parameter '%s' must be %s, got %g", name, name[0] == 'l' ? "positive" : "non-negative", num(v));
+    else if (num(v) < 0 || (positive && num(v) == 0))
+        elab_err(c, e->loc, "hyper-parameter '%s' must be %s, got %g", name, positive ? "positive" : "non-negative", num(v));
     else *(double *)((char *)o + h->offset) = num(v);
 }
 
@@ -143,13 +150,17 @@ static void train_optimizer(elab *c, const ast_expr *e) {
     if (callee->kind == EX_NAME)
         for (int i = 0; i < OPT_COUNT; i++)
             if (!strcmp(callee->name, ir_optimizer_names[i])) k = i;
-    if (k < 0) return elab_err(c, callee->loc, "unknown optimizer; expected sgd, adam, adamw or rmsprop");
+    if (k < 0) return elab_err(c, callee->loc, "unknown optimizer; expected sgd, adam, adamw, rmsprop, adagrad, nadam or lamb");
     c->m->opt = elab_optimizer_defaults((ir_optimizer_kind)k);
     int pos = 0;
+    ir_loc clip_loc = e->loc; /* the later of clipnorm and global_clipnorm */
     for (const ast_arg *a = e->kind == EX_CALL ? e->args : NULL; a; a = a->next) {
+        if (a->name && strstr(a->name, "clipnorm")) clip_loc = a->loc;
         if (!a->name && pos++ > 0) elab_err(c, a->loc, "'%s' takes only learning_rate without a name", callee->name);
         else set_hyper(c, &c->m->opt, callee->name, a->name ? a->name : "learning_rate", a->value, a->loc);
     }
+    if (c->m->opt.clipnorm > 0 && c->m->opt.global_clipnorm > 0)
+        elab_err(c, clip_loc, "only one of clipnorm and global_clipnorm can be set (Keras)");
 }
 
 /* batch = INT per replica | INT global */

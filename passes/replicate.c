@@ -27,9 +27,11 @@ typedef struct {
     int *host;      /* host[i]: new host INPUT node of old INPUT node i */
 } replicator;
 
-static bool is_update(const ir_node *n) {
-    return n->op == OP_SGD_UPDATE || n->op == OP_ADAM_UPDATE || n->op == OP_RMSPROP_UPDATE;
-}
+static bool is_update(const ir_node *n) { return ir_ops[n->op].flags & OPF_UPDATE; }
+
+/* Nodes of the optimizer, which read the all-reduced gradients: the updates
+ * and the gradient norms they clip by. */
+static bool reads_reduced(const ir_node *n) { return is_update(n) || n->op == OP_SQ_NORM; }
 
 /* Adds a node, infers its type, places it on `device`/`stream`. */
 static int add(replicator *R, ir_op op, const int *in, int n_in, ir_loc loc, int device, int stream) {
@@ -78,12 +80,12 @@ static int operand(replicator *R, int r, int k) {
     return R->shard[r][k];
 }
 
-/* Clones every node but inputs and optimizer updates onto replica r. */
+/* Clones every node but inputs and the optimizer's onto replica r. */
 static void clone_replica(replicator *R, int r) {
     int in[64];
     for (int i = 0; i < R->old.n; i++) {
         const ir_node *o = &R->old.nodes[i];
-        if (o->op == OP_INPUT || is_update(o)) continue;
+        if (o->op == OP_INPUT || reads_reduced(o)) continue;
         for (int k = 0; k < o->n_in; k++) in[k] = operand(R, r, o->in[k]);
         int c = add(R, o->op, in, o->n_in, o->loc, r, o->op == OP_ALL_REDUCE ? comm_stream(R) : STREAM_COMPUTE);
         ir_node *n = ir_node_at(R->m, c);
@@ -171,25 +173,35 @@ static void reduce_report(replicator *R, const int *old_metrics, int old_loss) {
     }
 }
 
-static int param_index(const ir_module *m, int old_node) {
+/* The param whose gradient is old node g, or -1. */
+static int grad_param(const ir_module *m, int g) {
     for (int p = 0; p < m->n_params; p++)
-        if (m->params[p] == old_node) return p;
+        if (m->grads[p] == g) return p;
     return -1;
 }
 
+/* The optimizer's nodes on every replica, after the all-reduces: where they
+ * read a gradient they read its all-reduced view, so every replica clips by
+ * the same norm and applies the same update. */
 static void clone_updates(replicator *R, int **view) {
     ir_module *m = R->m;
     for (int r = 0; r < R->n_dev; r++)
         for (int i = 0; i < R->old.n; i++) {
             const ir_node *o = &R->old.nodes[i];
-            if (!is_update(o)) continue;
-            int in[8], p = param_index(m, o->in[0]);
-            for (int k = 0; k < o->n_in; k++) in[k] = k == 1 ? view[r][p] : R->map[r][o->in[k]];
+            if (!reads_reduced(o)) continue;
+            int *in = malloc((size_t)o->n_in * sizeof *in);
+            if (!in) abort();
+            for (int k = 0; k < o->n_in; k++) {
+                int p = grad_param(m, o->in[k]);
+                in[k] = p >= 0 ? view[r][p] : R->map[r][o->in[k]];
+            }
             int u = add(R, o->op, in, o->n_in, o->loc, r, STREAM_COMPUTE);
+            free(in);
             ir_node *n = ir_node_at(m, u);
             memcpy(n->iattr, o->iattr, sizeof n->iattr);
             memcpy(n->fattr, o->fattr, sizeof n->fattr);
             n->origin = i;
+            R->map[r][i] = u;
             infer_or_die(m, u);
         }
 }

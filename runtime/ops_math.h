@@ -141,4 +141,47 @@ MG_HD static inline void mg_rmsprop_momentum(float *p, float g, float *ms, float
     *p -= *mom;
 }
 
+/* ---- issue 12: clipping, weight decay, adagrad, nadam, lamb (Keras 3) ---- */
+/* the factor clipping multiplies a gradient by: clip / max(||g||, clip) from
+ * the squared norm (of one gradient, or of all: global_clipnorm); 1 when clip <= 0 */
+MG_HD static inline float mg_clip_scale(float sq_norm, float clip) {
+    return clip > 0.0f ? clip / fmaxf(sqrtf(sq_norm), clip) : 1.0f;
+}
+/* decoupled weight decay, before the update: p -= lr * wd * p */
+MG_HD static inline void mg_decay(float *p, float lr_wd) { *p -= *p * lr_wd; }
+/* adagrad: acc += g^2; p -= lr g / sqrt(acc + eps) */
+MG_HD static inline void mg_adagrad(float *p, float g, float *acc, float lr, float eps) {
+    *acc += g * g;
+    *p -= lr * g / sqrtf(*acc + eps);
+}
+/* Nadam's momentum cache u_i = b1 (1 - 0.5 * 0.96^(0.004 i)) */
+MG_HD static inline double mg_nadam_u(double b1, int64_t i) { return b1 * (1.0 - 0.5 * pow(0.96, 0.004 * (double)i)); }
+/* Nadam's coefficients at step t: m_hat = cm * m + cg * g, v_hat = v / (1 - b2^t).
+ * U_t = u_1 ... u_t (Keras keeps it in a variable); once below 1e-30 it no
+ * longer changes 1 - U_t in f32, so the product stops there. */
+MG_HD static inline void mg_nadam_coeffs(double b1, double b2, int64_t t, float *cm, float *cg, float *c2) {
+    double U = 1.0;
+    for (int64_t i = 1; i <= t && U > 1e-30; i++) U *= mg_nadam_u(b1, i);
+    if (U <= 1e-30) U = 0.0;
+    double ut = mg_nadam_u(b1, t), ut1 = mg_nadam_u(b1, t + 1);
+    *cm = (float)(ut1 / (1.0 - U * ut1)), *cg = (float)((1.0 - ut) / (1.0 - U)), *c2 = (float)(1.0 - pow(b2, (double)t));
+}
+/* m += (g - m)(1 - b1); v += (g^2 - v)(1 - b2) (Adam's moments, shared by nadam and lamb) */
+MG_HD static inline void mg_moments(float g, float *m, float *v, float b1, float b2) {
+    *m += (g - *m) * (1.0f - b1);
+    *v += (g * g - *v) * (1.0f - b2);
+}
+MG_HD static inline void mg_nadam(float *p, float g, float *m, float *v, float lr, float b1, float b2, float eps,
+                                  float cm, float cg, float c2) {
+    mg_moments(g, m, v, b1, b2);
+    *p -= lr * (cm * *m + cg * g) / (sqrtf(*v / c2) + eps);
+}
+/* lamb's direction r = (m / c1) / (sqrt(v / c2) + eps), c1 = 1 - b1^t, c2 = 1 - b2^t */
+MG_HD static inline float mg_lamb_dir(float m, float v, float c1, float c2, float eps) { return m / c1 / (sqrtf(v / c2) + eps); }
+/* the trust ratio ||p|| / ||r|| from the squared norms, 1 when either is 0 */
+MG_HD static inline float mg_lamb_ratio(double p_sq, double r_sq) {
+    return p_sq > 0 && r_sq > 0 ? (float)(sqrt(p_sq) / sqrt(r_sq)) : 1.0f;
+}
+
+
 #endif

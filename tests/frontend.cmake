@@ -57,6 +57,15 @@ frontend_good(features ${FE_DIR}/good/features.mg ARGS 3 EXPECT
 frontend_good(optimizer_defaults ${FE_DIR}/good/optimizers.mg EXPECT
   "train yes optimizer adamw lr=0.001 beta1=0.9 beta2=0.999 epsilon=1e-07 weight_decay=0.004 momentum=0 rho=0 nesterov=0"
   "batch 8 per replica, 8 global")
+# issue 12: Keras 3 defaults of adagrad, nadam and lamb; clipnorm and global_clipnorm
+frontend_good(optimizer_adagrad ${FE_DIR}/good/opt_adagrad.mg EXPECT
+  "train yes optimizer adagrad lr=0.001 beta1=0.9 beta2=0.999 epsilon=1e-07 weight_decay=0 momentum=0 rho=0 nesterov=0"
+  "initial_accumulator_value=0.1" "clipnorm=2 global_clipnorm=0")
+frontend_good(optimizer_nadam ${FE_DIR}/good/opt_nadam.mg EXPECT
+  "train yes optimizer nadam lr=0.001 beta1=0.9 beta2=0.999 epsilon=1e-07 weight_decay=0 momentum=0 rho=0 nesterov=0")
+frontend_good(optimizer_lamb ${FE_DIR}/good/opt_lamb.mg EXPECT
+  "train yes optimizer lamb lr=0.001 beta1=0.9 beta2=0.999 epsilon=1e-06 weight_decay=0 momentum=0 rho=0 nesterov=0"
+  "clipnorm=0 global_clipnorm=1.5")
 frontend_good(no_train ${FE_DIR}/good/no_train.mg EXPECT
   "train no optimizer adam lr=0.001 beta1=0.9 beta2=0.999 epsilon=1e-07 weight_decay=0 momentum=0 rho=0 nesterov=0"
   "batch 1 per replica, 1 global" "output add f32[1,3]" "param w f32[4,3] 12 init=glorot_uniform fan_in=4 fan_out=3")

@@ -37,3 +37,10 @@ set_tests_properties(train_equivalence_shape_ops PROPERTIES SKIP_RETURN_CODE 77 
 add_test(NAME train_equivalence_activations
          COMMAND test_equivalence ${MGC_SRC}/tests/train/activations.mg ${MGC_SRC}/stdlib --synthetic 10)
 set_tests_properties(train_equivalence_activations PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+# issue 12: Lamb (trust ratio per param) and global_clipnorm (one norm over every
+# all-reduced gradient) on 2 and 4 devices equal 1 device
+foreach(model lamb global_clipnorm)
+  add_test(NAME train_equivalence_${model}
+           COMMAND test_equivalence ${MGC_SRC}/tests/train/${model}.mg ${MGC_SRC}/stdlib)
+  set_tests_properties(train_equivalence_${model} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+endforeach()

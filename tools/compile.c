@@ -395,11 +395,14 @@ static void inspect(const char *path, const ir_module *m) {
             for (int k = 0; k <= sc->n_boundaries; k++) printf("%s%g", k ? ", " : "", sc->values[k]);
             printf("])");
         }
-        if (o->kind == OPT_ADAM || o->kind == OPT_ADAMW)
-            printf(" beta1=%g beta2=%g epsilon=%g", o->beta1, o->beta2, o->epsilon);
-        if (o->kind == OPT_ADAMW) printf(" weight_decay=%g", o->weight_decay);
+        bool adam_like = o->kind == OPT_ADAM || o->kind == OPT_ADAMW || o->kind == OPT_NADAM || o->kind == OPT_LAMB;
+        if (adam_like) printf(" beta1=%g beta2=%g epsilon=%g", o->beta1, o->beta2, o->epsilon);
         if (o->kind == OPT_SGD) printf(" momentum=%g nesterov=%s", o->momentum, o->nesterov ? "true" : "false");
         if (o->kind == OPT_RMSPROP) printf(" rho=%g momentum=%g epsilon=%g", o->rho, o->momentum, o->epsilon);
+        if (o->kind == OPT_ADAGRAD) printf(" initial_accumulator_value=%g epsilon=%g", o->initial_accumulator_value, o->epsilon);
+        if (o->kind == OPT_ADAMW || o->weight_decay > 0) printf(" weight_decay=%g", o->weight_decay);
+        if (o->clipnorm > 0) printf(" clipnorm=%g", o->clipnorm);
+        if (o->global_clipnorm > 0) printf(" global_clipnorm=%g", o->global_clipnorm);
         printf("\n");
         if (m->epochs) printf("epochs        %lld (the train block's; --epochs overrides)\n", (long long)m->epochs);
     }

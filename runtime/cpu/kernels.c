@@ -112,6 +112,9 @@ static const cpu_kernel_fn kernels[OP_COUNT] = {
     [OP_ARGMAX_MATCH] = cpu_k_argmax_match,
     [OP_DROPOUT] = cpu_k_dropout, [OP_DROPOUT_GRAD] = cpu_k_dropout,
     [OP_SGD_UPDATE] = cpu_k_sgd, [OP_ADAM_UPDATE] = cpu_k_adam, [OP_RMSPROP_UPDATE] = cpu_k_rmsprop,
+    /* issue 12: optimizers and clipping */
+    [OP_ADAGRAD_UPDATE] = cpu_k_adagrad, [OP_NADAM_UPDATE] = cpu_k_nadam, [OP_LAMB_UPDATE] = cpu_k_lamb,
+    [OP_SQ_NORM] = cpu_k_sq_norm,
     [OP_ALL_REDUCE] = k_pack,
     [OP_ASSIGN] = k_assign, [OP_IN_TRAINING] = k_in_training,
     /* issue 12: shape ops, reductions, normalization (shape.c, reduce.c) */

@@ -60,6 +60,11 @@ int cpu_k_reduce_extreme(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_sgd(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_adam(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_rmsprop(const rt_kernel_args *k, char *err, size_t cap);
+/* issue 12: optimizers and clipping (optim.c) */
+int cpu_k_adagrad(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_nadam(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_lamb(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_sq_norm(const rt_kernel_args *k, char *err, size_t cap);
 
 /* dnnl.c: convolution and pooling through oneDNN */
 int cpu_k_conv2d(const rt_kernel_args *k, char *err, size_t cap);

@@ -234,46 +234,56 @@ extern "C" cudaError_t cuda_k_dropout(const float *x, float *out, int64_t n, uin
     return launched();
 }
 
-/* ---- optimizer updates ---- */
-__global__ static void sgd_kernel(float *p, const float *g, float *v, int64_t n, float lr, float mu, int nesterov) {
+/* ---- optimizer updates: decoupled weight decay (lr_wd), then the gradient
+ * clipped by the squared norm at *sq_norm when it is not NULL ---- */
+#define CLIP_SCALE(sq_norm, clip) ((sq_norm) ? mg_clip_scale(*(sq_norm), (clip)) : 1.0f)
+
+__global__ static void sgd_kernel(float *p, const float *g, float *v, int64_t n, float lr, float mu, int nesterov,
+                                  float lr_wd, const float *sq_norm, float clip) {
+    float sc = CLIP_SCALE(sq_norm, clip);
     FOR_EACH(i, n) {
+        mg_decay(&p[i], lr_wd);
         if (v)
-            mg_sgd_momentum(&p[i], g[i], &v[i], lr, mu, nesterov);
+            mg_sgd_momentum(&p[i], g[i] * sc, &v[i], lr, mu, nesterov);
         else
-            mg_sgd(&p[i], g[i], lr);
+            mg_sgd(&p[i], g[i] * sc, lr);
     }
 }
 
 __global__ static void adam_kernel(float *p, const float *g, float *m, float *v, int64_t n, float lr_t, float b1,
-                                   float b2, float eps, float lr_wd) {
-    FOR_EACH(i, n) mg_adam(&p[i], g[i], &m[i], &v[i], lr_t, b1, b2, eps, lr_wd);
+                                   float b2, float eps, float lr_wd, const float *sq_norm, float clip) {
+    float sc = CLIP_SCALE(sq_norm, clip);
+    FOR_EACH(i, n) mg_adam(&p[i], g[i] * sc, &m[i], &v[i], lr_t, b1, b2, eps, lr_wd);
 }
 
 __global__ static void rmsprop_kernel(float *p, const float *g, float *ms, float *mom, int64_t n, float lr, float rho,
-                                      float mu, float eps) {
+                                      float mu, float eps, float lr_wd, const float *sq_norm, float clip) {
+    float sc = CLIP_SCALE(sq_norm, clip);
     FOR_EACH(i, n) {
+        mg_decay(&p[i], lr_wd);
         if (mom)
-            mg_rmsprop_momentum(&p[i], g[i], &ms[i], &mom[i], lr, rho, mu, eps);
+            mg_rmsprop_momentum(&p[i], g[i] * sc, &ms[i], &mom[i], lr, rho, mu, eps);
         else
-            mg_rmsprop(&p[i], g[i], &ms[i], lr, rho, eps);
+            mg_rmsprop(&p[i], g[i] * sc, &ms[i], lr, rho, eps);
     }
 }
 
 extern "C" cudaError_t cuda_k_sgd(float *p, const float *g, float *v, int64_t n, float lr, float mu, int nesterov,
-                                  cudaStream_t s) {
-    sgd_kernel<<<blocks_for(n), THREADS, 0, s>>>(p, g, v, n, lr, mu, nesterov);
+                                  float lr_wd, const float *sq_norm, float clip, cudaStream_t s) {
+    sgd_kernel<<<blocks_for(n), THREADS, 0, s>>>(p, g, v, n, lr, mu, nesterov, lr_wd, sq_norm, clip);
     return launched();
 }
 
 extern "C" cudaError_t cuda_k_adam(float *p, const float *g, float *m, float *v, int64_t n, float lr_t, float b1,
-                                   float b2, float eps, float lr_wd, cudaStream_t s) {
-    adam_kernel<<<blocks_for(n), THREADS, 0, s>>>(p, g, m, v, n, lr_t, b1, b2, eps, lr_wd);
+                                   float b2, float eps, float lr_wd, const float *sq_norm, float clip, cudaStream_t s) {
+    adam_kernel<<<blocks_for(n), THREADS, 0, s>>>(p, g, m, v, n, lr_t, b1, b2, eps, lr_wd, sq_norm, clip);
     return launched();
 }
 
 extern "C" cudaError_t cuda_k_rmsprop(float *p, const float *g, float *ms, float *mom, int64_t n, float lr, float rho,
-                                      float mu, float eps, cudaStream_t s) {
-    rmsprop_kernel<<<blocks_for(n), THREADS, 0, s>>>(p, g, ms, mom, n, lr, rho, mu, eps);
+                                      float mu, float eps, float lr_wd, const float *sq_norm, float clip,
+                                      cudaStream_t s) {
+    rmsprop_kernel<<<blocks_for(n), THREADS, 0, s>>>(p, g, ms, mom, n, lr, rho, mu, eps, lr_wd, sq_norm, clip);
     return launched();
 }
 

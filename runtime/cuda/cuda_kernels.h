@@ -73,13 +73,26 @@ cudaError_t cuda_k_softmax_axis(int op, const float *x, const float *dy, float *
 cudaError_t cuda_k_dropout(const float *x, float *out, int64_t n, uint64_t seed, int64_t step, uint64_t base,
                            float rate, cudaStream_t s);
 
-/* optimizer updates, in place; v / mom NULL when the op has no such slot */
-cudaError_t cuda_k_sgd(float *p, const float *g, float *v, int64_t n, float lr, float mu, int nesterov,
-                       cudaStream_t s);
+/* optimizer updates, in place; v / mom NULL when the op has no such slot;
+ * lr_wd = lr * weight_decay; sq_norm (device, f32[]) NULL when not clipping */
+cudaError_t cuda_k_sgd(float *p, const float *g, float *v, int64_t n, float lr, float mu, int nesterov, float lr_wd,
+                       const float *sq_norm, float clip, cudaStream_t s);
 cudaError_t cuda_k_adam(float *p, const float *g, float *m, float *v, int64_t n, float lr_t, float b1, float b2,
-                        float eps, float lr_wd, cudaStream_t s);
+                        float eps, float lr_wd, const float *sq_norm, float clip, cudaStream_t s);
 cudaError_t cuda_k_rmsprop(float *p, const float *g, float *ms, float *mom, int64_t n, float lr, float rho, float mu,
-                           float eps, cudaStream_t s);
+                           float eps, float lr_wd, const float *sq_norm, float clip, cudaStream_t s);
+/* issue 12 (cuda_optim.cu): adagrad (first: t == 1 starts the accumulator at acc0),
+ * nadam (cm, cg, c2 from mg_nadam_coeffs), lamb (c1 = 1 - b1^t, c2 = 1 - b2^t; one
+ * block, for the norms of the whole param), sq_norm (*out = (accumulate ? *out : 0)
+ * + sum x^2, one block, deterministic) */
+cudaError_t cuda_k_adagrad(float *p, const float *g, float *acc, int64_t n, float lr, float eps, float lr_wd, int first,
+                           float acc0, const float *sq_norm, float clip, cudaStream_t s);
+cudaError_t cuda_k_nadam(float *p, const float *g, float *m, float *v, int64_t n, float lr, float b1, float b2,
+                         float eps, float lr_wd, float cm, float cg, float c2, const float *sq_norm, float clip,
+                         cudaStream_t s);
+cudaError_t cuda_k_lamb(float *p, const float *g, float *m, float *v, int64_t n, float lr, float b1, float b2,
+                        float eps, float lr_wd, float c1, float c2, const float *sq_norm, float clip, cudaStream_t s);
+cudaError_t cuda_k_sq_norm(const float *x, int64_t n, float *out, int accumulate, cudaStream_t s);
 
 /* issue 12 (cuda_act.cu): op is an activation (OP_ABS..OP_LEAKY_RELU) or its
  * gradient (OP_ABS_GRAD..OP_LEAKY_RELU_GRAD, (x, dy) -> dx); alpha: elu's and leaky_relu's */

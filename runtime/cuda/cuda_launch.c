@@ -2,6 +2,7 @@
  * to cuBLAS (matmul), cuDNN (cuda_dnn.c) or a kernel of cuda_kernels.cu. */
 #include <string.h>
 
+#include "../../ir/order.h"
 #include "../ops_math.h"
 #include "cuda_impl.h"
 
@@ -153,26 +154,59 @@ static int op_dropout(const ctx *c) {
     return 0;
 }
 
-/* in-place updates: out aliases the param (input 0); slots are written in place */
-static float *slot(const ctx *c, int i) { return i < c->n->n_in ? (float *)c->k->in[i] : NULL; }
+/* in-place updates: out aliases the param (input 0); slots are written in place;
+ * the squared norm to clip by is the last input when the node has one */
+static float *slot(const ctx *c, int i) { return i < c->n->n_in - (ir_update_norm_input(c->n) >= 0) ? (float *)c->k->in[i] : NULL; }
+
+static double fattr(const ctx *c, const char *name) { return c->n->fattr[ir_op_fattr_index(c->n->op, name)]; }
 
 static int op_update(const ctx *c) {
     TRY(need_f32(c));
     TRY(copy_in(c, 0, 0, (size_t)ir_node_bytes(c->n)));
     const double *f = c->n->fattr, lr = rt_update_rate(c->k);
-    float *p = outf(c);
-    const float *g = inf(c, 1);
-    int64_t n = out_numel(c);
-    if (c->n->op == OP_SGD_UPDATE) {
-        CUDA_CHECK(c->b, cuda_k_sgd(p, g, slot(c, 2), n, (float)lr, (float)f[1], (int)c->n->iattr[0], c->s));
-    } else if (c->n->op == OP_ADAM_UPDATE) {
-        float lr_t = mg_adam_lr_t((float)lr, (float)f[1], (float)f[2], *c->k->step);
-        CUDA_CHECK(c->b, cuda_k_adam(p, g, slot(c, 2), slot(c, 3), n, lr_t, (float)f[1], (float)f[2], (float)f[3],
-                                     (float)(lr * f[4]), c->s));
-    } else {
-        CUDA_CHECK(c->b, cuda_k_rmsprop(p, g, slot(c, 2), slot(c, 3), n, (float)lr, (float)f[1], (float)f[2],
-                                        (float)f[3], c->s));
+    float *p = outf(c), lr_wd = (float)(lr * fattr(c, "weight_decay")), clip = (float)fattr(c, "clipnorm");
+    const float *g = inf(c, 1), *sq = ir_update_norm_input(c->n) >= 0 ? inf(c, ir_update_norm_input(c->n)) : NULL;
+    int64_t n = out_numel(c), t = *c->k->step;
+    if (c->n->op != OP_SGD_UPDATE && c->n->op != OP_RMSPROP_UPDATE && t < 1) return bad(c, "step counter below 1");
+    switch (c->n->op) {
+    case OP_SGD_UPDATE:
+        CUDA_CHECK(c->b, cuda_k_sgd(p, g, slot(c, 2), n, (float)lr, (float)f[1], (int)c->n->iattr[0], lr_wd, sq, clip, c->s));
+        break;
+    case OP_ADAM_UPDATE: {
+        float lr_t = mg_adam_lr_t((float)lr, (float)f[1], (float)f[2], t);
+        CUDA_CHECK(c->b, cuda_k_adam(p, g, slot(c, 2), slot(c, 3), n, lr_t, (float)f[1], (float)f[2], (float)f[3], lr_wd,
+                                     sq, clip, c->s));
+        break;
     }
+    case OP_RMSPROP_UPDATE:
+        CUDA_CHECK(c->b, cuda_k_rmsprop(p, g, slot(c, 2), slot(c, 3), n, (float)lr, (float)f[1], (float)f[2],
+                                        (float)f[3], lr_wd, sq, clip, c->s));
+        break;
+    case OP_ADAGRAD_UPDATE:
+        CUDA_CHECK(c->b, cuda_k_adagrad(p, g, slot(c, 2), n, (float)lr, (float)f[2], lr_wd, t == 1, (float)f[1], sq,
+                                        clip, c->s));
+        break;
+    case OP_NADAM_UPDATE: {
+        float cm, cg, c2;
+        mg_nadam_coeffs(f[1], f[2], t, &cm, &cg, &c2);
+        CUDA_CHECK(c->b, cuda_k_nadam(p, g, slot(c, 2), slot(c, 3), n, (float)lr, (float)f[1], (float)f[2], (float)f[3],
+                                      lr_wd, cm, cg, c2, sq, clip, c->s));
+        break;
+    }
+    default: { /* lamb */
+        float c1 = (float)(1.0 - pow(f[1], (double)t)), c2 = (float)(1.0 - pow(f[2], (double)t));
+        CUDA_CHECK(c->b, cuda_k_lamb(p, g, slot(c, 2), slot(c, 3), n, (float)lr, (float)f[1], (float)f[2], (float)f[3],
+                                     lr_wd, c1, c2, sq, clip, c->s));
+    }
+    }
+    return 0;
+}
+
+/* sq_norm: one deterministic launch per input, accumulated into the output */
+static int op_sq_norm(const ctx *c) {
+    TRY(need_f32(c));
+    for (int i = 0; i < c->n->n_in; i++)
+        CUDA_CHECK(c->b, cuda_k_sq_norm(inf(c, i), ir_shape_numel(in_shape(c, i)), outf(c), i > 0, c->s));
     return 0;
 }
 
@@ -339,6 +373,9 @@ static int (*const kernels[OP_COUNT])(const ctx *c) = {
     [OP_SPARSE_XENT_GRAD] = op_xent, [OP_ARGMAX_MATCH] = op_xent,
     [OP_DROPOUT] = op_dropout, [OP_DROPOUT_GRAD] = op_dropout,
     [OP_SGD_UPDATE] = op_update, [OP_ADAM_UPDATE] = op_update, [OP_RMSPROP_UPDATE] = op_update,
+    /* issue 12: optimizers and clipping */
+    [OP_ADAGRAD_UPDATE] = op_update, [OP_NADAM_UPDATE] = op_update, [OP_LAMB_UPDATE] = op_update,
+    [OP_SQ_NORM] = op_sq_norm,
     [OP_SHARD] = op_shard,
     [OP_ALL_REDUCE] = op_pack,
     [OP_CONST] = op_const,

@@ -177,7 +177,7 @@ import struct, sys; print(struct.unpack_from("<Q", open(sys.argv[1], "rb").read(
 edit "$tmp/m.mgx" "$tmp/crc.mgx" crc 2
 expect_fail "mgc: $tmp/crc.mgx: section 'graph': CRC mismatch" "$MGC" run "$tmp/crc.mgx"
 edit "$tmp/m.mgx" "$tmp/v1.mgx" version 1
-expect_fail "mgc: $tmp/v1.mgx: plan format version 1, this mgc reads version 3 (compile the model again)" \
+expect_fail "mgc: $tmp/v1.mgx: plan format version 1, this mgc reads version 4 (compile the model again)" \
   "$MGC" inspect "$tmp/v1.mgx"
 edit "$tmp/m2.mgx" "$tmp/gpu.mgx" device-kind gpu
 "$MGC" inspect "$tmp/gpu.mgx" | grep -q 'gpu:0 gpu:1' || fail "the edited plan is not for gpu:0 gpu:1"
@@ -190,7 +190,7 @@ while IFS='|' read -r args want; do
   edit "$tmp/m.mgx" "$tmp/p.mgx" $args
   expect_fail "mgc: $tmp/p.mgx: $want" "$MGC" inspect "$tmp/p.mgx"
 done <<'EOF'
-cut 4 3|section 'train': payload ends early (8 bytes needed at offset 135, 5 remain)
+cut 4 3|section 'train': payload ends early (8 bytes needed at offset 159, 5 remain)
 pad 8 3|section 'sources': 3 unread bytes at the end
 poke 1 8 <B 0|section 'strings': string 0 contains a NUL byte
 poke 2 8 <I 9|section 'graph': dtype 9 out of range (0..3)

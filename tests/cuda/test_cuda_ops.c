@@ -9,7 +9,7 @@
 #include "../../runtime/cpu/cpu_kernels.h"
 #include "../../runtime/cuda/cuda_backend.h"
 
-enum { MAX_IN = 4, CLASSES = 7 };
+enum { MAX_IN = 6, CLASSES = 7 };
 
 static int failures;
 static rt_backend *gpu;
@@ -31,7 +31,7 @@ static int input(ir_module *m, ir_dtype t, int rank, int64_t d0, int64_t d1, int
     return i;
 }
 
-/* deterministic data: f32 in [-1, 1), i32 labels in [0, CLASSES) */
+/* deterministic data: f32 in [-1, 1) ([0, 1) for an input named "positive"), i32 labels in [0, CLASSES) */
 static void *fill(const ir_node *n, unsigned seed) {
     int64_t count = ir_shape_numel(&n->shape);
     void *p = malloc((size_t)ir_node_bytes(n) + 1);
@@ -41,6 +41,7 @@ static void *fill(const ir_node *n, unsigned seed) {
             ((int32_t *)p)[i] = (int32_t)((seed >> 16) % CLASSES);
         else
             ((float *)p)[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
+        if (n->dtype == IR_F32 && n->name && !strcmp(n->name, "positive")) ((float *)p)[i] = fabsf(((float *)p)[i]);
     }
     return p;
 }
@@ -154,6 +155,23 @@ static void dense_and_conv(ir_module *m) {
     check(m, OP_ADAM_UPDATE, (int[]){p, w, p, p}, 4, NULL, (double[]){1e-3, 0.9, 0.999, 1e-7, 0}, NULL, 1e-6);
 }
 
+/* issue 12: the optimizers with weight decay and clipping (the norm input
+ * last), and sq_norm over several inputs */
+static void optimizers(ir_module *m) {
+    int p = input(m, IR_F32, 2, 6, 5, 0, 0), g = input(m, IR_F32, 2, 6, 5, 0, 0), s1 = input(m, IR_F32, 2, 6, 5, 0, 0);
+    int v = input(m, IR_F32, 2, 6, 5, 0, 0), sq = input(m, IR_F32, 0, 0, 0, 0, 0), b = input(m, IR_F32, 1, 7, 0, 0, 0);
+    ir_node_at(m, v)->name = ir_intern(m, "positive"), ir_node_at(m, sq)->name = ir_intern(m, "positive");
+    const double adam_like[6] = {1e-2, 0.9, 0.999, 1e-7, 0.01, 0.5};
+    check(m, OP_SGD_UPDATE, (int[]){p, g, s1, sq}, 4, (int64_t[]){1}, (double[]){0.1, 0.9, 0.01, 0.5}, NULL, 1e-6);
+    check(m, OP_ADAM_UPDATE, (int[]){p, g, s1, v, sq}, 5, NULL, adam_like, NULL, 1e-6);
+    check(m, OP_RMSPROP_UPDATE, (int[]){p, g, v, s1, sq}, 5, NULL, (double[]){1e-2, 0.9, 0.5, 1e-7, 0.01, 0.5}, NULL, 1e-6);
+    check(m, OP_ADAGRAD_UPDATE, (int[]){p, g, v, sq}, 4, NULL, (double[]){0.1, 0.1, 1e-7, 0.01, 0.5}, NULL, 1e-6);
+    check(m, OP_NADAM_UPDATE, (int[]){p, g, s1, v, sq}, 5, NULL, adam_like, NULL, 1e-6);
+    check(m, OP_LAMB_UPDATE, (int[]){p, g, s1, v, sq}, 5, NULL, adam_like, NULL, 1e-6);
+    check(m, OP_LAMB_UPDATE, (int[]){p, g, s1, v}, 4, NULL, (double[]){1e-2, 0.9, 0.999, 1e-6, 0}, NULL, 1e-6);
+    check(m, OP_SQ_NORM, (int[]){p, b, g}, 3, NULL, NULL, NULL, 1e-5);
+}
+
 int main(void) {
     char why[256];
     if (rt_cuda_device_count(why, sizeof why) == 0) {
@@ -169,6 +187,7 @@ int main(void) {
     ir_module *m = ir_module_new();
     elementwise_and_softmax(m);
     dense_and_conv(m);
+    optimizers(m);
     ir_module_free(m);
     gpu->i->shutdown(gpu);
     free(gpu);

@@ -32,6 +32,8 @@ static void summary(const ir_module *m) {
     printf("train %s optimizer %s lr=%g beta1=%g beta2=%g epsilon=%g weight_decay=%g momentum=%g rho=%g nesterov=%d\n",
            m->has_train ? "yes" : "no", ir_optimizer_names[o->kind], o->lr, o->beta1, o->beta2, o->epsilon,
            o->weight_decay, o->momentum, o->rho, o->nesterov);
+    if (o->kind == OPT_ADAGRAD) printf("initial_accumulator_value=%g\n", o->initial_accumulator_value);
+    if (o->clipnorm > 0 || o->global_clipnorm > 0) printf("clipnorm=%g global_clipnorm=%g\n", o->clipnorm, o->global_clipnorm);
     printf("batch %lld per replica, %lld global\n", (long long)m->batch_per_replica, (long long)m->global_batch);
     printf("nodes %d sources", m->g.n);
     for (int i = 0; i < m->n_sources; i++) printf(" %s", m->sources[i].path);

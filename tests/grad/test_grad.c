@@ -635,6 +635,30 @@ static const opt_case opt_cases[] = {
      {"ms", "momentum"},
      {0.39354147461534172, -0.89156494666237462, 1.8935414746153416, -0.0045865938651667854,
       -0.19224649323863818}},
+    /* issue 12: weight decay for every optimizer, clipnorm, global_clipnorm, adagrad, nadam, lamb */
+    {"sgd wd clipnorm", {OPT_SGD, .lr = 0.1, .momentum = 0.9, .weight_decay = 0.01, .clipnorm = 1.0}, {"velocity"},
+     {0.37968557919181456, -0.46210789869598901, 1.8754582283924262, -0.061385675952408889, 0.23786743510293706}},
+    {"adam global_clipnorm", {OPT_ADAM, .lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .epsilon = 1e-7, .global_clipnorm = 1.0},
+     {"m", "v"},
+     {0.20303083416051426, -0.69980318104028338, 1.7030308341605143, -0.18920385474870435, -0.00046062289491585751}},
+    {"rmsprop wd clipnorm", {OPT_RMSPROP, .lr = 0.01, .rho = 0.9, .epsilon = 1e-7, .weight_decay = 0.01, .clipnorm = 0.5},
+     {"ms"},
+     {0.42731178923109953, -0.92582462213303385, 1.9268715377058074, 0.028157881310240159, -0.22599342460466995}},
+    {"adagrad", {OPT_ADAGRAD, .lr = 0.1, .epsilon = 1e-7, .initial_accumulator_value = 0.1}, {"accumulator"},
+     {0.29751962911532254, -0.77570598095788312, 1.7975196291153226, -0.078276218058483379, -0.082299195486849136}},
+    {"adagrad wd global", {OPT_ADAGRAD, .lr = 0.1, .epsilon = 1e-7, .initial_accumulator_value = 0.5,
+                           .weight_decay = 0.01, .global_clipnorm = 1.0}, {"accumulator"},
+     {0.42302677611671835, -0.8054659449214624, 1.9187490037801715, 0.052529034469886854, -0.16911359305556858}},
+    {"nadam", {OPT_NADAM, .lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .epsilon = 1e-7}, {"m", "v"},
+     {0.2647270641539714, -0.74695851402334312, 1.7647270641539712, -0.1158798617402137, -0.052729277495300916}},
+    {"nadam wd clipnorm", {OPT_NADAM, .lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .epsilon = 1e-7, .weight_decay = 0.01,
+                           .clipnorm = 1.0}, {"m", "v"},
+     {0.2581685712295223, -0.73888933183393413, 1.7541101245150341, -0.12644530386892605, -0.040607585912709937}},
+    {"lamb", {OPT_LAMB, .lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .epsilon = 1e-6}, {"m", "v"},
+     {0.13911633591428627, -0.63081120246087763, 1.6391163359142864, 0.038693668632282685, -0.23854565651856233}},
+    {"lamb wd global", {OPT_LAMB, .lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .epsilon = 1e-6, .weight_decay = 0.01,
+                        .global_clipnorm = 1.0}, {"m", "v"},
+     {0.13806622929532947, -0.62995927937997831, 1.6337606051953901, 0.038544614618717762, -0.23786268018642429}},
 };
 
 /* l_b = sum_j (kernel_j - x1_bj)^2 + sum_j (bias_j - x2_bj)^2, batch 2 */
@@ -648,16 +672,22 @@ static void quadratic(tb *t, int *x1, int *x2) {
 
 /* The update node of param p and its slots are what the optimizer promised. */
 static void check_update(const opt_case *c, ir_module *m, int p, int *n_updates) {
-    static const ir_op ops[OPT_COUNT] = {OP_SGD_UPDATE, OP_ADAM_UPDATE, OP_ADAM_UPDATE, OP_RMSPROP_UPDATE};
+    static const ir_op ops[OPT_COUNT] = {OP_SGD_UPDATE,     OP_ADAM_UPDATE,  OP_ADAM_UPDATE, OP_RMSPROP_UPDATE,
+                                         OP_ADAGRAD_UPDATE, OP_NADAM_UPDATE, OP_LAMB_UPDATE};
     for (int i = 0; i < m->g.n; i++) {
         const ir_node *u = ir_node_at(m, i);
         if (!(ir_ops[u->op].flags & OPF_INPLACE) || u->in[0] != m->params[p]) continue;
         ++*n_updates;
         const char *pname = ir_node_at(m, m->params[p])->name;
         int n_slots = (c->slots[0] != NULL) + (c->slots[1] != NULL);
-        CHECK(u->op == ops[c->opt.kind] && u->n_in == 2 + n_slots && u->in[1] == m->grads[p],
+        int norm = c->opt.clipnorm > 0 || c->opt.global_clipnorm > 0;
+        CHECK(u->op == ops[c->opt.kind] && u->n_in == 2 + n_slots + norm && u->in[1] == m->grads[p],
               "%s: update of '%s' is '%s' with %d inputs", c->name, pname, ir_ops[u->op].name, u->n_in);
         CHECK(u->fattr[ir_op_fattr_index(u->op, "lr")] == c->opt.lr, "%s: lr", c->name);
+        if (norm) { /* sq_norm of its own gradient (clipnorm) or of every gradient (global_clipnorm) */
+            const ir_node *s = ir_node_at(m, u->in[u->n_in - 1]);
+            CHECK(s->op == OP_SQ_NORM && s->n_in == (c->opt.clipnorm > 0 ? 1 : m->n_params), "%s: the norm input", c->name);
+        }
         for (int s = 0; s < n_slots && s + 2 < u->n_in; s++) {
             char want[128];
             snprintf(want, sizeof want, "%s/%s", pname, c->slots[s]);

@@ -168,7 +168,8 @@ static void set_interface(ir_module *m, const rich_nodes *x) {
     m->grads[0] = x->view_k[0], m->grads[1] = x->view_b[0];
     m->has_train = true;
     m->opt = (ir_optimizer){OPT_ADAMW, 0.002, 0.85, 0.99, 1e-7, 0.01, 0.5, 0.8, true,
-                            {LR_PIECEWISE_CONSTANT, 0, 0, 0, 0, 0, false, 2, {100, 200}, {0.002, 0.001, 0.0005}}};
+                            {LR_PIECEWISE_CONSTANT, 0, 0, 0, 0, 0, false, 2, {100, 200}, {0.002, 0.001, 0.0005}},
+                            0.05, 0, 1.5};
     m->epochs = 7;
     m->batch_per_replica = 4, m->global_batch = 8;
 }

@@ -107,6 +107,8 @@ static void compare_interface(const ir_module *a, const ir_module *b) {
     CHECK(a->has_train == b->has_train && o->kind == q->kind && o->lr == q->lr && o->beta1 == q->beta1);
     CHECK(o->beta2 == q->beta2 && o->epsilon == q->epsilon && o->weight_decay == q->weight_decay);
     CHECK(o->momentum == q->momentum && o->rho == q->rho && o->nesterov == q->nesterov);
+    CHECK(o->initial_accumulator_value == q->initial_accumulator_value && o->clipnorm == q->clipnorm &&
+          o->global_clipnorm == q->global_clipnorm);
     const ir_lr_schedule *s = &o->schedule, *t = &q->schedule;
     CHECK(s->kind == t->kind && s->decay_steps == t->decay_steps && s->warmup_steps == t->warmup_steps);
     CHECK(s->alpha == t->alpha && s->warmup_target == t->warmup_target && s->decay_rate == t->decay_rate);
@@ -177,7 +179,7 @@ static void flip_header_byte(const bytes *orig, const layout *l, size_t at) {
     if (at < 8) {
         snprintf(want, sizeof want, "not an mgc plan (bad magic)");
     } else if (at < 12) {
-        snprintf(want, sizeof want, "plan format version %u, this mgc reads version 3 (compile the model again)", le32(b.p + 8));
+        snprintf(want, sizeof want, "plan format version %u, this mgc reads version %d (compile the model again)", le32(b.p + 8), MGX_VERSION);
     } else if (at < 16) {
         snprintf(want, sizeof want, "plan has %u sections, this mgc reads 8", le32(b.p + 12));
     } else {
@@ -222,7 +224,7 @@ static void test_version_magic(const bytes *orig) {
     bytes b = {malloc(orig->n + 3), orig->n};
     memcpy(b.p, orig->p, b.n);
     set_le32(b.p + 8, 7);
-    expect_error(&b, b.n, "plan format version 7, this mgc reads version 3 (compile the model again)");
+    expect_error(&b, b.n, "plan format version 7, this mgc reads version 4 (compile the model again)");
     memcpy(b.p, orig->p, b.n);
     memcpy(b.p, "GIF89a\0\0", 8);
     expect_error(&b, b.n, "not an mgc plan (bad magic)");

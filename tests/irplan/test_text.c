@@ -31,7 +31,7 @@ static void test_text(void) {
     expect_line(t, "# param %4 \"dense/kernel\" f32[4,3] grad %27");
     expect_line(t, "# metric accuracy %9");
     expect_line(t, "# train adamw lr=0.002 beta1=0.85 beta2=0.99 epsilon=1e-07 weight_decay=0.01 momentum=0.5 rho=0.8 "
-                   "nesterov=1 batch_per_replica=4 global_batch=8");
+                   "nesterov=1 global_clipnorm=1.5 batch_per_replica=4 global_batch=8");
     expect_line(t, "# devices cpu:0 cpu:3 cross_device=hierarchical bucket_bytes=1024");
     expect_line(t, "# bucket 0 bytes=60 grads %4 %5");
     expect_line(t, "# source stdlib/nn.mg (28 bytes)");
@@ -39,7 +39,7 @@ static void test_text(void) {
     expect_line(t, "%4 = param() init=glorot_uniform fan_in=4 fan_out=3 : f32[4,3] @cpu:0 {train,eval,predict,init} +128 \"dense/kernel\" # tiny.mg:5:5");
     expect_line(t, "%6 = matmul(%2, %4) trans_a=0 trans_b=0 : f32[4,3] @cpu:0 {train,eval,predict} +256 # tiny.mg:7:5");
     expect_line(t, "%26 = all_reduce(%12, %13) bucket=0 mean=1 : f32[15] @cpu:0/comm {train} +768 origin=-1 # tiny.mg:7:5");
-    expect_line(t, "%29 = sgd_update(%4, %27) nesterov=1 lr=0.01 momentum=-0.5 : f32[4,3] @cpu:0 {train} +128 # tiny.mg:12:5");
+    expect_line(t, "%29 = sgd_update(%4, %27) nesterov=1 lr=0.01 momentum=-0.5 weight_decay=0 clipnorm=0 : f32[4,3] @cpu:0 {train} +128 # tiny.mg:12:5");
     expect_line(t, "# train cpu:0/comm: wait(0) wait(1) %26 record(4)");
     free(t), free(again);
     ir_module_free(m);

@@ -88,7 +88,9 @@ static void test_interface_problems(void) {
     EXPECT_PROBLEM(m->params[1] = x.matmul[0], want);
     EXPECT_PROBLEM(m->inputs[0] = -3, "input 0 refers to node -3 (of 40)");
     EXPECT_PROBLEM(m->metrics[0].name = NULL, "metric 0 has no name");
-    EXPECT_PROBLEM(m->opt.kind = OPT_COUNT, "optimizer kind 4 out of range");
+    EXPECT_PROBLEM(m->opt.kind = OPT_COUNT, "optimizer kind 7 out of range");
+    EXPECT_PROBLEM(m->opt.clipnorm = 2, "clipnorm and global_clipnorm are both set");
+    EXPECT_PROBLEM(m->opt.global_clipnorm = -1, "a clipping norm is negative");
     EXPECT_PROBLEM(m->batch_per_replica = 16, "batch per replica 16 exceeds the global batch 8");
     EXPECT_PROBLEM(m->devices[1].name = NULL, "device 1 is malformed");
     snprintf(want, sizeof want, "bucket 0 gradient 1 refers to node %d, a 'add' node, not 'param'", x.logits[0]);

@@ -363,6 +363,59 @@ static void ref_rmsprop(const one_op *t, double **in, double *out) {
 }
 
 #include "act_cases.h" /* issue 12: references and ACT_CASES */
+/* ---- issue 12: adagrad, nadam, lamb (at step t = 3, no clipping: tests/kern/test_optim.c
+ * runs every optimizer for several steps with clipping and a schedule), sq_norm ---- */
+static void ref_adagrad(const one_op *t, double **in, double *out) {
+    (void)out;
+    const double *f = onode(t)->fattr; /* lr, initial_accumulator_value, epsilon, weight_decay */
+    for (int64_t i = 0; i < numel(oshape(t)); i++) {
+        double *p = &in[0][i], g = in[1][i], *acc = &in[2][i];
+        *p -= f[0] * f[3] * *p;
+        *acc += g * g;
+        *p -= f[0] * g / sqrt(*acc + f[2]);
+    }
+}
+
+static void ref_nadam(const one_op *t, double **in, double *out) {
+    (void)out;
+    const double *f = onode(t)->fattr; /* lr, beta1, beta2, epsilon, weight_decay */
+    double u[5], prod = 1;
+    for (int i = 1; i <= (int)t->step + 1; i++) u[i] = f[1] * (1 - 0.5 * pow(0.96, 0.004 * i));
+    for (int i = 1; i <= (int)t->step; i++) prod *= u[i];
+    double ut = u[t->step], ut1 = u[t->step + 1];
+    for (int64_t i = 0; i < numel(oshape(t)); i++) {
+        double *p = &in[0][i], g = in[1][i], *m = &in[2][i], *v = &in[3][i];
+        *p -= f[0] * f[4] * *p;
+        *m = f[1] * *m + (1 - f[1]) * g;
+        *v = f[2] * *v + (1 - f[2]) * g * g;
+        double m_hat = ut1 * *m / (1 - prod * ut1) + (1 - ut) * g / (1 - prod);
+        *p -= f[0] * m_hat / (sqrt(*v / (1 - pow(f[2], (double)t->step))) + f[3]);
+    }
+}
+
+static void ref_lamb(const one_op *t, double **in, double *out) {
+    (void)out;
+    const double *f = onode(t)->fattr; /* lr, beta1, beta2, epsilon, weight_decay */
+    int64_t n = numel(oshape(t));
+    double c1 = 1 - pow(f[1], (double)t->step), c2 = 1 - pow(f[2], (double)t->step), pp = 0, rr = 0;
+    double *r = calloc((size_t)n, sizeof *r);
+    for (int64_t i = 0; i < n; i++) {
+        double *p = &in[0][i], g = in[1][i], *m = &in[2][i], *v = &in[3][i];
+        *p -= f[0] * f[4] * *p;
+        *m = f[1] * *m + (1 - f[1]) * g;
+        *v = f[2] * *v + (1 - f[2]) * g * g;
+        r[i] = *m / c1 / (sqrt(*v / c2) + f[3]);
+        pp += *p * *p, rr += r[i] * r[i];
+    }
+    for (int64_t i = 0; i < n; i++) in[0][i] -= f[0] * sqrt(pp) / sqrt(rr) * r[i];
+    free(r);
+}
+
+static void ref_sq_norm(const one_op *t, double **in, double *out) {
+    out[0] = 0;
+    for (int j = 0; j < t->n_in; j++)
+        for (int64_t i = 0; i < numel(&t->in_nodes[j]->shape); i++) out[0] += in[j][i] * in[j][i];
+}
 
 /* ---- the table ---- */
 
@@ -510,6 +563,15 @@ static const tcase cases[] = {
     {"rmsprop momentum", OP_RMSPROP_UPDATE, 4, {"21", "21", "21", "21"}, .fill = {0, 0, R_POSITIVE},
      .fattr = {1e-3, 0.9, 0.5, 1e-7}, .ref = ref_rmsprop},
     ACT_CASES
+    /* issue 12: optimizers and clipping */
+    {"adagrad", OP_ADAGRAD_UPDATE, 3, {"5,7", "5,7", "5,7"}, .fill = {0, 0, R_POSITIVE},
+     .fattr = {0.01, 0.1, 1e-7, 0.01}, .ref = ref_adagrad},
+    {"nadam", OP_NADAM_UPDATE, 4, {"4,9", "4,9", "4,9", "4,9"}, .fill = {0, 0, 0, R_POSITIVE},
+     .fattr = {1e-3, 0.9, 0.999, 1e-7, 0.01}, .ref = ref_nadam},
+    {"lamb", OP_LAMB_UPDATE, 4, {"3,11", "3,11", "3,11", "3,11"}, .fill = {0, 0, 0, R_POSITIVE},
+     .fattr = {1e-3, 0.9, 0.999, 1e-6, 0.01}, .ref = ref_lamb},
+    {"sq_norm one", OP_SQ_NORM, 1, {"6,5"}, .ref = ref_sq_norm},
+    {"sq_norm three", OP_SQ_NORM, 3, {"3,3,2", "7", ""}, .fill = {R_WIDE, 0, R_WIDE}, .ref = ref_sq_norm},
 };
 
 /* ---- the driver ---- */

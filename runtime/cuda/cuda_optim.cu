@@ -1,0 +1,101 @@
+/* cuda_optim.cu - CUDA kernels of Adagrad, Nadam, Lamb and sq_norm (the
+ * squared gradient norm clipping divides by). Per-element math from
+ * runtime/ops_math.h, as the CPU kernels (runtime/cpu/optim.c). Reductions
+ * run in one block in a fixed order, so every replica gets the same bits. */
+#include "../ops_math.h"
+#include "cuda_kernels.h"
+
+static const int THREADS = 256, REDUCE_THREADS = 512, MAX_BLOCKS = 65535;
+
+static unsigned blocks_for(int64_t n) {
+    int64_t b = (n + THREADS - 1) / THREADS;
+    return (unsigned)(b < 1 ? 1 : b > MAX_BLOCKS ? MAX_BLOCKS : b);
+}
+
+#define FOR_EACH(i, n) for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+#define CLIP_SCALE(sq_norm, clip) ((sq_norm) ? mg_clip_scale(*(sq_norm), (clip)) : 1.0f)
+
+/* sums a[] and b[] of REDUCE_THREADS doubles into a[0], b[0] (b may be NULL) */
+__device__ static void block_sum(double *a, double *b) {
+    for (int half = REDUCE_THREADS / 2; half > 0; half /= 2) {
+        __syncthreads();
+        if ((int)threadIdx.x < half) {
+            a[threadIdx.x] += a[threadIdx.x + half];
+            if (b) b[threadIdx.x] += b[threadIdx.x + half];
+        }
+    }
+    __syncthreads();
+}
+
+__global__ static void adagrad_kernel(float *p, const float *g, float *acc, int64_t n, float lr, float eps, float lr_wd,
+                                      int first, float acc0, const float *sq_norm, float clip) {
+    float sc = CLIP_SCALE(sq_norm, clip);
+    FOR_EACH(i, n) {
+        if (first) acc[i] = acc0;
+        mg_decay(&p[i], lr_wd);
+        mg_adagrad(&p[i], g[i] * sc, &acc[i], lr, eps);
+    }
+}
+
+__global__ static void nadam_kernel(float *p, const float *g, float *m, float *v, int64_t n, float lr, float b1,
+                                    float b2, float eps, float lr_wd, float cm, float cg, float c2,
+                                    const float *sq_norm, float clip) {
+    float sc = CLIP_SCALE(sq_norm, clip);
+    FOR_EACH(i, n) {
+        mg_decay(&p[i], lr_wd);
+        mg_nadam(&p[i], g[i] * sc, &m[i], &v[i], lr, b1, b2, eps, cm, cg, c2);
+    }
+}
+
+/* one block: decay and moments while summing ||p||^2 and ||r||^2, then p -= lr * ratio * r */
+__global__ static void lamb_kernel(float *p, const float *g, float *m, float *v, int64_t n, float lr, float b1, float b2,
+                                   float eps, float lr_wd, float c1, float c2, const float *sq_norm, float clip) {
+    __shared__ double pp[REDUCE_THREADS], rr[REDUCE_THREADS];
+    float sc = CLIP_SCALE(sq_norm, clip);
+    double ap = 0, ar = 0;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+        mg_decay(&p[i], lr_wd);
+        mg_moments(g[i] * sc, &m[i], &v[i], b1, b2);
+        float r = mg_lamb_dir(m[i], v[i], c1, c2, eps);
+        ap += (double)p[i] * p[i], ar += (double)r * r;
+    }
+    pp[threadIdx.x] = ap, rr[threadIdx.x] = ar;
+    block_sum(pp, rr);
+    float step = lr * mg_lamb_ratio(pp[0], rr[0]);
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) p[i] -= step * mg_lamb_dir(m[i], v[i], c1, c2, eps);
+}
+
+__global__ static void sq_norm_kernel(const float *x, int64_t n, float *out, int accumulate) {
+    __shared__ double s[REDUCE_THREADS];
+    double a = 0;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) a += (double)x[i] * x[i];
+    s[threadIdx.x] = a;
+    block_sum(s, NULL);
+    if (threadIdx.x == 0) *out = (float)((accumulate ? (double)*out : 0.0) + s[0]);
+}
+
+extern "C" cudaError_t cuda_k_adagrad(float *p, const float *g, float *acc, int64_t n, float lr, float eps,
+                                      float lr_wd, int first, float acc0, const float *sq_norm, float clip,
+                                      cudaStream_t s) {
+    adagrad_kernel<<<blocks_for(n), THREADS, 0, s>>>(p, g, acc, n, lr, eps, lr_wd, first, acc0, sq_norm, clip);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuda_k_nadam(float *p, const float *g, float *m, float *v, int64_t n, float lr, float b1,
+                                    float b2, float eps, float lr_wd, float cm, float cg, float c2,
+                                    const float *sq_norm, float clip, cudaStream_t s) {
+    nadam_kernel<<<blocks_for(n), THREADS, 0, s>>>(p, g, m, v, n, lr, b1, b2, eps, lr_wd, cm, cg, c2, sq_norm, clip);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuda_k_lamb(float *p, const float *g, float *m, float *v, int64_t n, float lr, float b1,
+                                   float b2, float eps, float lr_wd, float c1, float c2, const float *sq_norm,
+                                   float clip, cudaStream_t s) {
+    lamb_kernel<<<1, REDUCE_THREADS, 0, s>>>(p, g, m, v, n, lr, b1, b2, eps, lr_wd, c1, c2, sq_norm, clip);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuda_k_sq_norm(const float *x, int64_t n, float *out, int accumulate, cudaStream_t s) {
+    sq_norm_kernel<<<1, REDUCE_THREADS, 0, s>>>(x, n, out, accumulate);
+    return cudaGetLastError();
+}

@@ -1,0 +1,13 @@
+use nn
+
+model m {
+  input image: f32[batch, 28, 28, 1]
+  input label: i32[batch]
+  logits = dense(flatten(image), 10)
+  loss = sparse_softmax_cross_entropy(logits, label)
+}
+
+train m {
+  optimizer = adam(clipnorm: -1.0)
+  batch = 64 per replica
+}

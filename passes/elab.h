@@ -93,6 +93,12 @@ typedef struct {
     const char *module; /* module name, NULL for the main file */
 } source_file;
 
+/* A term `loss += t` added to the model's loss (a regularizer's penalty). */
+typedef struct {
+    int node;
+    ir_loc loc; /* the user's position */
+} loss_term;
+
 typedef struct {
     ir_module *m;
     ir_diag *d;
@@ -109,6 +115,12 @@ typedef struct {
     int n_counters;
     const ast_expr *watch; /* the loss call, whose first argument is the output */
     value watched;
+    /* the model's loss (elab_model.c) */
+    bool in_model;
+    const ast_stmt *loss_stmt; /* `loss = ...`, NULL before */
+    value loss;
+    loss_term *terms;          /* `loss += ...` in the model or a function it calls */
+    int n_terms;
 } elab;
 
 /* ---- calls ---- */
@@ -158,13 +170,28 @@ value elab_list(elab *c, const value *v, int n);
 /* Fewer than IR_MAX_ELEMENTS elements (what a plan may hold); the count in *out. */
 bool elab_checked_numel(const ir_shape *s, int64_t *out);
 
+/* Position of what is elaborated at loc: inside a module, the user's call. */
+ir_loc elab_at(elab *c, ir_loc loc);
+
 /* elab_stmt.c */
+typedef struct model_state model_state;
+/* Statements of a function (ms NULL) or of the model block; true once a
+ * return ran, its value in *ret. */
+bool elab_run_stmts(elab *c, const ast_stmt *s, model_state *ms, value *ret);
+/* The declared shape of an input or variable: every dimension a positive int. */
+bool elab_eval_shape(elab *c, const ast_type *t, const char *what, const char *name, ir_shape *s);
 /* Python's truth of a compile-time value; *ok false (after an error) for a tensor. */
 bool elab_truth(elab *c, value v, ir_loc loc, bool *ok);
 /* A function body: its return value (ERR after errors). */
 value elab_run_body(elab *c, const ast_stmt *s);
-/* The model block: inputs, params, loss, metrics, output into c->m. */
+
+/* elab_model.c */
+/* The model block: inputs, params, loss, metrics, outputs into c->m. */
 void elab_model(elab *c, const ast_decl *model);
+/* A statement only the model block has (input, loss, metric, output). */
+void elab_model_stmt(elab *c, const ast_stmt *s, model_state *ms);
+/* loss += expr (the model block or a function it calls) */
+void elab_add_loss(elab *c, const ast_stmt *s);
 
 /* elab_prim.c */
 value elab_call_builtin(elab *c, builtin_fn b, call *k);

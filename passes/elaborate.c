@@ -23,6 +23,7 @@ void *elab_xrealloc(void *p, size_t n) {
 
 /* Position of what is elaborated at loc: inside a module, the user's call. */
 static ir_loc at(elab *c, ir_loc loc) { return c->fr && c->fr->in_module ? c->fr->user_loc : loc; }
+ir_loc elab_at(elab *c, ir_loc loc) { return at(c, loc); }
 
 void elab_err(elab *c, ir_loc loc, const char *fmt, ...) {
     char msg[512];
@@ -675,6 +676,7 @@ ir_module *pass_elaborate(const char *path, const char *stdlib_dir, ir_diag *d, 
     free(c.files);
     free(c.fns);
     free(c.counters);
+    free(c.terms);
     ast_arena_free(c.a);
     if (ir_diag_errors(d) != errors) {
         ir_module_free(c.m);

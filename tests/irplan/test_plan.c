@@ -97,7 +97,9 @@ static void compare_nodes(const ir_module *a, const ir_module *b) {
 static void compare_interface(const ir_module *a, const ir_module *b) {
     CHECK(same_str(a->model_name, b->model_name) && same_str(a->source_file, b->source_file));
     CHECK(a->n_inputs == b->n_inputs && same_mem(a->inputs, b->inputs, (size_t)a->n_inputs * sizeof(int)));
-    CHECK(a->loss == b->loss && a->output == b->output && a->n_metrics == b->n_metrics);
+    CHECK(a->loss == b->loss && a->n_outputs == b->n_outputs && a->n_metrics == b->n_metrics);
+    for (int k = 0; k < a->n_outputs; k++)
+        CHECK(same_str(a->outputs[k].name, b->outputs[k].name) && a->outputs[k].node == b->outputs[k].node);
     for (int k = 0; k < a->n_metrics; k++)
         CHECK(same_str(a->metrics[k].name, b->metrics[k].name) && a->metrics[k].node == b->metrics[k].node);
     CHECK(a->n_params == b->n_params && same_mem(a->params, b->params, (size_t)a->n_params * sizeof(int)));
@@ -177,7 +179,7 @@ static void flip_header_byte(const bytes *orig, const layout *l, size_t at) {
     if (at < 8) {
         snprintf(want, sizeof want, "not an mgc plan (bad magic)");
     } else if (at < 12) {
-        snprintf(want, sizeof want, "plan format version %u, this mgc reads version 3 (compile the model again)", le32(b.p + 8));
+        snprintf(want, sizeof want, "plan format version %u, this mgc reads version 4 (compile the model again)", le32(b.p + 8));
     } else if (at < 16) {
         snprintf(want, sizeof want, "plan has %u sections, this mgc reads 8", le32(b.p + 12));
     } else {
@@ -222,7 +224,7 @@ static void test_version_magic(const bytes *orig) {
     bytes b = {malloc(orig->n + 3), orig->n};
     memcpy(b.p, orig->p, b.n);
     set_le32(b.p + 8, 7);
-    expect_error(&b, b.n, "plan format version 7, this mgc reads version 3 (compile the model again)");
+    expect_error(&b, b.n, "plan format version 7, this mgc reads version 4 (compile the model again)");
     memcpy(b.p, orig->p, b.n);
     memcpy(b.p, "GIF89a\0\0", 8);
     expect_error(&b, b.n, "not an mgc plan (bad magic)");
@@ -266,7 +268,7 @@ static void test_semantic(const bytes *orig, const layout *l, const rich_nodes *
     memcpy(b.p, orig->p, b.n); /* a string index out of range: the model name */
     set_le32(b.p + l->payload[3], 500);
     fix_crc(&b, l, 3);
-    expect_error(&b, b.n, "section 'model': string index 500 out of range (25 strings)");
+    expect_error(&b, b.n, "section 'model': string index 500 out of range (27 strings)");
 
     memcpy(b.p, orig->p, b.n); /* an op name this mgc does not know (ops are stored by name) */
     uint8_t *hit = memmem(b.p + l->payload[1], l->len[1], "matmul", 6);

@@ -64,12 +64,23 @@ typedef struct {
 } binding;
 
 /* A naming scope: one per call of a function; named lazily, when it (or a
- * function it calls) declares its first param. */
+ * function it calls) declares its first param (elab_scope.c). */
 typedef struct scope {
     struct scope *parent;
-    const char *base;
+    const char *base; /* the function's name, or the name given by name: */
     const char *path; /* "" for the model, "dense_1", "block/dense" */
+    bool given;       /* base came from name: "..." (used as is, never numbered) */
+    bool reuse;       /* reuse: true: the params of the earlier scope of this path */
+    bool failed;      /* naming it failed (reported): its params are errors */
+    int id;           /* numbers the scopes of this call's own calls (0: the model) */
+    ir_loc loc;       /* the user's call */
 } scope;
+
+/* A scope path given to params, and the call that made it. */
+typedef struct {
+    const char *path;
+    ir_loc loc;
+} made_scope;
 
 typedef struct frame {
     struct frame *caller;
@@ -113,6 +124,8 @@ typedef struct {
     int depth;
     counter *counters;
     int n_counters;
+    made_scope *made;  /* every scope path named so far */
+    int n_made, n_scope_ids;
     const ast_expr *watch; /* the loss call, whose first argument is the output */
     value watched;
     /* the model's loss (elab_model.c) */
@@ -160,8 +173,18 @@ value elab_eval(elab *c, const ast_expr *e);
 int elab_add(elab *c, ir_op op, const int *in, int n_in, ir_loc loc);
 value elab_finish(elab *c, int i);
 value elab_constant(elab *c, double v, ir_dtype t, ir_loc loc);
-/* Keras-style hierarchical name of a scope: "dense_1", "block/dense". */
+/* elab_scope.c */
+/* Keras-style hierarchical name of a scope: "dense_1", "block/dense", or the
+ * name given at the call ("tower"); errors for a name taken or not there to share. */
 const char *elab_scope_path(elab *c, scope *s);
+/* Takes name: and reuse: out of a function call's arguments into sc. */
+bool elab_scope_options(elab *c, call *k, scope *sc);
+/* A variable of a scope whose params are shared: the node made by the
+ * first use (same kind, dtype and shape), else an error. */
+value elab_shared_variable(elab *c, const ast_stmt *st, const char *full, const ir_shape *s);
+/* The scope or one around it shares (reuse: true) / failed to be named. */
+bool elab_scope_shared(const scope *s);
+bool elab_scope_failed(const scope *s);
 /* Binds name in frame f (rebinding replaces); looks a name up (locals, then globals). */
 void elab_bind(frame *f, const char *name, value v);
 value elab_lookup(elab *c, const char *name, ir_loc loc);

@@ -117,7 +117,7 @@ static int per_example(elab *c, value v, ir_loc loc, const char *what) {
 void elab_add_loss(elab *c, const ast_stmt *s) {
     value v = elab_eval(c, s->expr);
     ir_loc loc = elab_at(c, s->loc);
-    if (v.k == V_ERR) return;
+    if (v.k == V_ERR || elab_scope_shared(c->fr->scope)) return; /* the first use added the shared params' penalties */
     if (!c->in_model) return elab_err_raw(c, loc, "'loss +=' is only allowed in the model and the functions it calls");
     if (v.k != V_TENSOR || node(c, v.node)->dtype != IR_F32)
         return elab_err_raw(c, elab_at(c, s->expr->loc), "a loss term must be an f32 tensor, got %s", elab_describe(c, v));

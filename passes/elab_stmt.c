@@ -55,6 +55,8 @@ static void stmt_param(elab *c, const ast_stmt *st) {
     if (!ok || init.k != V_INIT) return elab_bind(c->fr, st->name, ERR);
     const char *path = elab_scope_path(c, c->fr->scope);
     const char *full = ir_intern(c->m, *path ? elab_fmt(c, "%s/%s", path, st->name) : st->name);
+    if (elab_scope_failed(c->fr->scope)) return elab_bind(c->fr, st->name, ERR);
+    if (elab_scope_shared(c->fr->scope)) return elab_bind(c->fr, st->name, elab_shared_variable(c, st, full, &s));
     for (int i = 0; i < c->m->g.n; i++)
         if ((node(c, i)->op == OP_PARAM || node(c, i)->op == OP_STATE) && node(c, i)->name == full) {
             elab_err(c, st->name_loc, "%s '%s' is declared twice", what, full);

@@ -184,22 +184,6 @@ value elab_lookup(elab *c, const char *name, ir_loc loc) {
     return ERR;
 }
 
-/* The hierarchical name of scope s, numbering calls of the same function in
- * the same parent Keras-style: dense, dense_1, dense_2. */
-const char *elab_scope_path(elab *c, scope *s) {
-    if (s->path) return s->path;
-    const char *parent = elab_scope_path(c, s->parent);
-    const char *key = *parent ? elab_fmt(c, "%s/%s", parent, s->base) : s->base;
-    int i = 0;
-    while (i < c->n_counters && strcmp(c->counters[i].key, key)) i++;
-    if (i == c->n_counters) {
-        c->counters = elab_xrealloc(c->counters, (size_t)(c->n_counters + 1) * sizeof *c->counters);
-        c->counters[c->n_counters++] = (counter){key, 0};
-    }
-    int k = c->counters[i].count++;
-    return s->path = k ? elab_fmt(c, "%s_%d", key, k) : key;
-}
-
 /* ---- nodes ---- */
 
 /* Fewer than IR_MAX_ELEMENTS elements (what a plan may hold). */
@@ -544,10 +528,11 @@ static value call_fn(elab *c, const ast_decl *fn, call *k) {
     /* argument errors point into the caller */
     k->loc = at(c, k->loc);
     for (int i = 0; i < k->n; i++) k->a[i].loc = at(c, k->a[i].loc);
-    scope sc = {c->fr->scope, fn->name, NULL};
+    scope sc = {.parent = c->fr->scope, .base = fn->name, .id = ++c->n_scope_ids, .loc = k->loc};
+    bool named = elab_scope_options(c, k, &sc);
     frame f = {.caller = c->fr, .fn = fn, .in_module = fn->in_module, .user_loc = at(c, k->loc), .scope = &sc};
     c->fr = &f, c->depth++;
-    value r = bind_params(c, fn, k) ? elab_run_body(c, fn->body) : ERR;
+    value r = bind_params(c, fn, k) && named ? elab_run_body(c, fn->body) : ERR;
     c->fr = f.caller, c->depth--;
     free(f.b);
     return r;
@@ -621,6 +606,10 @@ static void collect_fns(elab *c) {
             for (const ast_param *p = d->params; p; p = p->next)
                 for (const ast_param *q = d->params; q != p; q = q->next)
                     if (!strcmp(p->name, q->name)) elab_err(c, p->loc, "parameter '%s' of '%s' appears twice", p->name, d->name);
+            for (const ast_param *p = d->params; p; p = p->next)
+                if (!strcmp(p->name, "name") || !strcmp(p->name, "reuse"))
+                    elab_err(c, p->loc, "parameter '%s' of '%s' is reserved: every call takes name: and reuse: for its param scope",
+                             p->name, d->name);
             c->fns = elab_xrealloc(c->fns, (size_t)(c->n_fns + 1) * sizeof *c->fns);
             c->fns[c->n_fns++] = d;
         }
@@ -676,6 +665,7 @@ ir_module *pass_elaborate(const char *path, const char *stdlib_dir, ir_diag *d, 
     free(c.files);
     free(c.fns);
     free(c.counters);
+    free(c.made);
     free(c.terms);
     ast_arena_free(c.a);
     if (ir_diag_errors(d) != errors) {

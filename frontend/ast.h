@@ -57,6 +57,7 @@ typedef enum {
     TY_STR,
     TY_FN,
     TY_TENSOR, /* dtype, and dims unless rank < 0 (any shape) */
+    TY_LIST,   /* a list of any values */
 } ast_type_kind;
 
 typedef struct {

@@ -302,7 +302,7 @@ static ast_type *make_type(fe_ctx *ctx, const char *name, ir_loc loc, bool has_d
         return t;
     }
     t->kind = !strcmp(name, "int") ? TY_INT : !strcmp(name, "float") ? TY_FLOAT : !strcmp(name, "str") ? TY_STR
-            : !strcmp(name, "fn") ? TY_FN : TY_ANY;
+            : !strcmp(name, "fn") ? TY_FN : !strcmp(name, "list") ? TY_LIST : TY_ANY;
     if (t->kind == TY_ANY) ir_diag_error(ctx->diag, loc, "unknown type '%s'", name);
     else if (has_dims) ir_diag_error(ctx->diag, loc, "type '%s' takes no dimensions", name);
     return t;

@@ -112,11 +112,14 @@ value elab_shared_variable(elab *c, const ast_stmt *st, const char *full, const 
     for (int i = 0; i < c->m->g.n; i++) {
         const ir_node *n = node(c, i);
         if ((n->op != OP_PARAM && n->op != OP_STATE) || n->name != full) continue;
-        if (n->op != op || n->dtype != (ir_dtype)st->type->dtype || !ir_shape_eq(&n->shape, s)) {
-            ir_type_str((ir_dtype)st->type->dtype, s, here, sizeof here);
-            ir_type_str(n->dtype, &n->shape, there, sizeof there);
-            elab_err(c, st->name_loc, "shared %s '%s' is %s %s here but %s %s where its first use made it (at %s:%d:%d)", what, full,
-                     what, here, n->op == OP_STATE ? "state" : "param", there, n->loc.file ? n->loc.file : "?", n->loc.line, n->loc.col);
+        const char *first = elab_fmt(c, "where its first use made it (at %s:%d:%d)", n->loc.file ? n->loc.file : "?", n->loc.line, n->loc.col);
+        if (n->op != op) {
+            elab_err(c, st->name_loc, "shared '%s' is a %s here but a %s %s", full, what, n->op == OP_STATE ? "state" : "param", first);
+            return ERR;
+        }
+        if (n->dtype != (ir_dtype)st->type->dtype || !ir_shape_eq(&n->shape, s)) {
+            elab_err(c, st->name_loc, "shared %s '%s' is %s here but %s %s", what, full,
+                     ir_type_str((ir_dtype)st->type->dtype, s, here, sizeof here), ir_type_str(n->dtype, &n->shape, there, sizeof there), first);
             return ERR;
         }
         return vtensor(i);

@@ -422,7 +422,7 @@ static void expr_text(const ast_expr *e, char *buf, size_t cap, size_t *k) {
 
 static const char *type_text(elab *c, const ast_type *t) {
     if (t->kind != TY_TENSOR || t->rank < 0)
-        return t->kind == TY_TENSOR ? ir_dtype_name(t->dtype) : (const char *[]){"any", "int", "float", "str", "fn"}[t->kind];
+        return t->kind == TY_TENSOR ? ir_dtype_name(t->dtype) : (const char *[]){"any", "int", "float", "str", "fn", "", "list"}[t->kind];
     char buf[256];
     size_t k = (size_t)snprintf(buf, sizeof buf, "%s[", ir_dtype_name(t->dtype));
     for (const ast_expr *e = t->dims; e && k < sizeof buf; e = e->next) {
@@ -463,6 +463,7 @@ static bool check_arg(elab *c, const ast_decl *fn, const ast_param *p, value *v,
     case TY_FLOAT: ok = is_num(*v); if (ok) *v = vfloat(num(*v)); break;
     case TY_STR: ok = v->k == V_STR; break;
     case TY_FN: ok = v->k == V_FN || v->k == V_PRIM || v->k == V_BUILTIN; break;
+    case TY_LIST: ok = v->k == V_LIST; break;
     case TY_TENSOR:
         ok = v->k == V_TENSOR && match_dims(c, t, node(c, v->node));
         break;

@@ -49,7 +49,7 @@ fn l1_l2(l1: float = 0.01, l2: float = 0.01) {
 
 # adds regularizer r's penalty on w to the model's loss, l1 * sum(|w|) +
 # l2 * sum(w * w) (loss +=, docs/language.md); returns w
-fn regularize(w: f32, r) {
+fn regularize(w: f32, r: list) {
   if len(r) > 0 {
     flat = prim.reshape(w, size(w))
     if r[0] != 0 {
@@ -67,7 +67,7 @@ fn regularize(w: f32, r) {
 # y = activation(x W + b); params dense/kernel f32[k, units], dense/bias f32[units]
 fn dense(x: f32[b, k], units: int, activation: fn = identity,
          kernel_initializer = glorot_uniform, bias_initializer = zeros,
-         kernel_regularizer = [], bias_regularizer = []) {
+         kernel_regularizer: list = [], bias_regularizer: list = []) {
   param kernel: f32[k, units] = kernel_initializer
   param bias:   f32[units]    = bias_initializer
   kernel = regularize(kernel, kernel_regularizer)
@@ -79,7 +79,7 @@ fn dense(x: f32[b, k], units: int, activation: fn = identity,
 fn conv2d(x: f32[b, h, w, cin], filters: int, kernel: int, strides: int = 1,
           padding: str = "valid", activation: fn = identity,
           kernel_initializer = glorot_uniform, bias_initializer = zeros,
-          kernel_regularizer = [], bias_regularizer = []) {
+          kernel_regularizer: list = [], bias_regularizer: list = []) {
   param kernel: f32[kernel, kernel, cin, filters] = kernel_initializer
   param bias:   f32[filters]                      = bias_initializer
   kernel = regularize(kernel, kernel_regularizer)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../frontend/frontend.h"
 #include "elab.h"
@@ -581,6 +582,29 @@ static void load_file(elab *c, const char *path, const char *module, ir_loc use_
     f->ast = fe_parse(ipath, text, c->a, c->d, module != NULL);
 }
 
+/* Whether a module file is there: in the sources given (a plan being
+ * re-planned reads only those), else on disk. */
+static bool module_exists(elab *c, const char *path) {
+    if (c->o && c->o->n_sources > 0) {
+        for (int i = 0; i < c->o->n_sources; i++)
+            if (!strcmp(c->o->sources[i].path, path)) return true;
+        return false;
+    }
+    return access(path, R_OK) == 0;
+}
+
+/* `use NAME` in file `from`: NAME.mg beside `from`, else in the stdlib
+ * directory (as Python looks beside the script first); NULL after an error. */
+static const char *module_path(elab *c, const char *from, const ast_decl *use) {
+    const char *slash = strrchr(from, '/');
+    const char *beside = slash ? elab_fmt(c, "%.*s/%s.mg", (int)(slash - from), from, use->name) : elab_fmt(c, "%s.mg", use->name);
+    const char *in_stdlib = elab_fmt(c, "%s/%s.mg", c->stdlib_dir, use->name);
+    if (module_exists(c, beside)) return beside;
+    if (module_exists(c, in_stdlib) || (c->o && c->o->n_sources > 0)) return in_stdlib;
+    elab_err(c, use->name_loc, "no module named '%s' (looked for %s beside the file, then %s)", use->name, beside, in_stdlib);
+    return NULL;
+}
+
 /* Reads the main file and, transitively, every module it uses. */
 static void load_all(elab *c, const char *path) {
     load_file(c, path, NULL, (ir_loc){0});
@@ -591,8 +615,10 @@ static void load_all(elab *c, const char *path) {
                 elab_err(c, d->name_loc, "no module named '%s'", d->name);
                 continue;
             }
-            const char *p = elab_fmt(c, "%s/%s.mg", c->stdlib_dir, d->name);
-            load_file(c, p, d->name, d->name_loc);
+            bool loaded = false;
+            for (int k = 0; k < c->n_files && !loaded; k++) loaded = c->files[k].module && !strcmp(c->files[k].module, d->name);
+            const char *p = loaded ? NULL : module_path(c, c->files[i].path, d);
+            if (p) load_file(c, p, d->name, d->name_loc);
         }
 }
 

@@ -62,6 +62,7 @@ frontend_good(no_train ${FE_DIR}/good/no_train.mg EXPECT
   "batch 1 per replica, 1 global" "output add f32[1,3]" "param w f32[4,3] 12 init=glorot_uniform fan_in=4 fan_out=3")
 
 file(GLOB FE_BAD CONFIGURE_DEPENDS ${FE_DIR}/bad/*.mg)
+list(FILTER FE_BAD EXCLUDE REGEX "/lib_[^/]*\\.mg$") # modules the bad programs use
 foreach(src ${FE_BAD})
   get_filename_component(name ${src} NAME_WE)
   add_test(NAME frontend_bad_${name}
@@ -100,3 +101,7 @@ frontend_good(siamese ${MGC_SRC}/tests/train/siamese.mg EXPECT
 frontend_good(losses ${MGC_SRC}/tests/train/losses.mg EXPECT
   "loss add f32[64]" "metric xent sparse_xent f32[64]" "metric mse reduce_mean f32[64]"
   "output logits add f32[64,4]" "output regression add f32[64,3]")
+# `use NAME` finds NAME.mg beside the file that says it (before the stdlib)
+frontend_good(uses_local ${FE_DIR}/good/uses_local.mg EXPECT
+  "param block/dense_1/kernel f32[4,4] 16 init=glorot_uniform fan_in=4 fan_out=4"
+  "nodes 10 sources ${FE_DIR}/good/uses_local.mg ${FE_DIR}/good/lib_blocks.mg ${MGC_SRC}/stdlib/nn.mg")

@@ -486,6 +486,19 @@ static arg *take_arg(call *k, int idx, const char *name, bool *used) {
     return NULL;
 }
 
+/* "x, units, activation": fn's parameters, for messages. */
+static const char *param_names(elab *c, const ast_decl *fn) {
+    char buf[400] = "";
+    for (const ast_param *p = fn->params; p; p = p->next) {
+        if (strlen(buf) + strlen(p->name) + 8 >= sizeof buf) {
+            strcat(buf, ", ...");
+            break;
+        }
+        strcat(strcat(buf, *buf ? ", " : ""), p->name);
+    }
+    return *buf ? elab_fmt(c, "%s", buf) : "no arguments";
+}
+
 /* Binds every parameter of fn in the current frame; false after errors. */
 static bool bind_params(elab *c, const ast_decl *fn, call *k) {
     bool ok = true, *used = elab_xrealloc(NULL, (size_t)k->n * sizeof *used + 1);
@@ -516,7 +529,8 @@ static bool bind_params(elab *c, const ast_decl *fn, call *k) {
         bool known = false;
         for (const ast_param *p = fn->params; p; p = p->next) known |= !strcmp(p->name, k->a[i].name);
         if (known) elab_err_raw(c, k->a[i].loc, "argument '%s' of '%s' is given twice", k->a[i].name, fn->name);
-        else elab_err_raw(c, k->a[i].loc, "'%s' has no parameter named '%s'", fn->name, k->a[i].name);
+        else elab_err_raw(c, k->a[i].loc, "'%s' has no parameter named '%s'; it takes %s (and name:, reuse:)", fn->name,
+                          k->a[i].name, param_names(c, fn));
     }
     free(used);
     return ok;

@@ -201,6 +201,22 @@ static int64_t call_site_seed(elab *c, ir_loc loc) {
     return (int64_t)(h & ((UINT64_C(1) << 40) - 1));
 }
 
+/* A state takes one assign per step (the schedule runs it after every read
+ * of the old value); a second one, as a batch_norm shared by reuse: true
+ * would make, is an error at the second. */
+static bool first_assign(elab *c, int id) {
+    const ir_node *n = node(c, id);
+    for (int i = 0; i < id; i++) {
+        const ir_node *x = node(c, i);
+        if (x->op != OP_ASSIGN || x->in[0] != n->in[0]) continue;
+        elab_err_raw(c, n->loc, "state '%s' is already assigned in this step (at %s:%d:%d); a state takes one assign per step, "
+                     "so a layer with state (batch_norm) cannot be shared by reuse: true", node(c, n->in[0])->name,
+                     x->loc.file ? x->loc.file : "?", x->loc.line, x->loc.col);
+        return false;
+    }
+    return true;
+}
+
 value elab_call_prim(elab *c, ir_op op, call *k) {
     const char *name = elab_fmt(c, "prim.%s", ir_ops[op].name);
     if (ir_ops[op].flags & OPF_SOURCE) return elab_err(c, k->loc, "'%s' cannot be called", name), ERR;
@@ -233,6 +249,7 @@ value elab_call_prim(elab *c, ir_op op, call *k) {
         return elab_err(c, k->loc, "'%s' needs a window k_h, k_w >= 1", name), ERR;
     if (padding && !apply_padding(c, n, padding, name)) return ERR;
     if (op == OP_DROPOUT && n->iattr[0] < 0) n->iattr[0] = call_site_seed(c, k->loc);
-    return elab_finish(c, id);
+    value r = elab_finish(c, id);
+    return r.k == V_TENSOR && op == OP_ASSIGN && !first_assign(c, id) ? ERR : r;
 }
 

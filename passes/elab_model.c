@@ -169,6 +169,12 @@ static void stmt_metric(elab *c, const ast_stmt *st) {
 /* ---- outputs ---- */
 
 static void add_output(elab *c, const char *name, int id) {
+    if (node(c, id)->op == OP_INPUT) { /* an input lives on the host: the output is its per-replica rows */
+        ir_shape s = node(c, id)->shape;
+        int r = ir_add(c->m, OP_RESHAPE, &id, 1, node(c, id)->loc);
+        node(c, r)->shape = s;
+        id = elab_finish(c, r).node;
+    }
     c->m->outputs = elab_xrealloc(c->m->outputs, (size_t)(c->m->n_outputs + 1) * sizeof *c->m->outputs);
     c->m->outputs[c->m->n_outputs++] = (ir_output){ir_intern(c->m, name), id};
 }

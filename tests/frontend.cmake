@@ -102,6 +102,6 @@ frontend_good(losses ${MGC_SRC}/tests/train/losses.mg EXPECT
   "loss add f32[64]" "metric xent sparse_xent f32[64]" "metric mse reduce_mean f32[64]"
   "output logits add f32[64,4]" "output regression add f32[64,3]")
 # `use NAME` finds NAME.mg beside the file that says it (before the stdlib)
-frontend_good(uses_local ${FE_DIR}/good/uses_local.mg EXPECT
+frontend_good(uses_local ${FE_DIR}/good/modules/uses_local.mg EXPECT
   "param block/dense_1/kernel f32[4,4] 16 init=glorot_uniform fan_in=4 fan_out=4"
-  "nodes 10 sources ${FE_DIR}/good/uses_local.mg ${FE_DIR}/good/lib_blocks.mg ${MGC_SRC}/stdlib/nn.mg")
+  "nodes 10 sources ${FE_DIR}/good/modules/uses_local.mg ${FE_DIR}/good/modules/lib_blocks.mg ${MGC_SRC}/stdlib/nn.mg")

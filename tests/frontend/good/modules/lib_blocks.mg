@@ -1,4 +1,4 @@
-# lib_blocks.mg - a module beside the model that uses it (good/uses_local.mg)
+# lib_blocks.mg - a module beside the model that uses it (uses_local.mg)
 use nn
 
 fn block(x: f32[b, k], units: int) {

@@ -192,10 +192,18 @@ static int count_inputs(ir_op op, int n_pos) {
 /* The default mask stream of a dropout: a hash of the call's scope path
  * ("dropout_1", "block/dropout") and position (file name, line, column), so
  * two dropout layers never share a mask and a model compiled twice, from any
- * directory, draws the same ones. Below 2^40, as every attribute (ir/verify.c). */
+ * directory, draws the same ones. In a scope that shares params (reuse:
+ * true) the key also holds which call shares them, so the two towers of a
+ * Siamese network draw different masks, as a shared Keras Dropout does.
+ * Below 2^40, as every attribute (ir/verify.c). */
 static int64_t call_site_seed(elab *c, ir_loc loc) {
     const char *file = loc.file ? loc.file : "", *base = strrchr(file, '/'); /* not the directory: any checkout */
     const char *key = elab_fmt(c, "%s@%s:%d:%d", elab_scope_path(c, c->fr->scope), base ? base + 1 : file, loc.line, loc.col);
+    for (const scope *s = c->fr->scope; s; s = s->parent)
+        if (s->reuse) {
+            key = elab_fmt(c, "%s#%d", key, s->id);
+            break;
+        }
     uint64_t h = 1469598103934665603u; /* FNV-1a */
     for (const char *p = key; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211u;
     return (int64_t)(h & ((UINT64_C(1) << 40) - 1));

@@ -105,3 +105,6 @@ frontend_good(losses ${MGC_SRC}/tests/train/losses.mg EXPECT
 frontend_good(uses_local ${FE_DIR}/good/modules/uses_local.mg EXPECT
   "param block/dense_1/kernel f32[4,4] 16 init=glorot_uniform fan_in=4 fan_out=4"
   "nodes 10 sources ${FE_DIR}/good/modules/uses_local.mg ${FE_DIR}/good/modules/lib_blocks.mg ${MGC_SRC}/stdlib/nn.mg")
+frontend_good(uses_local_first ${FE_DIR}/good/shadow/model.mg EXPECT
+  "param dense/local_kernel f32[4,2] 8 init=ones fan_in=4 fan_out=2"
+  "nodes 3 sources ${FE_DIR}/good/shadow/model.mg ${FE_DIR}/good/shadow/nn.mg")

@@ -1,7 +1,9 @@
 /* elab.h - what the parts of the elaborator share (elaborate.c: names,
- * expressions, functions, statements, the model block, files; elab_prim.c:
- * primitives and builtins; elab_train.c: the train block). Not a public
- * interface: passes.h has pass_elaborate. */
+ * expressions, functions, files and modules; elab_stmt.c: statements;
+ * elab_model.c: the model's inputs, loss, metrics and outputs; elab_scope.c:
+ * param scopes and sharing; elab_prim.c: primitives and builtins;
+ * elab_train.c: the train block). Not a public interface: passes.h has
+ * pass_elaborate. */
 #ifndef MGC_ELAB_H
 #define MGC_ELAB_H
 

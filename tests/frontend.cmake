@@ -108,3 +108,5 @@ frontend_good(uses_local ${FE_DIR}/good/modules/uses_local.mg EXPECT
 frontend_good(uses_local_first ${FE_DIR}/good/shadow/model.mg EXPECT
   "param dense/local_kernel f32[4,2] 8 init=ones fan_in=4 fan_out=2"
   "nodes 3 sources ${FE_DIR}/good/shadow/model.mg ${FE_DIR}/good/shadow/nn.mg")
+frontend_good(conv_regularizer ${FE_DIR}/good/conv_regularizer.mg EXPECT
+  "loss add f32[1]" "nodes 28 sources ${FE_DIR}/good/conv_regularizer.mg ${MGC_SRC}/stdlib/nn.mg")

@@ -57,6 +57,7 @@ typedef enum {
     TY_STR,
     TY_FN,
     TY_TENSOR, /* dtype, and dims unless rank < 0 (any shape) */
+    TY_LIST,   /* a list of any values */
 } ast_type_kind;
 
 typedef struct {
@@ -82,11 +83,12 @@ typedef enum {
     ST_INPUT,   /* input name: type */
     ST_LOSS,    /* loss = expr */
     ST_METRIC,  /* metric name = expr */
-    ST_OUTPUT,  /* output name */
+    ST_OUTPUT,  /* output name [= expr] (expr NULL: the binding name) */
     ST_SETTING, /* in train: name = expr [per replica | global] */
     ST_STATE,   /* state name: type = expr (a non-trainable variable) */
     ST_IF,      /* if expr { body } else { orelse } (orelse may hold one ST_IF: else if) */
     ST_FOR,     /* for name in expr { body } */
+    ST_ADD_LOSS, /* loss += expr: a term added to the model's loss (regularizers) */
 } ast_stmt_kind;
 
 /* The names of `a, b = expr`, linked by next. */

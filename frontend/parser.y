@@ -59,7 +59,7 @@ static ast_name *name_new(fe_ctx *ctx, const char *name, ir_loc loc);
 %token STATE "'state'" METRIC "'metric'" OUTPUT "'output'" TRAIN "'train'" RETURN "'return'"
 %token PER "'per'" REPLICA "'replica'" GLOBAL "'global'"
 %token IF "'if'" ELSE "'else'" FOR "'for'" IN "'in'" AND "'and'" OR "'or'" NOT "'not'"
-%token LE "'<='" GE "'>='" EQ "'=='" NE "'!='"
+%token LE "'<='" GE "'>='" EQ "'=='" NE "'!='" PLUSEQ "'+='"
 
 %left OR
 %left AND
@@ -153,7 +153,8 @@ stmts
     ;
 
 /* stmt -> IDENT '=' expr suffix | (PARAM | STATE) IDENT ':' type '=' expr | RETURN expr
- *       | INPUT IDENT ':' type | LOSS '=' expr | METRIC IDENT '=' expr | OUTPUT IDENT
+ *       | INPUT IDENT ':' type | LOSS '=' expr | LOSS PLUSEQ expr | METRIC IDENT '=' expr
+ *       | OUTPUT IDENT ['=' expr]
  *       | IDENT (',' IDENT)+ '=' expr | RETURN expr (',' expr)* | if_stmt | FOR IDENT IN expr block */
 stmt
     : IDENT '=' expr suffix           { $$ = ast_stmt_new(ctx->arena, ST_ASSIGN, L(@1)); $$->name = $1; $$->name_loc = L(@1);
@@ -174,9 +175,12 @@ stmt
     | INPUT IDENT ':' type            { $$ = ast_stmt_new(ctx->arena, ST_INPUT, L(@1)); $$->name = $2; $$->name_loc = L(@2);
                                         $$->type = $4; }
     | LOSS '=' expr                   { $$ = ast_stmt_new(ctx->arena, ST_LOSS, L(@1)); $$->expr = $3; }
+    | LOSS PLUSEQ expr                { $$ = ast_stmt_new(ctx->arena, ST_ADD_LOSS, L(@1)); $$->expr = $3; }
     | METRIC IDENT '=' expr           { $$ = ast_stmt_new(ctx->arena, ST_METRIC, L(@1)); $$->name = $2; $$->name_loc = L(@2);
                                         $$->expr = $4; }
     | OUTPUT IDENT                    { $$ = ast_stmt_new(ctx->arena, ST_OUTPUT, L(@1)); $$->name = $2; $$->name_loc = L(@2); }
+    | OUTPUT IDENT '=' expr           { $$ = ast_stmt_new(ctx->arena, ST_OUTPUT, L(@1)); $$->name = $2; $$->name_loc = L(@2);
+                                        $$->expr = $4; }
     ;
 
 /* if_stmt -> IF expr block [ELSE (block | if_stmt)] */
@@ -298,7 +302,7 @@ static ast_type *make_type(fe_ctx *ctx, const char *name, ir_loc loc, bool has_d
         return t;
     }
     t->kind = !strcmp(name, "int") ? TY_INT : !strcmp(name, "float") ? TY_FLOAT : !strcmp(name, "str") ? TY_STR
-            : !strcmp(name, "fn") ? TY_FN : TY_ANY;
+            : !strcmp(name, "fn") ? TY_FN : !strcmp(name, "list") ? TY_LIST : TY_ANY;
     if (t->kind == TY_ANY) ir_diag_error(ctx->diag, loc, "unknown type '%s'", name);
     else if (has_dims) ir_diag_error(ctx->diag, loc, "type '%s' takes no dimensions", name);
     return t;

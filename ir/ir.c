@@ -113,7 +113,7 @@ ir_module *ir_module_new(void) {
     ir_module *m = calloc(1, sizeof *m);
     if (!m) abort();
     m->strings = calloc(1, sizeof *m->strings);
-    m->loss = m->output = -1;
+    m->loss = -1;
     m->bucket_bytes = 4 << 20;
     return m;
 }
@@ -124,6 +124,7 @@ void ir_module_free(ir_module *m) {
     free(m->g.nodes);
     free(m->inputs);
     free(m->metrics);
+    free(m->outputs);
     free(m->params);
     free(m->grads);
     free(m->devices);

@@ -31,7 +31,7 @@ enum { IR_MAX_RANK = 6, IR_MAX_IATTR = 8, IR_MAX_FATTR = 6 };
  * count in 17 slots) and, to run, at most IR_MAX_INPUTS inputs (one --input
  * binding each). */
 #define IR_MAX_ELEMENTS (INT64_C(1) << 40)
-enum { IR_MAX_METRICS = 15, IR_MAX_INPUTS = 16 };
+enum { IR_MAX_METRICS = 15, IR_MAX_INPUTS = 16, IR_MAX_OUTPUTS = 16 };
 
 typedef enum { IR_F32, IR_I32, IR_F64, IR_U8, IR_DTYPE_COUNT } ir_dtype;
 
@@ -169,6 +169,11 @@ typedef struct {
     int node;          /* per-example f32[batch] before the batch mean */
 } ir_metric;
 
+typedef struct {
+    const char *name;  /* "logits": predict writes it to OUT.logits.npy when there are several */
+    int node;          /* batch on axis 0 */
+} ir_output;
+
 /* One step of a compiled schedule, in a (program, device, stream) list. */
 typedef enum {
     SCHED_KERNEL, /* arg = node index */
@@ -209,7 +214,8 @@ typedef struct ir_module {
     int loss;                 /* per-example loss f32[batch], -1 if none */
     int n_metrics;
     ir_metric *metrics;
-    int output;               /* PREDICT output, -1 if none */
+    int n_outputs;
+    ir_output *outputs;       /* PREDICT outputs, in the order declared (none: nothing to predict) */
     int n_params;
     int *params;              /* PARAM nodes of replica 0 */
     int *grads;               /* gradient node of each param (after autodiff), -1 before */

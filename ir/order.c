@@ -159,12 +159,12 @@ bool ir_host_reads(const ir_module *m, int program, int i) {
     unsigned bit = 1u << program;
     if (!(n->programs & bit) || n->device < 0) return false;
     if (bit == PROG_TRAIN) return n->op == OP_ALL_REDUCE && n->iattr[0] == m->n_buckets;
-    int want[1 + IR_MAX_METRICS + 1], count = 0;
+    int want[1 + IR_MAX_METRICS + IR_MAX_OUTPUTS], count = 0;
     if (bit == PROG_EVAL) {
         if (m->loss >= 0) want[count++] = m->loss;
         for (int k = 0; k < m->n_metrics && k < IR_MAX_METRICS; k++) want[count++] = m->metrics[k].node;
-    } else if (bit == PROG_PREDICT && m->output >= 0) {
-        want[count++] = m->output;
+    } else if (bit == PROG_PREDICT) {
+        for (int k = 0; k < m->n_outputs && k < IR_MAX_OUTPUTS; k++) want[count++] = m->outputs[k].node;
     }
     for (int k = 0; k < count; k++) { /* replica 0's node or its copy on another replica */
         const ir_node *x = &m->g.nodes[want[k]];

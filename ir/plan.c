@@ -162,7 +162,8 @@ static void enc_model(buf *b, wstrings *t, const ir_module *m) {
     put_i32(b, m->loss);
     put_u32(b, (uint32_t)m->n_metrics);
     for (int k = 0; k < m->n_metrics; k++) put_str(b, t, m->metrics[k].name), put_i32(b, m->metrics[k].node);
-    put_i32(b, m->output);
+    put_u32(b, (uint32_t)m->n_outputs);
+    for (int k = 0; k < m->n_outputs; k++) put_str(b, t, m->outputs[k].name), put_i32(b, m->outputs[k].node);
     put_i32s(b, m->params, m->n_params);
     put_u8(b, m->grads != NULL);
     for (int k = 0; m->grads && k < m->n_params; k++) put_i32(b, m->grads[k]);
@@ -457,7 +458,9 @@ static void dec_model(rd *r) {
     m->n_metrics = get_count(r, 8, "metric");
     m->metrics = xmalloc((size_t)m->n_metrics * sizeof *m->metrics);
     for (int k = 0; k < m->n_metrics; k++) m->metrics[k].name = get_str(r), m->metrics[k].node = get_i32(r);
-    m->output = get_i32(r);
+    m->n_outputs = get_count(r, 8, "output");
+    m->outputs = xmalloc((size_t)m->n_outputs * sizeof *m->outputs);
+    for (int k = 0; k < m->n_outputs; k++) m->outputs[k].name = get_str(r), m->outputs[k].node = get_i32(r);
     m->params = get_i32s(r, &m->n_params, "param");
     if (get_bool(r, "gradients") && need(r, (size_t)m->n_params * 4)) {
         m->grads = xmalloc((size_t)m->n_params * sizeof *m->grads);
@@ -708,7 +711,10 @@ static int check_results(const ir_module *m, const char *name, char *err, size_t
     if (m->loss >= 0 && check_result(m, m->loss, "the loss", true, name, err, cap)) return -1;
     for (int k = 0; k < m->n_metrics; k++)
         if (check_result(m, m->metrics[k].node, "a metric", true, name, err, cap)) return -1;
-    if (m->output >= 0 && check_result(m, m->output, "the output", false, name, err, cap)) return -1;
+    if (m->n_outputs > IR_MAX_OUTPUTS)
+        return bad_plan(err, cap, name, "%d outputs (at most %d)", m->n_outputs, IR_MAX_OUTPUTS);
+    for (int k = 0; k < m->n_outputs; k++)
+        if (check_result(m, m->outputs[k].node, "an output", false, name, err, cap)) return -1;
     if (!m->has_train) return 0;
     if (m->loss < 0) return bad_plan(err, cap, name, "it trains but has no loss");
     for (int r = 0; r < m->n_devices; r++) { /* the report all-reduce of loss and metrics (runtime/train.c) */

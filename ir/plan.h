@@ -5,7 +5,8 @@
 #include "ir.h"
 
 #define MGX_MAGIC "MGXPLAN\0"
-enum { MGX_VERSION = 4 }; /* 2: ops by name; 3: learning-rate schedule, epochs; 4: clipnorm, global_clipnorm, initial_accumulator_value */
+enum { MGX_VERSION = 4 }; /* 2: ops by name; 3: learning-rate schedule, epochs; 4: clipnorm, global_clipnorm,
+                             initial_accumulator_value, named outputs */
 
 /* Writes atomically (temp file, fsync, rename). Returns 0, or -1 with a
  * one-line message in err ("PATH: cannot write: No space left on device"). */

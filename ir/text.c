@@ -95,7 +95,7 @@ static void print_interface(const ir_module *m, FILE *out) {
     }
     if (m->loss >= 0) fprintf(out, "# loss %%%d\n", m->loss);
     for (int k = 0; k < m->n_metrics; k++) fprintf(out, "# metric %s %%%d\n", m->metrics[k].name, m->metrics[k].node);
-    if (m->output >= 0) fprintf(out, "# output %%%d\n", m->output);
+    for (int k = 0; k < m->n_outputs; k++) fprintf(out, "# output %s %%%d\n", m->outputs[k].name, m->outputs[k].node);
 }
 
 static void print_train(const ir_module *m, FILE *out) {

@@ -156,7 +156,11 @@ static void check_interface(checker *c) {
         check_ref(c, what, m->inputs[k], OP_INPUT, false);
     }
     check_ref(c, "the loss", m->loss, -1, true);
-    check_ref(c, "the output", m->output, -1, true);
+    for (int k = 0; k < m->n_outputs; k++) {
+        snprintf(what, sizeof what, "output %d", k);
+        if (!m->outputs[k].name) problem(c, "output %d has no name", k);
+        check_ref(c, what, m->outputs[k].node, -1, false);
+    }
     for (int k = 0; k < m->n_metrics; k++) {
         snprintf(what, sizeof what, "metric %d", k);
         if (!m->metrics[k].name) problem(c, "metric %d has no name", k);

@@ -1,7 +1,9 @@
 /* elab.h - what the parts of the elaborator share (elaborate.c: names,
- * expressions, functions, statements, the model block, files; elab_prim.c:
- * primitives and builtins; elab_train.c: the train block). Not a public
- * interface: passes.h has pass_elaborate. */
+ * expressions, functions, files and modules; elab_stmt.c: statements;
+ * elab_model.c: the model's inputs, loss, metrics and outputs; elab_scope.c:
+ * param scopes and sharing; elab_prim.c: primitives and builtins;
+ * elab_train.c: the train block). Not a public interface: passes.h has
+ * pass_elaborate. */
 #ifndef MGC_ELAB_H
 #define MGC_ELAB_H
 
@@ -64,12 +66,23 @@ typedef struct {
 } binding;
 
 /* A naming scope: one per call of a function; named lazily, when it (or a
- * function it calls) declares its first param. */
+ * function it calls) declares its first param (elab_scope.c). */
 typedef struct scope {
     struct scope *parent;
-    const char *base;
+    const char *base; /* the function's name, or the name given by name: */
     const char *path; /* "" for the model, "dense_1", "block/dense" */
+    bool given;       /* base came from name: "..." (used as is, never numbered) */
+    bool reuse;       /* reuse: true: the params of the earlier scope of this path */
+    bool failed;      /* naming it failed (reported): its params are errors */
+    int id;           /* numbers the scopes of this call's own calls (0: the model) */
+    ir_loc loc;       /* the user's call */
 } scope;
+
+/* A scope path given to params, and the call that made it. */
+typedef struct {
+    const char *path;
+    ir_loc loc;
+} made_scope;
 
 typedef struct frame {
     struct frame *caller;
@@ -93,6 +106,12 @@ typedef struct {
     const char *module; /* module name, NULL for the main file */
 } source_file;
 
+/* A term `loss += t` added to the model's loss (a regularizer's penalty). */
+typedef struct {
+    int node;
+    ir_loc loc; /* the user's position */
+} loss_term;
+
 typedef struct {
     ir_module *m;
     ir_diag *d;
@@ -107,8 +126,16 @@ typedef struct {
     int depth;
     counter *counters;
     int n_counters;
+    made_scope *made;  /* every scope path named so far */
+    int n_made, n_scope_ids;
     const ast_expr *watch; /* the loss call, whose first argument is the output */
     value watched;
+    /* the model's loss (elab_model.c) */
+    bool in_model;
+    const ast_stmt *loss_stmt; /* `loss = ...`, NULL before */
+    value loss;
+    loss_term *terms;          /* `loss += ...` in the model or a function it calls */
+    int n_terms;
 } elab;
 
 /* ---- calls ---- */
@@ -148,8 +175,18 @@ value elab_eval(elab *c, const ast_expr *e);
 int elab_add(elab *c, ir_op op, const int *in, int n_in, ir_loc loc);
 value elab_finish(elab *c, int i);
 value elab_constant(elab *c, double v, ir_dtype t, ir_loc loc);
-/* Keras-style hierarchical name of a scope: "dense_1", "block/dense". */
+/* elab_scope.c */
+/* Keras-style hierarchical name of a scope: "dense_1", "block/dense", or the
+ * name given at the call ("tower"); errors for a name taken or not there to share. */
 const char *elab_scope_path(elab *c, scope *s);
+/* Takes name: and reuse: out of a function call's arguments into sc. */
+bool elab_scope_options(elab *c, call *k, scope *sc);
+/* A variable of a scope whose params are shared: the node made by the
+ * first use (same kind, dtype and shape), else an error. */
+value elab_shared_variable(elab *c, const ast_stmt *st, const char *full, const ir_shape *s);
+/* The scope or one around it shares (reuse: true) / failed to be named. */
+bool elab_scope_shared(const scope *s);
+bool elab_scope_failed(const scope *s);
 /* Binds name in frame f (rebinding replaces); looks a name up (locals, then globals). */
 void elab_bind(frame *f, const char *name, value v);
 value elab_lookup(elab *c, const char *name, ir_loc loc);
@@ -158,13 +195,28 @@ value elab_list(elab *c, const value *v, int n);
 /* Fewer than IR_MAX_ELEMENTS elements (what a plan may hold); the count in *out. */
 bool elab_checked_numel(const ir_shape *s, int64_t *out);
 
+/* Position of what is elaborated at loc: inside a module, the user's call. */
+ir_loc elab_at(elab *c, ir_loc loc);
+
 /* elab_stmt.c */
+typedef struct model_state model_state;
+/* Statements of a function (ms NULL) or of the model block; true once a
+ * return ran, its value in *ret. */
+bool elab_run_stmts(elab *c, const ast_stmt *s, model_state *ms, value *ret);
+/* The declared shape of an input or variable: every dimension a positive int. */
+bool elab_eval_shape(elab *c, const ast_type *t, const char *what, const char *name, ir_shape *s);
 /* Python's truth of a compile-time value; *ok false (after an error) for a tensor. */
 bool elab_truth(elab *c, value v, ir_loc loc, bool *ok);
 /* A function body: its return value (ERR after errors). */
 value elab_run_body(elab *c, const ast_stmt *s);
-/* The model block: inputs, params, loss, metrics, output into c->m. */
+
+/* elab_model.c */
+/* The model block: inputs, params, loss, metrics, outputs into c->m. */
 void elab_model(elab *c, const ast_decl *model);
+/* A statement only the model block has (input, loss, metric, output). */
+void elab_model_stmt(elab *c, const ast_stmt *s, model_state *ms);
+/* loss += expr (the model block or a function it calls) */
+void elab_add_loss(elab *c, const ast_stmt *s);
 
 /* elab_prim.c */
 value elab_call_builtin(elab *c, builtin_fn b, call *k);

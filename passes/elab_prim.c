@@ -305,10 +305,18 @@ static int count_inputs(ir_op op, int n_pos) {
 /* The default mask stream of a dropout: a hash of the call's scope path
  * ("dropout_1", "block/dropout") and position (file name, line, column), so
  * two dropout layers never share a mask and a model compiled twice, from any
- * directory, draws the same ones. Below 2^40, as every attribute (ir/verify.c). */
+ * directory, draws the same ones. In a scope that shares params (reuse:
+ * true) the key also holds which call shares them, so the two towers of a
+ * Siamese network draw different masks, as a shared Keras Dropout does.
+ * Below 2^40, as every attribute (ir/verify.c). */
 static int64_t call_site_seed(elab *c, ir_loc loc) {
     const char *file = loc.file ? loc.file : "", *base = strrchr(file, '/'); /* not the directory: any checkout */
     const char *key = elab_fmt(c, "%s@%s:%d:%d", elab_scope_path(c, c->fr->scope), base ? base + 1 : file, loc.line, loc.col);
+    for (const scope *s = c->fr->scope; s; s = s->parent)
+        if (s->reuse) {
+            key = elab_fmt(c, "%s#%d", key, s->id);
+            break;
+        }
     uint64_t h = 1469598103934665603u; /* FNV-1a */
     for (const char *p = key; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211u;
     return (int64_t)(h & ((UINT64_C(1) << 40) - 1));
@@ -324,6 +332,22 @@ static bool slice_to_end(elab *c, ir_node *n, ir_loc loc, const char *name) {
                 return elab_err(c, loc, "'%s' begins at %lld on axis %d, past its end (%lld)", name, (long long)n->iattr[i], i,
                                 (long long)x->shape.dim[i]), false;
         }
+    return true;
+}
+
+/* A state takes one assign per step (the schedule runs it after every read
+ * of the old value); a second one, as a batch_norm shared by reuse: true
+ * would make, is an error at the second. */
+static bool first_assign(elab *c, int id) {
+    const ir_node *n = node(c, id);
+    for (int i = 0; i < id; i++) {
+        const ir_node *x = node(c, i);
+        if (x->op != OP_ASSIGN || x->in[0] != n->in[0]) continue;
+        elab_err_raw(c, n->loc, "state '%s' is already assigned in this step (at %s:%d:%d); a state takes one assign per step, "
+                     "so a layer with state (batch_norm) cannot be shared by reuse: true", node(c, n->in[0])->name,
+                     x->loc.file ? x->loc.file : "?", x->loc.line, x->loc.col);
+        return false;
+    }
     return true;
 }
 
@@ -366,6 +390,7 @@ value elab_call_prim(elab *c, ir_op op, call *k) {
     if (op == OP_DROPOUT && n->iattr[0] < 0) n->iattr[0] = call_site_seed(c, k->loc);
     if (op == OP_CONCAT && n->iattr[0] < 0) n->iattr[0] += node(c, n->in[0])->shape.rank; /* axis: -1 the last */
     if (op == OP_SLICE && !slice_to_end(c, n, k->loc, name)) return ERR;
-    return elab_finish(c, id);
+    value r = elab_finish(c, id);
+    return r.k == V_TENSOR && op == OP_ASSIGN && !first_assign(c, id) ? ERR : r;
 }
 

@@ -1,6 +1,6 @@
-/* elab_stmt.c - statements: params and state, assignments, if, for, return
- * (function bodies and the model block), and the model interface (inputs,
- * loss, metrics, output). */
+/* elab_stmt.c - statements of function bodies and the model block: params
+ * and state (shared ones too), assignments, if, for, return; the model's own
+ * statements are in elab_model.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +10,7 @@
 /* ---- statements ---- */
 
 /* The declared shape of an input or param: every dimension a positive int. */
-static bool eval_shape(elab *c, const ast_type *t, const char *what, const char *name, ir_shape *s) {
+bool elab_eval_shape(elab *c, const ast_type *t, const char *what, const char *name, ir_shape *s) {
     if (t->kind != TY_TENSOR || t->rank < 0)
         return elab_err(c, t->loc, "%s '%s' needs a tensor type with dimensions, such as f32[10]", what, name), false;
     if (t->rank > IR_MAX_RANK) return elab_err(c, t->loc, "%s '%s' has rank %d; at most %d is supported", what, name, t->rank, IR_MAX_RANK), false;
@@ -49,13 +49,15 @@ static void stmt_param(elab *c, const ast_stmt *st) {
     const char *what = st->kind == ST_STATE ? "state" : "param";
     ir_shape s;
     value init = elab_eval(c, st->expr);
-    bool ok = eval_shape(c, st->type, what, st->name, &s);
+    bool ok = elab_eval_shape(c, st->type, what, st->name, &s);
     if (init.k != V_INIT && init.k != V_ERR)
         elab_err(c, st->expr->loc, "initializer of %s '%s' must be an initializer (zeros, ones, glorot_uniform, he_normal, ...), got %s",
                  what, st->name, elab_describe(c, init));
     if (!ok || init.k != V_INIT) return elab_bind(c->fr, st->name, ERR);
     const char *path = elab_scope_path(c, c->fr->scope);
     const char *full = ir_intern(c->m, *path ? elab_fmt(c, "%s/%s", path, st->name) : st->name);
+    if (elab_scope_failed(c->fr->scope)) return elab_bind(c->fr, st->name, ERR);
+    if (elab_scope_shared(c->fr->scope)) return elab_bind(c->fr, st->name, elab_shared_variable(c, st, full, &s));
     for (int i = 0; i < c->m->g.n; i++)
         if ((node(c, i)->op == OP_PARAM || node(c, i)->op == OP_STATE) && node(c, i)->name == full) {
             elab_err(c, st->name_loc, "%s '%s' is declared twice", what, full);
@@ -88,10 +90,8 @@ static void stmt_assign(elab *c, const ast_stmt *st) {
 }
 
 const char *const elab_stmt_names[] = {"assignment", "param", "return", "input", "loss", "metric", "output",
-                                       "setting", "state", "if", "for"};
+                                       "setting", "state", "if", "for", "loss +="};
 
-typedef struct model_state model_state;
-static void model_stmt(elab *c, const ast_stmt *s, model_state *ms);
 
 /* The truth of a compile-time condition (Python's: nonzero numbers, nonempty
  * strings and lists); false with an error for a tensor. */
@@ -116,7 +116,7 @@ bool elab_truth(elab *c, value v, ir_loc loc, bool *ok) {
 /* Runs statements of a function (ms NULL) or of the model block; a name bound
  * inside an if or for body keeps its value after it, as in Python. Returns
  * true once a return ran, its value in *ret. */
-static bool run_stmts(elab *c, const ast_stmt *s, model_state *ms, value *ret) {
+bool elab_run_stmts(elab *c, const ast_stmt *s, model_state *ms, value *ret) {
     for (; s; s = s->next) {
         bool ok;
         switch (s->kind) {
@@ -132,7 +132,7 @@ static bool run_stmts(elab *c, const ast_stmt *s, model_state *ms, value *ret) {
             return true;
         case ST_IF: {
             bool taken = elab_truth(c, elab_eval(c, s->expr), s->expr->loc, &ok);
-            if (ok && run_stmts(c, taken ? s->body : s->orelse, ms, ret)) return true;
+            if (ok && elab_run_stmts(c, taken ? s->body : s->orelse, ms, ret)) return true;
             break;
         }
         case ST_FOR: {
@@ -141,12 +141,13 @@ static bool run_stmts(elab *c, const ast_stmt *s, model_state *ms, value *ret) {
                 elab_err(c, s->expr->loc, "'for' needs a list, such as range(n), got %s", elab_describe(c, seq));
             for (int k = 0; seq.k == V_LIST && k < seq.list->n; k++) {
                 elab_bind(c->fr, s->name, seq.list->v[k]);
-                if (run_stmts(c, s->body, ms, ret)) return true;
+                if (elab_run_stmts(c, s->body, ms, ret)) return true;
             }
             break;
         }
+        case ST_ADD_LOSS: elab_add_loss(c, s); break;
         default:
-            if (ms) model_stmt(c, s, ms);
+            if (ms) elab_model_stmt(c, s, ms);
             else elab_err(c, s->loc, "'%s' is not allowed in a function", elab_stmt_names[s->kind]);
             break;
         }
@@ -156,105 +157,7 @@ static bool run_stmts(elab *c, const ast_stmt *s, model_state *ms, value *ret) {
 
 value elab_run_body(elab *c, const ast_stmt *s) {
     value v;
-    if (run_stmts(c, s, NULL, &v)) return v;
+    if (elab_run_stmts(c, s, NULL, &v)) return v;
     elab_err(c, c->fr->user_loc, "'%s' returns no value", c->fr->fn->name);
     return ERR;
-}
-
-/* ---- the model block ---- */
-
-struct model_state {
-    bool has_loss;
-    const ast_stmt *output;
-};
-
-static void stmt_input(elab *c, const ast_stmt *st) {
-    ir_shape s;
-    if (!eval_shape(c, st->type, "input", st->name, &s)) return elab_bind(c->fr, st->name, ERR);
-    const char *name = ir_intern(c->m, st->name);
-    for (int i = 0; i < c->m->n_inputs; i++)
-        if (node(c, c->m->inputs[i])->name == name) {
-            elab_err(c, st->name_loc, "input '%s' is declared twice", name);
-            return elab_bind(c->fr, st->name, ERR);
-        }
-    int id = elab_add(c, OP_INPUT, NULL, 0, st->loc);
-    ir_node *n = node(c, id);
-    n->dtype = (ir_dtype)st->type->dtype, n->shape = s, n->name = name;
-    c->m->inputs = elab_xrealloc(c->m->inputs, (size_t)(c->m->n_inputs + 1) * sizeof *c->m->inputs);
-    c->m->inputs[c->m->n_inputs++] = id;
-    elab_bind(c->fr, st->name, elab_finish(c, id));
-}
-
-/* A loss or metric is the batch mean of a per-example f32[batch]; returns that vector. */
-static int per_example(elab *c, value v, const ast_stmt *st, const char *what) {
-    if (v.k == V_ERR) return -1;
-    char b[128];
-    if (v.k == V_TENSOR) {
-        const ir_node *n = node(c, v.node);
-        const ir_node *x = n->op == OP_REDUCE_MEAN ? node(c, n->in[0]) : NULL;
-        if (x && n->iattr[0] == 1 && !n->iattr[1] && x->dtype == IR_F32 && x->shape.rank == 1 &&
-            x->shape.dim[0] == c->m->batch_per_replica)
-            return n->in[0];
-    }
-    snprintf(b, sizeof b, "%s", elab_describe(c, v));
-    elab_err(c, st->expr->loc, "the %s must be the batch mean of a per-example f32[%lld], got %s", what,
-        (long long)c->m->batch_per_replica, b);
-    return -1;
-}
-
-static void stmt_loss(elab *c, const ast_stmt *st, model_state *ms) {
-    if (ms->has_loss) return elab_err(c, st->loc, "the model has a second loss");
-    ms->has_loss = true;
-    c->watch = st->expr, c->watched = ERR;
-    value v = elab_eval(c, st->expr);
-    c->watch = NULL;
-    c->m->loss = per_example(c, v, st, "loss");
-    if (!ms->output && c->watched.k == V_TENSOR) c->m->output = c->watched.node;
-}
-
-static void stmt_metric(elab *c, const ast_stmt *st) {
-    const char *name = ir_intern(c->m, st->name);
-    for (int i = 0; i < c->m->n_metrics; i++)
-        if (c->m->metrics[i].name == name) return elab_err(c, st->name_loc, "metric '%s' is declared twice", name);
-    int id = per_example(c, elab_eval(c, st->expr), st, "metric");
-    if (id < 0) return;
-    if (c->m->n_metrics == IR_MAX_METRICS)
-        return elab_err(c, st->name_loc, "metric '%s' is one too many: a model has at most %d metrics", name, IR_MAX_METRICS);
-    c->m->metrics = elab_xrealloc(c->m->metrics, (size_t)(c->m->n_metrics + 1) * sizeof *c->m->metrics);
-    c->m->metrics[c->m->n_metrics++] = (ir_metric){name, id};
-}
-
-static void stmt_output(elab *c, const ast_stmt *st, model_state *ms) {
-    if (ms->output) return elab_err(c, st->loc, "the model has a second output");
-    ms->output = st;
-    value v = elab_lookup(c, st->name, st->name_loc);
-    if (v.k == V_ERR) return;
-    if (v.k != V_TENSOR) return elab_err(c, st->name_loc, "output '%s' must be a tensor, got %s", st->name, elab_describe(c, v));
-    c->m->output = v.node;
-}
-
-/* The model block's own statements. */
-static void model_stmt(elab *c, const ast_stmt *s, model_state *ms) {
-    switch (s->kind) {
-    case ST_INPUT: stmt_input(c, s); break;
-    case ST_LOSS: stmt_loss(c, s, ms); break;
-    case ST_METRIC: stmt_metric(c, s); break;
-    case ST_OUTPUT: stmt_output(c, s, ms); break;
-    default: elab_err(c, s->loc, "'%s' is not allowed in a model", elab_stmt_names[s->kind]); break;
-    }
-}
-
-/* model -> statements over inputs, with `batch` bound to the per-replica batch. */
-void elab_model(elab *c, const ast_decl *model) {
-    scope root = {NULL, "", ""};
-    frame f = {.scope = &root};
-    model_state ms = {0};
-    value unused;
-    c->fr = &f;
-    elab_bind(&f, "batch", vint(c->m->batch_per_replica));
-    run_stmts(c, model->body, &ms, &unused);
-    if (!ms.has_loss && !ms.output)
-        elab_err(c, model->name_loc, "model '%s' has neither a loss nor an output", model->name);
-    c->fr = NULL;
-    free(f.b);
 }

@@ -185,7 +185,7 @@ static void train_epochs(elab *c, const ast_stmt *s) {
 static bool elab_train(elab *c, const ast_decl *t, int n_dev, int64_t *global) {
     bool has_opt = false, has_batch = false;
     int64_t per = 0, glob = 0;
-    scope root = {NULL, "", ""};
+    scope root = {.base = "", .path = ""};
     frame f = {.scope = &root};
     c->fr = &f;
     for (const ast_stmt *s = t->body; s; s = s->next) {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../frontend/frontend.h"
 #include "elab.h"
@@ -23,6 +24,7 @@ void *elab_xrealloc(void *p, size_t n) {
 
 /* Position of what is elaborated at loc: inside a module, the user's call. */
 static ir_loc at(elab *c, ir_loc loc) { return c->fr && c->fr->in_module ? c->fr->user_loc : loc; }
+ir_loc elab_at(elab *c, ir_loc loc) { return at(c, loc); }
 
 void elab_err(elab *c, ir_loc loc, const char *fmt, ...) {
     char msg[512];
@@ -181,22 +183,6 @@ value elab_lookup(elab *c, const char *name, ir_loc loc) {
     if (!strncmp(name, "prim.", 5)) unknown_prim(c, name, loc);
     else elab_err(c, loc, "unknown name '%s'", name);
     return ERR;
-}
-
-/* The hierarchical name of scope s, numbering calls of the same function in
- * the same parent Keras-style: dense, dense_1, dense_2. */
-const char *elab_scope_path(elab *c, scope *s) {
-    if (s->path) return s->path;
-    const char *parent = elab_scope_path(c, s->parent);
-    const char *key = *parent ? elab_fmt(c, "%s/%s", parent, s->base) : s->base;
-    int i = 0;
-    while (i < c->n_counters && strcmp(c->counters[i].key, key)) i++;
-    if (i == c->n_counters) {
-        c->counters = elab_xrealloc(c->counters, (size_t)(c->n_counters + 1) * sizeof *c->counters);
-        c->counters[c->n_counters++] = (counter){key, 0};
-    }
-    int k = c->counters[i].count++;
-    return s->path = k ? elab_fmt(c, "%s_%d", key, k) : key;
 }
 
 /* ---- nodes ---- */
@@ -450,7 +436,7 @@ static void expr_text(const ast_expr *e, char *buf, size_t cap, size_t *k) {
 
 static const char *type_text(elab *c, const ast_type *t) {
     if (t->kind != TY_TENSOR || t->rank < 0)
-        return t->kind == TY_TENSOR ? ir_dtype_name(t->dtype) : (const char *[]){"any", "int", "float", "str", "fn"}[t->kind];
+        return t->kind == TY_TENSOR ? ir_dtype_name(t->dtype) : (const char *[]){"any", "int", "float", "str", "fn", "", "list"}[t->kind];
     char buf[256];
     size_t k = (size_t)snprintf(buf, sizeof buf, "%s[", ir_dtype_name(t->dtype));
     for (const ast_expr *e = t->dims; e && k < sizeof buf; e = e->next) {
@@ -491,6 +477,7 @@ static bool check_arg(elab *c, const ast_decl *fn, const ast_param *p, value *v,
     case TY_FLOAT: ok = is_num(*v); if (ok) *v = vfloat(num(*v)); break;
     case TY_STR: ok = v->k == V_STR; break;
     case TY_FN: ok = v->k == V_FN || v->k == V_PRIM || v->k == V_BUILTIN; break;
+    case TY_LIST: ok = v->k == V_LIST; break;
     case TY_TENSOR:
         ok = v->k == V_TENSOR && match_dims(c, t, node(c, v->node));
         break;
@@ -510,6 +497,19 @@ static arg *take_arg(call *k, int idx, const char *name, bool *used) {
         }
     }
     return NULL;
+}
+
+/* "x, units, activation": fn's parameters, for messages. */
+static const char *param_names(elab *c, const ast_decl *fn) {
+    char buf[400] = "";
+    for (const ast_param *p = fn->params; p; p = p->next) {
+        if (strlen(buf) + strlen(p->name) + 8 >= sizeof buf) {
+            strcat(buf, ", ...");
+            break;
+        }
+        strcat(strcat(buf, *buf ? ", " : ""), p->name);
+    }
+    return *buf ? elab_fmt(c, "%s", buf) : "no arguments";
 }
 
 /* Binds every parameter of fn in the current frame; false after errors. */
@@ -542,7 +542,8 @@ static bool bind_params(elab *c, const ast_decl *fn, call *k) {
         bool known = false;
         for (const ast_param *p = fn->params; p; p = p->next) known |= !strcmp(p->name, k->a[i].name);
         if (known) elab_err_raw(c, k->a[i].loc, "argument '%s' of '%s' is given twice", k->a[i].name, fn->name);
-        else elab_err_raw(c, k->a[i].loc, "'%s' has no parameter named '%s'", fn->name, k->a[i].name);
+        else elab_err_raw(c, k->a[i].loc, "'%s' has no parameter named '%s'; it takes %s (and name:, reuse:)", fn->name,
+                          k->a[i].name, param_names(c, fn));
     }
     free(used);
     return ok;
@@ -556,10 +557,11 @@ static value call_fn(elab *c, const ast_decl *fn, call *k) {
     /* argument errors point into the caller */
     k->loc = at(c, k->loc);
     for (int i = 0; i < k->n; i++) k->a[i].loc = at(c, k->a[i].loc);
-    scope sc = {c->fr->scope, fn->name, NULL};
+    scope sc = {.parent = c->fr->scope, .base = fn->name, .id = ++c->n_scope_ids, .loc = k->loc};
+    bool named = elab_scope_options(c, k, &sc);
     frame f = {.caller = c->fr, .fn = fn, .in_module = fn->in_module, .user_loc = at(c, k->loc), .scope = &sc};
     c->fr = &f, c->depth++;
-    value r = bind_params(c, fn, k) ? elab_run_body(c, fn->body) : ERR;
+    value r = bind_params(c, fn, k) && named ? elab_run_body(c, fn->body) : ERR;
     c->fr = f.caller, c->depth--;
     free(f.b);
     return r;
@@ -608,6 +610,29 @@ static void load_file(elab *c, const char *path, const char *module, ir_loc use_
     f->ast = fe_parse(ipath, text, c->a, c->d, module != NULL);
 }
 
+/* Whether a module file is there: in the sources given (a plan being
+ * re-planned reads only those), else on disk. */
+static bool module_exists(elab *c, const char *path) {
+    if (c->o && c->o->n_sources > 0) {
+        for (int i = 0; i < c->o->n_sources; i++)
+            if (!strcmp(c->o->sources[i].path, path)) return true;
+        return false;
+    }
+    return access(path, R_OK) == 0;
+}
+
+/* `use NAME` in file `from`: NAME.mg beside `from`, else in the stdlib
+ * directory (as Python looks beside the script first); NULL after an error. */
+static const char *module_path(elab *c, const char *from, const ast_decl *use) {
+    const char *slash = strrchr(from, '/');
+    const char *beside = slash ? elab_fmt(c, "%.*s/%s.mg", (int)(slash - from), from, use->name) : elab_fmt(c, "%s.mg", use->name);
+    const char *in_stdlib = elab_fmt(c, "%s/%s.mg", c->stdlib_dir, use->name);
+    if (module_exists(c, beside)) return beside;
+    if (module_exists(c, in_stdlib) || (c->o && c->o->n_sources > 0)) return in_stdlib;
+    elab_err(c, use->name_loc, "no module named '%s' (looked for %s beside the file, then %s)", use->name, beside, in_stdlib);
+    return NULL;
+}
+
 /* Reads the main file and, transitively, every module it uses. */
 static void load_all(elab *c, const char *path) {
     load_file(c, path, NULL, (ir_loc){0});
@@ -618,8 +643,10 @@ static void load_all(elab *c, const char *path) {
                 elab_err(c, d->name_loc, "no module named '%s'", d->name);
                 continue;
             }
-            const char *p = elab_fmt(c, "%s/%s.mg", c->stdlib_dir, d->name);
-            load_file(c, p, d->name, d->name_loc);
+            bool loaded = false;
+            for (int k = 0; k < c->n_files && !loaded; k++) loaded = c->files[k].module && !strcmp(c->files[k].module, d->name);
+            const char *p = loaded ? NULL : module_path(c, c->files[i].path, d);
+            if (p) load_file(c, p, d->name, d->name_loc);
         }
 }
 
@@ -634,6 +661,10 @@ static void collect_fns(elab *c) {
             for (const ast_param *p = d->params; p; p = p->next)
                 for (const ast_param *q = d->params; q != p; q = q->next)
                     if (!strcmp(p->name, q->name)) elab_err(c, p->loc, "parameter '%s' of '%s' appears twice", p->name, d->name);
+            for (const ast_param *p = d->params; p; p = p->next)
+                if (!strcmp(p->name, "name") || !strcmp(p->name, "reuse"))
+                    elab_err(c, p->loc, "parameter '%s' of '%s' is reserved: every call takes name: and reuse: for its param scope",
+                             p->name, d->name);
             c->fns = elab_xrealloc(c->fns, (size_t)(c->n_fns + 1) * sizeof *c->fns);
             c->fns[c->n_fns++] = d;
         }
@@ -689,6 +720,8 @@ ir_module *pass_elaborate(const char *path, const char *stdlib_dir, ir_diag *d, 
     free(c.files);
     free(c.fns);
     free(c.counters);
+    free(c.made);
+    free(c.terms);
     ast_arena_free(c.a);
     if (ir_diag_errors(d) != errors) {
         ir_module_free(c.m);

@@ -33,7 +33,7 @@ void pass_options_default(pass_options *o);
  * the per-replica batch (global batch / o->n_devices, an error at the train
  * block naming both numbers when not divisible), PARAM nodes with
  * hierarchical names, m->loss / m->metrics as per-example f32[batch] vectors,
- * m->output, the train block in m->opt and m->batch_per_replica /
+ * m->outputs, the train block in m->opt and m->batch_per_replica /
  * m->global_batch. Returns NULL after reporting errors. */
 ir_module *pass_elaborate(const char *path, const char *stdlib_dir, ir_diag *d, const pass_options *o);
 

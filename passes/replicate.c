@@ -254,7 +254,8 @@ static void mark_programs(ir_module *m, int n_dev) {
             bool is_metric = false;
             for (int k = 0; k < m->n_metrics; k++) is_metric |= n->origin == m->metrics[k].node;
             if (n->origin == m->loss || is_metric) mark(m, i, PROG_EVAL);
-            if (n->origin == m->output) mark(m, i, PROG_PREDICT);
+            for (int k = 0; k < m->n_outputs; k++)
+                if (n->origin == m->outputs[k].node) mark(m, i, PROG_PREDICT);
         }
     }
 }
@@ -304,7 +305,7 @@ bool pass_replicate(ir_module *m, ir_diag *d, const pass_options *o) {
     }
     if (m->loss >= 0) m->loss = R.map[0][m->loss];
     for (int k = 0; k < m->n_metrics; k++) m->metrics[k].node = R.map[0][m->metrics[k].node];
-    if (m->output >= 0) m->output = R.map[0][m->output];
+    for (int k = 0; k < m->n_outputs; k++) m->outputs[k].node = R.map[0][m->outputs[k].node];
 
     for (int r = 0; r < R.n_dev; r++) {
         free(R.map[r]), free(R.shard[r]);

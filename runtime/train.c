@@ -184,36 +184,50 @@ int rt_evaluate(rt_session *s, const rt_dataset *ds, rt_scores *out, char *err, 
     return rc;
 }
 
+/* Output k's rows of one step: replica r's at their global place. */
+static int read_output_rows(rt_session *s, int node, int64_t step, rt_tensor *out, char *buf) {
+    const ir_module *m = rt_session_module(s);
+    int64_t per = m->global_batch / m->n_devices, row = ir_node_bytes(&m->g.nodes[node]) / per, n = out->shape.dim[0];
+    int first = rt_session_first_replica(s);
+    for (int r = first; r < first + rt_session_local_replicas(s); r++) {
+        int64_t at = step * m->global_batch + r * per, take = n - at < per ? n - at : per; /* replica r's rows */
+        if (take <= 0) break;
+        if (rt_session_read(s, rt_session_peer(s, node, r), buf)) return -1;
+        memcpy((char *)out->data + at * row, buf, (size_t)(take * row));
+    }
+    return 0;
+}
+
 int rt_predict(rt_session *s, const rt_dataset *ds, rt_tensor *out, char *err, size_t cap) {
     const ir_module *m = rt_session_module(s);
-    if (m->output < 0) {
+    if (m->n_outputs < 1) {
         snprintf(err, cap, "model '%s' has no output to predict", m->model_name);
         return -1;
     }
     if (rt_session_average_states(s)) return snprintf(err, cap, "%s", rt_session_error(s)), -1;
-    const ir_node *o = &m->g.nodes[m->output];
-    int64_t per = m->global_batch / m->n_devices, row = ir_node_bytes(o) / per, n = rt_dataset_count(ds);
-    out->dtype = o->dtype, out->shape = o->shape, out->shape.dim[0] = n;
-    out->data = calloc((size_t)(n * row) + 1, 1); /* zero: under mpirun each worker fills its rows */
+    int64_t per = m->global_batch / m->n_devices, n = rt_dataset_count(ds), most = 0;
+    for (int k = 0; k < m->n_outputs; k++) {
+        const ir_node *o = &m->g.nodes[m->outputs[k].node];
+        int64_t row = ir_node_bytes(o) / per;
+        out[k].dtype = o->dtype, out[k].shape = o->shape, out[k].shape.dim[0] = n;
+        out[k].data = calloc((size_t)(n * row) + 1, 1); /* zero: under mpirun each worker fills its rows */
+        most = row > most ? row : most;
+    }
     rt_input_spec specs[m->n_inputs + 1];
     int which[m->n_inputs + 1];
     rt_input_specs(m, PROG_PREDICT, specs, which);
     rt_loader *l = ordered_loader(s, ds, err, cap);
     if (!l) return -1;
-    char *buf = malloc((size_t)(per * row));
-    int rc = 0, first = rt_session_first_replica(s);
+    char *buf = malloc((size_t)(per * most));
+    int rc = 0;
     for (int64_t step = 0; step < rt_loader_steps_per_epoch(l) && !rc; step++) {
         const rt_batch *b = rt_loader_next(l);
         set_inputs(s, b, which);
         rc = rt_session_run(s, PROG_PREDICT);
-        for (int r = first; r < first + rt_session_local_replicas(s) && !rc; r++) {
-            int64_t at = step * m->global_batch + r * per, take = n - at < per ? n - at : per; /* replica r's rows */
-            if (take <= 0) break;
-            rc = rt_session_read(s, rt_session_peer(s, m->output, r), buf);
-            if (!rc) memcpy((char *)out->data + at * row, buf, (size_t)(take * row));
-        }
+        for (int k = 0; k < m->n_outputs && !rc; k++) rc = read_output_rows(s, m->outputs[k].node, step, &out[k], buf);
     }
-    if (!rc) rc = rt_session_merge_processes(s, out->data, n * row, "predictions of the workers");
+    for (int k = 0; k < m->n_outputs && !rc; k++)
+        rc = rt_session_merge_processes(s, out[k].data, rt_tensor_bytes(&out[k]), "predictions of the workers");
     if (rc) snprintf(err, cap, "%s", rt_session_error(s));
     free(buf);
     rt_loader_free(l);

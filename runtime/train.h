@@ -37,8 +37,9 @@ typedef struct {
 int rt_evaluate(rt_session *s, const rt_dataset *ds, rt_scores *out, char *err, size_t cap);
 
 /* Model outputs for every example of ds (whose inputs are those of
- * rt_input_specs(m, PROG_PREDICT, ...)), as one tensor [N, ...]; under
- * mpirun every worker ends with all of it (each runs its replicas' rows). */
+ * rt_input_specs(m, PROG_PREDICT, ...)): out[k] is m->outputs[k] as one
+ * tensor [N, ...] (out holds m->n_outputs, zeroed by the caller); under
+ * mpirun every worker ends with all of them (each runs its replicas' rows). */
 int rt_predict(rt_session *s, const rt_dataset *ds, rt_tensor *out, char *err, size_t cap);
 
 typedef struct {

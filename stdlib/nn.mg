@@ -32,22 +32,58 @@ fn where(mask: f32, a, b) {
   return mask * a + (1.0 - mask) * b
 }
 
+# ---- regularizers (Keras'): a penalty on a param, added to the loss once per step ----
+
+# A regularizer is the list [l1 factor, l2 factor]; [] is none (the layers' default).
+fn l1(l1: float = 0.01) {
+  return [l1, 0.0]
+}
+
+fn l2(l2: float = 0.01) {
+  return [0.0, l2]
+}
+
+fn l1_l2(l1: float = 0.01, l2: float = 0.01) {
+  return [l1, l2]
+}
+
+# adds regularizer r's penalty on w to the model's loss, l1 * sum(|w|) +
+# l2 * sum(w * w) (loss +=, docs/language.md); returns w
+fn regularize(w: f32, r: list) {
+  if len(r) > 0 {
+    flat = prim.reshape(w, size(w))
+    if r[0] != 0 {
+      loss += r[0] * prim.reduce_sum(prim.relu(flat) + prim.relu(-flat), axes: 1)
+    }
+    if r[1] != 0 {
+      loss += r[1] * prim.reduce_sum(flat * flat, axes: 1)
+    }
+  }
+  return w
+}
+
 # ---- layers ----
 
 # y = activation(x W + b); params dense/kernel f32[k, units], dense/bias f32[units]
 fn dense(x: f32[b, k], units: int, activation: fn = identity,
-         kernel_initializer = glorot_uniform, bias_initializer = zeros) {
+         kernel_initializer = glorot_uniform, bias_initializer = zeros,
+         kernel_regularizer: list = [], bias_regularizer: list = []) {
   param kernel: f32[k, units] = kernel_initializer
   param bias:   f32[units]    = bias_initializer
+  kernel = regularize(kernel, kernel_regularizer)
+  bias = regularize(bias, bias_regularizer)
   return activation(prim.matmul(x, kernel) + bias)
 }
 
 # 2-D convolution of NHWC images with a square window; padding "valid" or "same"
 fn conv2d(x: f32[b, h, w, cin], filters: int, kernel: int, strides: int = 1,
           padding: str = "valid", activation: fn = identity,
-          kernel_initializer = glorot_uniform, bias_initializer = zeros) {
+          kernel_initializer = glorot_uniform, bias_initializer = zeros,
+          kernel_regularizer: list = [], bias_regularizer: list = []) {
   param kernel: f32[kernel, kernel, cin, filters] = kernel_initializer
   param bias:   f32[filters]                      = bias_initializer
+  kernel = regularize(kernel, kernel_regularizer)
+  bias = regularize(bias, bias_regularizer)
   return activation(prim.conv2d(x, kernel, strides: strides, padding: padding) + bias)
 }
 

@@ -71,6 +71,7 @@ frontend_good(no_train ${FE_DIR}/good/no_train.mg EXPECT
   "batch 1 per replica, 1 global" "output add f32[1,3]" "param w f32[4,3] 12 init=glorot_uniform fan_in=4 fan_out=3")
 
 file(GLOB FE_BAD CONFIGURE_DEPENDS ${FE_DIR}/bad/*.mg)
+list(FILTER FE_BAD EXCLUDE REGEX "/lib_[^/]*\\.mg$") # modules the bad programs use
 foreach(src ${FE_BAD})
   get_filename_component(name ${src} NAME_WE)
   add_test(NAME frontend_bad_${name}
@@ -89,3 +90,32 @@ frontend_good(control ${FE_DIR}/good/control.mg EXPECT
   "param pick_2/dense/kernel f32[5,4] 20 init=glorot_uniform fan_in=5 fan_out=4"
   "trainable parameters 970"
   "output add f32[4,10]")
+# issue 12: params shared by name (reuse: true): one tower's params however
+# many calls use them; several named outputs; a weighted sum of losses plus
+# regularizer terms keeps one per-example loss vector
+frontend_good(sharing ${FE_DIR}/good/sharing.mg ARGS 2 16 EXPECT
+  "param tower/dense/kernel f32[5,6] 30 init=glorot_uniform fan_in=5 fan_out=6"
+  "param tower/dense/bias f32[6] 6 init=zeros fan_in=6 fan_out=6"
+  "param tower/dense_1/kernel f32[6,3] 18 init=glorot_uniform fan_in=6 fan_out=3"
+  "param tower/dense_1/bias f32[3] 3 init=zeros fan_in=3 fan_out=3"
+  "param head/kernel f32[3,2] 6 init=glorot_uniform fan_in=3 fan_out=2"
+  "param dense/kernel f32[3,2] 6 init=glorot_uniform fan_in=3 fan_out=2"
+  "trainable parameters 73"
+  "output head add f32[8,2]" "output plain add f32[8,2]")
+frontend_good(siamese ${MGC_SRC}/tests/train/siamese.mg EXPECT
+  "param tower/dense/kernel f32[12,16] 192 init=glorot_uniform fan_in=12 fan_out=16"
+  "param tower/dense_1/bias f32[8] 8 init=zeros fan_in=8 fan_out=8"
+  "param dense/kernel f32[8,2] 16 init=glorot_uniform fan_in=8 fan_out=2"
+  "trainable parameters 362")
+frontend_good(losses ${MGC_SRC}/tests/train/losses.mg EXPECT
+  "loss add f32[64]" "metric xent sparse_xent f32[64]" "metric mse reduce_mean f32[64]"
+  "output logits add f32[64,4]" "output regression add f32[64,3]")
+# `use NAME` finds NAME.mg beside the file that says it (before the stdlib)
+frontend_good(uses_local ${FE_DIR}/good/modules/uses_local.mg EXPECT
+  "param block/dense_1/kernel f32[4,4] 16 init=glorot_uniform fan_in=4 fan_out=4"
+  "nodes 10 sources ${FE_DIR}/good/modules/uses_local.mg ${FE_DIR}/good/modules/lib_blocks.mg ${MGC_SRC}/stdlib/nn.mg")
+frontend_good(uses_local_first ${FE_DIR}/good/shadow/model.mg EXPECT
+  "param dense/local_kernel f32[4,2] 8 init=ones fan_in=4 fan_out=2"
+  "nodes 3 sources ${FE_DIR}/good/shadow/model.mg ${FE_DIR}/good/shadow/nn.mg")
+frontend_good(conv_regularizer ${FE_DIR}/good/conv_regularizer.mg EXPECT
+  "loss add f32[1]" "nodes 28 sources ${FE_DIR}/good/conv_regularizer.mg ${MGC_SRC}/stdlib/nn.mg")

@@ -44,3 +44,20 @@ foreach(model lamb global_clipnorm)
            COMMAND test_equivalence ${MGC_SRC}/tests/train/${model}.mg ${MGC_SRC}/stdlib)
   set_tests_properties(train_equivalence_${model} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 endforeach()
+# issue 12: language. A whole model's gradient against central differences and
+# its reported loss against the sum of its terms: a Siamese tower shared by two
+# calls (gradients of both uses add up), a weighted sum of two losses with
+# l1/l2 regularizers (loss = xent + 0.5 mse + penalties); both also N == 1 device.
+add_executable(test_model_grad ${CMAKE_CURRENT_SOURCE_DIR}/train/test_model_grad.c)
+target_link_libraries(test_model_grad PRIVATE mgc_passes mgc_runtime m)
+add_test(NAME train_grad_siamese
+         COMMAND test_model_grad ${CMAKE_CURRENT_SOURCE_DIR}/train/siamese.mg ${MGC_SRC}/stdlib --classes 2)
+add_test(NAME train_grad_losses
+         COMMAND test_model_grad ${CMAKE_CURRENT_SOURCE_DIR}/train/losses.mg ${MGC_SRC}/stdlib --classes 4
+                 metric:xent:1 metric:mse:0.5 l2:dense/kernel:0.01 l1:dense/bias:0.02
+                 l1:dense_1/kernel:0.005 l2:dense_1/kernel:0.03)
+add_test(NAME train_equivalence_siamese
+         COMMAND test_equivalence ${CMAKE_CURRENT_SOURCE_DIR}/train/siamese.mg ${MGC_SRC}/stdlib --synthetic 2)
+add_test(NAME train_equivalence_losses
+         COMMAND test_equivalence ${CMAKE_CURRENT_SOURCE_DIR}/train/losses.mg ${MGC_SRC}/stdlib --synthetic 4)
+set_tests_properties(train_equivalence_siamese train_equivalence_losses PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)

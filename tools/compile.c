@@ -374,6 +374,13 @@ static void inspect(const char *path, const ir_module *m) {
     }
     printf("   (global batch %lld = %lld per replica x %d)\n", (long long)m->global_batch,
            (long long)m->batch_per_replica, m->n_devices);
+    if (m->n_outputs) printf("outputs      ");
+    for (int k = 0; k < m->n_outputs; k++) { /* as predict writes them: every example */
+        ir_shape s = m->g.nodes[m->outputs[k].node].shape;
+        s.dim[0] = m->global_batch;
+        printf(" %s: %s%s", m->outputs[k].name, ir_type_str(m->g.nodes[m->outputs[k].node].dtype, &s, t, sizeof t),
+               k < m->n_outputs - 1 ? "" : m->n_outputs > 1 ? "   (predict -o OUT.npy writes OUT.NAME.npy each)\n" : "\n");
+    }
     printf("devices      ");
     for (int d = 0; d < m->n_devices; d++) printf(" %s:%d", m->devices[d].name, m->devices[d].index);
     printf("   (cross-device ops: %s)\n", ir_cross_device_names[m->cross_device]);

@@ -1,6 +1,7 @@
 /* run.c - mgc run, eval and predict: bind a plan to devices and data. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,7 +69,10 @@ static const char run_help[] =
 static const char eval_help[] =
     "usage: mgc eval PLAN.mgx --load CKPT [--json] [--data DIR | --input NAME=FILE ...]\n";
 static const char predict_help[] =
-    "usage: mgc predict PLAN.mgx --load CKPT --input NAME=FILE ... -o OUT.npy\n";
+    "usage: mgc predict PLAN.mgx --load CKPT --input NAME=FILE ... -o OUT.npy\n"
+    "  writes each model output for every example, as .npy: a model with one output writes\n"
+    "  OUT.npy itself; a model with several ('output NAME = ...') writes OUT.NAME.npy for each\n"
+    "  (-o preds.npy -> preds.logits.npy, preds.boxes.npy; a name without .npy gets .NAME.npy)\n";
 
 /* Limits of the numeric options (docs/errors.md, resource limits). */
 #define MAX_EPOCHS INT64_C(1000000000)     /* x steps per epoch (< 2^31) stays below 2^63 */
@@ -561,6 +565,20 @@ int cmd_eval(int argc, char **argv) {
     return unbind_plan(&bp, rc);
 }
 
+/* The file of output j: OUT itself for a model with one output, else
+ * OUT.NAME.npy (a trailing .npy of OUT moves after the name). */
+static bool output_path(const char *out, const ir_module *m, int j, char *buf, size_t cap, char *err, size_t err_cap) {
+    size_t n = strlen(out);
+    if (m->n_outputs == 1) n = (size_t)snprintf(buf, cap, "%s", out);
+    else {
+        int base = (int)(n >= 4 && !strcmp(out + n - 4, ".npy") ? n - 4 : n);
+        n = (size_t)snprintf(buf, cap, "%.*s.%s.npy", base, out, m->outputs[j].name);
+    }
+    if (n < cap) return true;
+    snprintf(err, err_cap, "%.200s...: the file name of output '%s' is too long", buf, m->outputs[j].name);
+    return false;
+}
+
 int cmd_predict(int argc, char **argv) {
     run_options o;
     int k = parse_run_options(argc, argv, &o, predict_help);
@@ -576,19 +594,29 @@ int cmd_predict(int argc, char **argv) {
     if (!bind_plan(argv[k], &o, &bp)) return 1;
     char err[640];
     rt_dataset *ds = NULL;
-    if (!bp.facts.failed && bp.m->output < 0) {
+    int n_out = bp.facts.failed ? 0 : bp.m->n_outputs;
+    char (*paths)[PATH_MAX] = calloc((size_t)n_out + 1, sizeof *paths);
+    if (!bp.facts.failed && !n_out) {
         snprintf(err, sizeof err, "%s: model '%s' has no output to predict", argv[k], bp.m->model_name);
         fail_local(&bp, err);
     }
+    for (int j = 0; j < n_out && !bp.facts.failed; j++)
+        if (!output_path(o.out, bp.m, j, paths[j], sizeof paths[j], err, sizeof err) ||
+            ir_check_output(paths[j], err, sizeof err))
+            fail_local(&bp, err);
     if (!bp.facts.failed && !(ds = open_data(bp.m, &o, "test", PROG_PREDICT, 1, err, sizeof err))) fail_local(&bp, err);
-    rt_tensor out = {0};
+    rt_tensor *out = calloc((size_t)n_out + 1, sizeof *out);
     int rc = start_plan(&bp, argv[k], &o, ds) ? 0 : 1;
-    if (!rc && (rt_predict(bp.s, ds, &out, err, sizeof err) ||
-                (rt_session_rank(bp.s) == 0 && rt_save_npy(o.out, &out, err, sizeof err)))) {
+    bool failed = !rc && rt_predict(bp.s, ds, out, err, sizeof err) != 0;
+    for (int j = 0; j < n_out && !rc && !failed && rt_session_rank(bp.s) == 0; j++)
+        failed = rt_save_npy(paths[j], &out[j], err, sizeof err) != 0;
+    if (failed) {
         fprintf(stderr, "mgc: %s\n", err);
         rc = 1;
     }
-    rt_tensor_free(&out);
+    for (int j = 0; j < n_out; j++) rt_tensor_free(&out[j]);
+    free(out);
+    free(paths);
     rt_dataset_free(ds);
     return unbind_plan(&bp, rc);
 }

@@ -65,3 +65,24 @@ done
 cmp -s "$tmp/drop.json" "$tmp/nodrop.json" || fail "eval with dropout differs from eval without: $(cat "$tmp/drop.json" "$tmp/nodrop.json")"
 cmp -s "$tmp/drop.npy" "$tmp/nodrop.npy" || fail "predict with dropout differs from predict without"
 echo ok
+
+# a tower shared by name (reuse: true, issue 12) holds one set of params, yet
+# its dropout draws a mask per call, as a shared Keras Dropout does; a
+# recompile draws the same seeds
+cat > "$tmp/siamese.mg" <<'MG'
+use nn
+fn tower(x: f32[b, n]) {
+  return dropout(dense(x, 8, activation: relu), 0.5)
+}
+model m {
+  input a: f32[batch, 16]
+  input b: f32[batch, 16]
+  d = tower(a, name: "tower") - tower(b, name: "tower", reuse: true)
+  output d
+}
+MG
+"$MGC" dump "$tmp/siamese.mg" > "$tmp/siamese.ir"
+[ "$(grep -c ' = param(' "$tmp/siamese.ir")" = 2 ] || fail "the shared tower has more than one set of params"
+seeds=$(sed -n 's/.* dropout(.* seed=\([0-9]*\) .*/\1/p' "$tmp/siamese.ir" | sort -u | wc -l)
+[ "$seeds" = 2 ] || fail "the two uses of a shared tower draw the same dropout mask"
+"$MGC" dump "$tmp/siamese.mg" | cmp -s - "$tmp/siamese.ir" || fail "a recompile of the shared tower differs"

@@ -27,7 +27,10 @@ static void summary(const ir_module *m) {
     if (m->loss >= 0) printf("loss %s %s\n", ir_ops[g[m->loss].op].name, type_of(&g[m->loss]));
     for (int i = 0; i < m->n_metrics; i++)
         printf("metric %s %s %s\n", m->metrics[i].name, ir_ops[g[m->metrics[i].node].op].name, type_of(&g[m->metrics[i].node]));
-    if (m->output >= 0) printf("output %s %s\n", ir_ops[g[m->output].op].name, type_of(&g[m->output]));
+    for (int k = 0; k < m->n_outputs; k++) {
+        const ir_node *o = &g[m->outputs[k].node];
+        printf("output %s%s%s %s\n", m->n_outputs > 1 ? m->outputs[k].name : "", m->n_outputs > 1 ? " " : "", ir_ops[o->op].name, type_of(o));
+    }
     const ir_optimizer *o = &m->opt;
     printf("train %s optimizer %s lr=%g beta1=%g beta2=%g epsilon=%g weight_decay=%g momentum=%g rho=%g nesterov=%d\n",
            m->has_train ? "yes" : "no", ir_optimizer_names[o->kind], o->lr, o->beta1, o->beta2, o->epsilon,

@@ -139,11 +139,11 @@ static void check(const char *x_type, const char *layer, reference ref) {
         for (int64_t k = 0; k < ir_shape_numel(&m->g.nodes[m->params[p]].shape); k++) v[k] = uniform();
     }
     loss(e, m);
-    const ir_node *xn = &m->g.nodes[m->params[0]], *yn = &m->g.nodes[m->output];
+    const ir_node *xn = &m->g.nodes[m->params[0]], *yn = &m->g.nodes[m->outputs[0].node];
     int64_t n = ir_shape_numel(&yn->shape);
     double *want = calloc((size_t)n + 1, sizeof *want), worst = 0;
     ref(&xn->shape, ref_eval_data(e, m->params[0]), e, m, want);
-    for (int64_t k = 0; k < n; k++) worst = fmax(worst, fabs(ref_eval_data(e, m->output)[k] - want[k]));
+    for (int64_t k = 0; k < n; k++) worst = fmax(worst, fabs(ref_eval_data(e, m->outputs[0].node)[k] - want[k]));
     double fd = fd_error(e, m);
     printf("  %-50s output error %.1e, gradient error %.1e\n", layer, worst, fd);
     if (!(worst < 1e-12) || !(fd < 1e-6)) {

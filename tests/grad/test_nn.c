@@ -215,7 +215,7 @@ static void test_elementwise(const elem_case *c) {
     double *x = ref_eval_data(e, input_named(m, "x")), *t = ref_eval_data(e, input_named(m, "t"));
     for (int k = 0; k < B * N; k++) x[k] = uniform(c->lo, c->hi), t[k] = uniform(c->tlo, c->thi);
     ref_eval_run(e, 1, false);
-    const double *y = ref_eval_data(e, m->output);
+    const double *y = ref_eval_data(e, m->outputs[0].node);
     for (int k = 0; k < B * N; k++) check(c->expr, k, y[k], c->f(x[k], t[k]), 1e-12);
     ref_eval_free(e);
     ir_module_free(m);

@@ -162,7 +162,9 @@ static void set_interface(ir_module *m, const rich_nodes *x) {
     m->loss = x->xent[0];
     m->n_metrics = 1, m->metrics = malloc(sizeof *m->metrics);
     m->metrics[0] = (ir_metric){ir_intern(m, "accuracy"), x->match[0]};
-    m->output = x->logits[0];
+    m->n_outputs = 2, m->outputs = malloc(2 * sizeof *m->outputs);
+    m->outputs[0] = (ir_output){ir_intern(m, "logits"), x->logits[0]};
+    m->outputs[1] = (ir_output){ir_intern(m, "xent"), x->xent[0]};
     m->n_params = 2, m->params = malloc(2 * sizeof *m->params), m->grads = malloc(2 * sizeof *m->grads);
     m->params[0] = x->kernel[0], m->params[1] = x->bias[0];
     m->grads[0] = x->view_k[0], m->grads[1] = x->view_b[0];
@@ -210,7 +212,8 @@ ir_module *small_module(void) {
     int x = leaf(m, OP_INPUT, IR_F32, 2, (int64_t[]){2, 3}, "x", 1, 0, 0);
     int w = leaf(m, OP_PARAM, IR_F32, 2, (int64_t[]){3, 4}, "w", 2, 0, 0);
     int mm = typed(m, op(m, OP_MATMUL, (int[]){x, w}, 2, 3, 0, 0));
-    m->output = typed(m, op(m, OP_RELU, &mm, 1, 4, 0, 0));
+    m->n_outputs = 1, m->outputs = malloc(sizeof *m->outputs);
+    m->outputs[0] = (ir_output){ir_intern(m, "y"), typed(m, op(m, OP_RELU, &mm, 1, 4, 0, 0))};
     m->n_inputs = 1, m->inputs = malloc(sizeof(int)), m->inputs[0] = x;
     m->n_params = 1, m->params = malloc(sizeof(int)), m->params[0] = w;
     return m;

@@ -3,6 +3,6 @@ use nn
 model m {
   input image: f32[batch, 28, 28, 1]
   input label: i32[batch]
-  logits = dense(flatten(image), 10, relu, glorot_uniform, zeros, 3)
+  logits = dense(flatten(image), 10, relu, glorot_uniform, zeros, [], [], 3)
   loss = sparse_softmax_cross_entropy(logits, label)
 }

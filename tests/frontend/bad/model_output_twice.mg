@@ -1,6 +1,6 @@
 model m {
   input x: f32[batch, 8]
   y = x * 2.0
-  output x
   output y
+  output y = x
 }

@@ -1,0 +1,7 @@
+use nn
+
+model m {
+  input x: f32[batch, 8]
+  a = dense(x, 4, name: "head", reuse: true)
+  output a
+}

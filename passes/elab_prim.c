@@ -85,6 +85,20 @@ static void same_pad(int64_t d, int64_t k, int64_t s, int64_t *before, int64_t *
     *before = total / 2, *after = total - total / 2;
 }
 
+/* conv2d_transpose "same" (Keras): output d * s, the pads of a "same" conv2d
+ * from that output back to the input, which need a window >= the stride. */
+static bool transpose_same_pad(elab *c, ir_node *n, const arg *a, const ir_node *x, int64_t k_h, int64_t k_w) {
+    const int64_t k[2] = {k_h, k_w};
+    for (int i = 0; i < 2; i++) {
+        int64_t st = n->iattr[i];
+        if (k[i] < st)
+            return elab_err(c, a->loc, "padding \"same\" of 'prim.conv2d_transpose' needs a window of at least its "
+                            "stride, got window %lld and stride %lld", (long long)k[i], (long long)st), false;
+        same_pad(x->shape.dim[1 + i] * st, k[i], st, &n->iattr[2 + i], &n->iattr[4 + i]);
+    }
+    return true;
+}
+
 static bool apply_padding(elab *c, ir_node *n, const arg *a, const char *name) {
     if (a->v.k != V_STR || (strcmp(a->v.s, "same") && strcmp(a->v.s, "valid")))
         return elab_err(c, a->loc, "padding of '%s' must be \"valid\" or \"same\"", name), false;
@@ -95,21 +109,34 @@ static bool apply_padding(elab *c, ir_node *n, const arg *a, const char *name) {
     if (x->shape.rank != 4 || (kh < 0 && (!w || w->shape.rank != 4)) || n->iattr[s] < 1 || n->iattr[s + 1] < 1)
         return true; /* the shape rule reports it */
     int64_t k_h = kh >= 0 ? n->iattr[kh] : w->shape.dim[0], k_w = kh >= 0 ? n->iattr[kh + 1] : w->shape.dim[1];
+    if (kh < 0) { /* a convolution: its dilated window */
+        ir_conv g = ir_conv_of(n, &w->shape);
+        k_h = g.window[0], k_w = g.window[1];
+    }
+    if (n->op == OP_CONV2D_TRANSPOSE) return transpose_same_pad(c, n, a, x, k_h, k_w);
     same_pad(x->shape.dim[1], k_h, n->iattr[s], &n->iattr[p], &n->iattr[p + 2]);
     same_pad(x->shape.dim[2], k_w, n->iattr[s + 1], &n->iattr[p + 1], &n->iattr[p + 3]);
     return true;
 }
 
-/* A list for an int attribute: `strides: [h, w]` sets stride_h and stride_w,
- * `axes: [0, 2]` the bit mask of those axes (negative from the end). */
+/* Keyword attributes that set an (h, w) pair: `strides:` sets stride_h and
+ * stride_w, `dilation:` dilation_h and dilation_w, from an int or [h, w]. */
+static bool pair_attr(const char *kw) { return !strcmp(kw, "strides") || !strcmp(kw, "dilation"); }
+static int pair_index(ir_op op, const char *kw) {
+    return ir_op_iattr_index(op, !strcmp(kw, "strides") ? "stride_h" : "dilation_h");
+}
+
+/* A list for an int attribute: `strides: [h, w]` sets stride_h and stride_w
+ * (likewise `dilation:`), `axes: [0, 2]` the bit mask of those axes
+ * (negative from the end). */
 static bool list_attr(elab *c, ir_node *n, const arg *a, int i, const char *name) {
     const vlist *l = a->v.list;
     for (int k = 0; k < l->n; k++)
         if (l->v[k].k != V_INT)
             return elab_err(c, a->loc, "attribute '%s' of '%s' must be a list of ints", a->name, name), false;
-    if (!strcmp(a->name, "strides") && l->n == 2) {
+    if (pair_attr(a->name) && l->n == 2) {
         for (int k = 0; k < 2; k++)
-            if (l->v[k].i < 1 || l->v[k].i > MAX_DIM) return elab_err(c, a->loc, "strides of '%s' must be positive", name), false;
+            if (l->v[k].i < 1 || l->v[k].i > MAX_DIM) return elab_err(c, a->loc, "%s of '%s' must be positive", a->name, name), false;
         n->iattr[i] = l->v[0].i, n->iattr[i + 1] = l->v[1].i;
         return true;
     }
@@ -131,8 +158,7 @@ static bool list_attr(elab *c, ir_node *n, const arg *a, int i, const char *name
 /* Sets one keyword attribute of a primitive node. */
 static bool prim_attr(elab *c, ir_node *n, const arg *a, const char *name) {
     int i = ir_op_iattr_index(n->op, a->name), f = ir_op_fattr_index(n->op, a->name);
-    if (!strcmp(a->name, "strides") && ir_op_iattr_index(n->op, "stride_h") >= 0)
-        i = ir_op_iattr_index(n->op, "stride_h");
+    if (pair_attr(a->name) && pair_index(n->op, a->name) >= 0) i = pair_index(n->op, a->name);
     if (n->op == OP_CAST && !strcmp(a->name, "dtype")) {
         int t = a->v.k == V_STR ? ir_dtype_from_name(a->v.s) : -1;
         if (t < 0) return elab_err(c, a->loc, "dtype of '%s' must be a dtype name such as \"f32\"", name), false;
@@ -144,7 +170,7 @@ static bool prim_attr(elab *c, ir_node *n, const arg *a, const char *name) {
         if (a->v.i < -MAX_DIM || a->v.i > MAX_DIM)
             return elab_err(c, a->loc, "attribute '%s' of '%s' is out of range", a->name, name), false;
         n->iattr[i] = a->v.i;
-        if (!strcmp(a->name, "strides")) n->iattr[i + 1] = a->v.i;
+        if (pair_attr(a->name)) n->iattr[i + 1] = a->v.i;
         return true;
     }
     if (f >= 0) {
@@ -221,6 +247,9 @@ value elab_call_prim(elab *c, ir_op op, call *k) {
     ir_node *n = node(c, id);
     int s = ir_op_iattr_index(op, "stride_h");
     if (s >= 0) n->iattr[s] = n->iattr[s + 1] = 1;
+    int d = ir_op_iattr_index(op, "dilation_h"), g = ir_op_iattr_index(op, "groups");
+    if (d >= 0) n->iattr[d] = n->iattr[d + 1] = 1;
+    if (g >= 0) n->iattr[g] = 1;
     if (shape_given(op) && !prim_shape(c, n, k->a + n_in, n_pos - n_in, name)) return ERR;
     const arg *padding = NULL;
     for (int i = n_pos; i < k->n; i++) {

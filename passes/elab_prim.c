@@ -7,7 +7,7 @@
 
 #include "elab.h"
 
-const char *const elab_builtin_names[B_COUNT] = {"dim", "rank", "size", "max", "min", "len", "range"};
+const char *const elab_builtin_names[B_COUNT] = {"dim", "rank", "size", "max", "min", "len", "range", "pair"};
 
 /* ---- builtins ---- */
 
@@ -44,9 +44,22 @@ static value call_range(elab *c, call *k) {
     return r;
 }
 
+/* pair(v, i): element i (0 or 1) of an (h, w) pair given as an int n (n, n)
+ * or a list [h, w], as Keras' kernel_size, strides and dilation_rate */
+static value call_pair(elab *c, call *k) {
+    if (!want(c, k, 2, "pair") || !want_kind(c, &k->a[1], V_INT, "pair")) return ERR;
+    value v = k->a[0].v;
+    int64_t i = k->a[1].v.i;
+    if (i != 0 && i != 1) return elab_err(c, k->a[1].loc, "index %lld of 'pair' must be 0 or 1", (long long)i), ERR;
+    if (v.k == V_INT) return v;
+    if (v.k == V_LIST && v.list->n == 2 && v.list->v[0].k == V_INT && v.list->v[1].k == V_INT) return v.list->v[i];
+    return elab_err(c, k->a[0].loc, "expected an int or a list of two ints, got %s", elab_describe(c, v)), ERR;
+}
+
 value elab_call_builtin(elab *c, builtin_fn b, call *k) {
     const char *name = elab_builtin_names[b];
     if (b == B_RANGE) return call_range(c, k);
+    if (b == B_PAIR) return call_pair(c, k);
     if (b == B_LEN) {
         if (!want(c, k, 1, name)) return ERR;
         if (k->a[0].v.k != V_LIST) return elab_err(c, k->a[0].loc, "argument of 'len' must be a list, got %s", elab_describe(c, k->a[0].v)), ERR;

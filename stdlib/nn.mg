@@ -61,11 +61,14 @@ fn conv2d(x: f32[b, h, w, cin], filters: int, kernel, strides = 1,
 
 # one filter bank per input channel: params depthwise_conv2d/depthwise_kernel
 # f32[kh, kw, cin, depth_multiplier], bias f32[cin * depth_multiplier]; output
-# channel c * depth_multiplier + m (a conv2d with groups = cin)
+# channel c * depth_multiplier + m (a conv2d with groups = cin of the kernel
+# reshaped to [kh, kw, 1, cin * depth_multiplier], the same bytes)
 fn depthwise_conv2d(x: f32[b, h, w, cin], kernel, depth_multiplier: int = 1, strides = 1,
                     padding: str = "valid", dilation = 1, use_bias = true, activation: fn = identity,
                     depthwise_initializer = glorot_uniform, bias_initializer = zeros) {
-  y = depthwise(x, kernel, depth_multiplier, strides, padding, dilation, depthwise_initializer)
+  param depthwise_kernel: f32[pair(kernel, 0), pair(kernel, 1), cin, depth_multiplier] = depthwise_initializer
+  k = prim.reshape(depthwise_kernel, pair(kernel, 0), pair(kernel, 1), 1, cin * depth_multiplier)
+  y = prim.conv2d(x, k, strides: strides, padding: padding, dilation: dilation, groups: cin)
   if use_bias {
     param bias: f32[cin * depth_multiplier] = bias_initializer
     y = y + bias
@@ -73,24 +76,17 @@ fn depthwise_conv2d(x: f32[b, h, w, cin], kernel, depth_multiplier: int = 1, str
   return activation(y)
 }
 
-# the depthwise convolution of depthwise_conv2d and separable_conv2d, param depthwise_kernel
-fn depthwise(x: f32[b, h, w, cin], kernel, depth_multiplier: int, strides, padding: str, dilation, init) {
-  kh = pair(kernel, 0)
-  kw = pair(kernel, 1)
-  param depthwise_kernel: f32[kh, kw, cin, depth_multiplier] = init
-  k = prim.reshape(depthwise_kernel, kh, kw, 1, cin * depth_multiplier)
-  return prim.conv2d(x, k, strides: strides, padding: padding, dilation: dilation, groups: cin)
-}
-
-# depthwise then 1x1 pointwise: params separable_conv2d/depthwise_kernel
-# f32[kh, kw, cin, depth_multiplier], pointwise_kernel f32[1, 1, cin * depth_multiplier,
-# filters], bias f32[filters]
+# depthwise (as depthwise_conv2d, no bias) then 1x1 pointwise: params
+# separable_conv2d/depthwise_kernel f32[kh, kw, cin, depth_multiplier],
+# pointwise_kernel f32[1, 1, cin * depth_multiplier, filters], bias f32[filters]
 fn separable_conv2d(x: f32[b, h, w, cin], filters: int, kernel, strides = 1, padding: str = "valid",
                     dilation = 1, depth_multiplier: int = 1, use_bias = true, activation: fn = identity,
                     depthwise_initializer = glorot_uniform, pointwise_initializer = glorot_uniform,
                     bias_initializer = zeros) {
-  d = depthwise(x, kernel, depth_multiplier, strides, padding, dilation, depthwise_initializer)
+  param depthwise_kernel: f32[pair(kernel, 0), pair(kernel, 1), cin, depth_multiplier] = depthwise_initializer
   param pointwise_kernel: f32[1, 1, cin * depth_multiplier, filters] = pointwise_initializer
+  k = prim.reshape(depthwise_kernel, pair(kernel, 0), pair(kernel, 1), 1, cin * depth_multiplier)
+  d = prim.conv2d(x, k, strides: strides, padding: padding, dilation: dilation, groups: cin)
   y = prim.conv2d(d, pointwise_kernel)
   if use_bias {
     param bias: f32[filters] = bias_initializer

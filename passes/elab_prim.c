@@ -53,7 +53,7 @@ static value call_pair(elab *c, call *k) {
     if (i != 0 && i != 1) return elab_err(c, k->a[1].loc, "index %lld of 'pair' must be 0 or 1", (long long)i), ERR;
     if (v.k == V_INT) return v;
     if (v.k == V_LIST && v.list->n == 2 && v.list->v[0].k == V_INT && v.list->v[1].k == V_INT) return v.list->v[i];
-    return elab_err(c, k->a[0].loc, "expected an int or a list of two ints, got %s", elab_describe(c, v)), ERR;
+    return elab_err(c, k->a[0].loc, "argument of 'pair' must be an int or a list of two ints, got %s", elab_describe(c, v)), ERR;
 }
 
 value elab_call_builtin(elab *c, builtin_fn b, call *k) {
@@ -204,6 +204,15 @@ static bool prim_attr(elab *c, ir_node *n, const arg *a, const char *name) {
     return elab_err(c, a->loc, "'%s' has no attribute '%s'; it has %s", name, a->name, *have ? have : "none"), false;
 }
 
+/* dilation and groups of a convolution are >= 1 (in the IR an absent 0 reads as 1, ir_conv_of) */
+static bool conv_attrs(elab *c, const ir_node *n, ir_loc loc, const char *name) {
+    int d = ir_op_iattr_index(n->op, "dilation_h"), g = ir_op_iattr_index(n->op, "groups");
+    if (d >= 0 && (n->iattr[d] < 1 || n->iattr[d + 1] < 1))
+        return elab_err(c, loc, "'%s' needs dilation >= 1", name), false;
+    if (g >= 0 && n->iattr[g] < 1) return elab_err(c, loc, "'%s' needs groups >= 1", name), false;
+    return true;
+}
+
 /* Trailing int arguments of a shape-given op: the output shape (one -1 allowed for reshape). */
 static bool prim_shape(elab *c, ir_node *n, const arg *a, int n_dims, const char *name) {
     if (n_dims > IR_MAX_RANK) return elab_err(c, a[IR_MAX_RANK].loc, "'%s' takes at most %d dimensions", name, IR_MAX_RANK), false;
@@ -273,6 +282,7 @@ value elab_call_prim(elab *c, ir_op op, call *k) {
     int kh = ir_op_iattr_index(op, "k_h");
     if (kh >= 0 && (n->iattr[kh] < 1 || n->iattr[kh + 1] < 1))
         return elab_err(c, k->loc, "'%s' needs a window k_h, k_w >= 1", name), ERR;
+    if (!conv_attrs(c, n, k->loc, name)) return ERR;
     if (padding && !apply_padding(c, n, padding, name)) return ERR;
     if (op == OP_DROPOUT && n->iattr[0] < 0) n->iattr[0] = call_site_seed(c, k->loc);
     return elab_finish(c, id);

@@ -228,8 +228,8 @@ static bool rule_conv2d_transpose(rule *r) {
         if (before < 0 || after < 0) return fail(r, "'%s' needs padding >= 0", op_name(r));
         dims[1 + i] = (x->shape.dim[1 + i] - 1) * g.stride[i] + g.window[i] - before - after;
         if (dims[1 + i] < 1)
-            return fail(r, "window %lldx%lld of '%s' is larger than its output", (long long)g.window[0],
-                        (long long)g.window[1], op_name(r));
+            return fail(r, "padding of '%s' leaves no output: %s, window %lldx%lld", op_name(r), tstr(x, b1),
+                        (long long)g.window[0], (long long)g.window[1]);
     }
     r->n->dtype = x->dtype, r->n->shape = ir_shape_make(4, dims);
     return true;

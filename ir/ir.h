@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { IR_MAX_RANK = 6, IR_MAX_IATTR = 8, IR_MAX_FATTR = 6 };
+enum { IR_MAX_RANK = 6, IR_MAX_IATTR = 10, IR_MAX_FATTR = 6 };
 
 /* Limits of a model (docs/errors.md, resource limits): every tensor has
  * fewer than IR_MAX_ELEMENTS elements (ir/verify.c), a model at most
@@ -283,6 +283,18 @@ ir_node *ir_node_at(ir_module *m, int i);
  * result into the node. On a mismatch returns false and writes a one-line
  * message (no position) into err. */
 bool ir_infer_node(ir_module *m, int i, char *err, size_t cap);
+
+/* The geometry of a convolution node (conv2d, conv2d_grad_input,
+ * conv2d_grad_filter, conv2d_transpose) from its attributes; an absent (0)
+ * dilation or groups reads as 1, so nodes built before those attributes
+ * existed keep their meaning (ir/shapes.c). */
+typedef struct {
+    int64_t stride[2], pad[4];  /* pad: t, l, b, r */
+    int64_t dilation[2];        /* Keras dilation_rate: window taps dilation apart */
+    int64_t groups;             /* conv2d family: channels split into groups */
+    int64_t window[2];          /* the filter's extent (k - 1) * dilation + 1, h and w */
+} ir_conv;
+ir_conv ir_conv_of(const ir_node *n, const ir_shape *w);
 
 /* Structural checks (input order, arity, attrs, shapes agree with the rules,
  * schedule and plan ranges). Returns the number of problems, each reported

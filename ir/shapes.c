@@ -145,41 +145,95 @@ static bool rule_matmul(rule *r) {
     return true;
 }
 
-/* conv2d: x [N, H, W, C], w [kh, kw, C, F] -> [N, oh, ow, F] */
-static bool rule_conv2d(rule *r) {
+/* ---- convolutions ---- */
+
+ir_conv ir_conv_of(const ir_node *n, const ir_shape *w) {
+    const int64_t *a = n->iattr; /* stride_h, stride_w, pad t, l, b, r, dilation_h, dilation_w[, groups] */
+    ir_conv g = {{a[0], a[1]}, {a[2], a[3], a[4], a[5]}, {a[6] ? a[6] : 1, a[7] ? a[7] : 1}, 1, {0, 0}};
+    if (n->op != OP_CONV2D_TRANSPOSE && a[8]) g.groups = a[8];
+    for (int i = 0; i < 2; i++) g.window[i] = w->rank == 4 ? (w->dim[i] - 1) * g.dilation[i] + 1 : 0;
+    return g;
+}
+
+/* dilation and groups >= 1; groups divide cin (= w's cin/groups * groups) and cout */
+static bool conv_params(rule *r, const ir_conv *g, const ir_shape *w, const ir_shape *x) {
     char b1[96], b2[96];
+    int64_t cin = x->dim[3];
+    if (g->dilation[0] < 1 || g->dilation[1] < 1) return fail(r, "'%s' needs dilation >= 1", op_name(r));
+    if (g->groups < 1) return fail(r, "'%s' needs groups >= 1", op_name(r));
+    if (cin % g->groups || w->dim[3] % g->groups)
+        return fail(r, "groups %lld of '%s' must divide its %lld input channels and %lld filters", (long long)g->groups,
+                    op_name(r), (long long)cin, (long long)w->dim[3]);
+    if (w->dim[2] * g->groups != cin)
+        return fail(r, "'%s' filter %s expects %lld input channels, the input %s has %lld", op_name(r),
+                    ir_type_str(r->n->dtype, w, b1, 96), (long long)(w->dim[2] * g->groups),
+                    ir_type_str(r->n->dtype, x, b2, 96), (long long)cin);
+    return true;
+}
+
+/* conv2d: x [N, H, W, C], w [kh, kw, C/groups, F] -> [N, oh, ow, F], window (k-1)*dilation+1 */
+static bool rule_conv2d(rule *r) {
     const ir_node *x = r->x, *w = r->y;
     if (!want_float(r, x, "the input") || !want_rank(r, x, 4, "the input") || !want_rank(r, w, 4, "the filter"))
         return false;
-    if (w->shape.dim[2] != x->shape.dim[3])
-        return fail(r, "'conv2d' filter %s expects %lld input channels, the input %s has %lld", tstr(w, b1),
-                    (long long)w->shape.dim[2], tstr(x, b2), (long long)x->shape.dim[3]);
+    ir_conv g = ir_conv_of(r->n, &w->shape);
     r->n->dtype = x->dtype;
-    return window_shape(r, &x->shape, w->shape.dim[0], w->shape.dim[1], r->n->iattr, w->shape.dim[3], &r->n->shape);
+    if (!conv_params(r, &g, &w->shape, &x->shape)) return false;
+    return window_shape(r, &x->shape, g.window[0], g.window[1], r->n->iattr, w->shape.dim[3], &r->n->shape);
 }
 
 /* conv2d_grad_input: (dy, w) -> dx, its shape given; conv2d(dx, w) must have dy's shape */
 static bool rule_conv2d_grad_input(rule *r) {
     ir_shape s;
     const ir_node *dy = r->x, *w = r->y;
-    if (!want_rank(r, &(ir_node){.shape = r->n->shape}, 4, "the result")) return false;
-    if (!window_shape(r, &r->n->shape, w->shape.dim[0], w->shape.dim[1], r->n->iattr, w->shape.dim[3], &s))
+    if (!want_rank(r, &(ir_node){.shape = r->n->shape}, 4, "the result") || !want_rank(r, w, 4, "the filter"))
         return false;
+    ir_conv g = ir_conv_of(r->n, &w->shape);
+    if (!conv_params(r, &g, &w->shape, &r->n->shape)) return false;
+    if (!window_shape(r, &r->n->shape, g.window[0], g.window[1], r->n->iattr, w->shape.dim[3], &s)) return false;
     r->n->dtype = dy->dtype;
     return given_shape_matches(r, &dy->shape, &s);
 }
 
-/* conv2d_grad_filter: (x, dy) -> dw [kh, kw, C, F] given; conv2d(x, dw) must have dy's shape */
+/* conv2d_grad_filter: (x, dy) -> dw [kh, kw, C/groups, F] given; conv2d(x, dw) must have dy's shape */
 static bool rule_conv2d_grad_filter(rule *r) {
     char b1[96], b2[96];
     ir_shape s;
     const ir_node *x = r->x, *dy = r->y;
     ir_node *n = r->n;
-    if (n->shape.rank != 4 || n->shape.dim[2] != x->shape.dim[3])
+    if (n->shape.rank != 4 || x->shape.rank != 4)
         return fail(r, "'conv2d_grad_filter' result %s does not fit input %s", tstr(n, b1), tstr(x, b2));
-    if (!window_shape(r, &x->shape, n->shape.dim[0], n->shape.dim[1], n->iattr, n->shape.dim[3], &s)) return false;
+    ir_conv g = ir_conv_of(n, &n->shape);
+    if (!conv_params(r, &g, &n->shape, &x->shape)) return false;
+    if (!window_shape(r, &x->shape, g.window[0], g.window[1], n->iattr, n->shape.dim[3], &s)) return false;
     n->dtype = x->dtype;
     return given_shape_matches(r, &dy->shape, &s);
+}
+
+/* conv2d_transpose: x [N, H, W, C], w [kh, kw, F, C] -> [N, (H-1)*sh + window_h - pt - pb, .., F];
+ * conv2d of that output with w (HWIO from F to C channels) has x's shape */
+static bool rule_conv2d_transpose(rule *r) {
+    char b1[96], b2[96];
+    const ir_node *x = r->x, *w = r->y;
+    if (!want_float(r, x, "the input") || !want_rank(r, x, 4, "the input") || !want_rank(r, w, 4, "the filter"))
+        return false;
+    ir_conv g = ir_conv_of(r->n, &w->shape);
+    if (w->shape.dim[3] != x->shape.dim[3])
+        return fail(r, "'conv2d_transpose' filter %s expects %lld input channels, the input %s has %lld", tstr(w, b1),
+                    (long long)w->shape.dim[3], tstr(x, b2), (long long)x->shape.dim[3]);
+    if (g.stride[0] < 1 || g.stride[1] < 1) return fail(r, "'%s' needs strides >= 1", op_name(r));
+    if (g.dilation[0] < 1 || g.dilation[1] < 1) return fail(r, "'%s' needs dilation >= 1", op_name(r));
+    int64_t dims[4] = {x->shape.dim[0], 0, 0, w->shape.dim[2]};
+    for (int i = 0; i < 2; i++) {
+        int64_t before = g.pad[i], after = g.pad[i + 2];
+        if (before < 0 || after < 0) return fail(r, "'%s' needs padding >= 0", op_name(r));
+        dims[1 + i] = (x->shape.dim[1 + i] - 1) * g.stride[i] + g.window[i] - before - after;
+        if (dims[1 + i] < 1)
+            return fail(r, "padding of '%s' leaves no output: %s, window %lldx%lld", op_name(r), tstr(x, b1),
+                        (long long)g.window[0], (long long)g.window[1]);
+    }
+    r->n->dtype = x->dtype, r->n->shape = ir_shape_make(4, dims);
+    return true;
 }
 
 /* max_pool2d, avg_pool2d: x [N, H, W, C], window (k_h, k_w) -> [N, oh, ow, C] */

@@ -173,6 +173,13 @@ static void grad_conv2d(ad_ctx *c, const ir_node *y, int dy) {
     SEND(1, emit_as(c, shape_of(c, X1), OP_CONV2D_GRAD_FILTER, 2, (int[]){X0, dy}, y));
 }
 
+/* y = conv2d_transpose(x, w), the adjoint of conv2d(., w) with the same attrs  ->
+ *   dx = conv2d(dy, w), dw = conv2d_grad_filter(dy, x) (w's shape) */
+static void grad_conv2d_transpose(ad_ctx *c, const ir_node *y, int dy) {
+    SEND(0, emit(c, OP_CONV2D, 2, (int[]){dy, X1}, y));
+    SEND(1, emit_as(c, shape_of(c, X1), OP_CONV2D_GRAD_FILTER, 2, (int[]){dy, X0}, y));
+}
+
 /* y = max_pool2d(x)  ->  dx = max_pool2d_grad(x, dy), same attrs */
 static void grad_max_pool(ad_ctx *c, const ir_node *y, int dy) {
     SEND(0, emit(c, OP_MAX_POOL2D_GRAD, 2, (int[]){X0, dy}, y));
@@ -352,6 +359,7 @@ static const grad_rule rules[OP_COUNT] = {
     [OP_RELU] = grad_relu,                [OP_SIGMOID] = grad_sigmoid,
     [OP_TANH] = grad_tanh,                [OP_CAST] = grad_cast,
     [OP_MATMUL] = grad_matmul,            [OP_CONV2D] = grad_conv2d,
+    [OP_CONV2D_TRANSPOSE] = grad_conv2d_transpose,
     [OP_MAX_POOL2D] = grad_max_pool,      [OP_AVG_POOL2D] = grad_avg_pool,
     [OP_RESHAPE] = grad_reshape,          [OP_REDUCE_SUM] = grad_reduce_sum,
     [OP_REDUCE_MEAN] = grad_reduce_mean,  [OP_BROADCAST_TO] = grad_broadcast_to,

@@ -49,7 +49,7 @@ struct vlist {
     value *v;
 };
 
-typedef enum { B_DIM, B_RANK, B_SIZE, B_MAX, B_MIN, B_LEN, B_RANGE, B_TYPEOF, B_ERROR, B_COUNT } builtin_fn;
+typedef enum { B_DIM, B_RANK, B_SIZE, B_MAX, B_MIN, B_LEN, B_RANGE, B_TYPEOF, B_ERROR, B_PAIR, B_COUNT } builtin_fn;
 enum { MAX_LIST = 100000 }; /* elements of a list (a range): bounds every compile-time loop */
 extern const char *const elab_builtin_names[B_COUNT];
 

@@ -7,7 +7,7 @@
 
 #include "elab.h"
 
-const char *const elab_builtin_names[B_COUNT] = {"dim", "rank", "size", "max", "min", "len", "range", "typeof", "error"};
+const char *const elab_builtin_names[B_COUNT] = {"dim", "rank", "size", "max", "min", "len", "range", "typeof", "error", "pair"};
 
 /* ---- builtins ---- */
 
@@ -90,11 +90,24 @@ static value call_error(elab *c, call *k) {
     return ERR;
 }
 
+/* pair(v, i): element i (0 or 1) of an (h, w) pair given as an int n (n, n)
+ * or a list [h, w], as Keras' kernel_size, strides and dilation_rate */
+static value call_pair(elab *c, call *k) {
+    if (!want(c, k, 2, "pair") || !want_kind(c, &k->a[1], V_INT, "pair")) return ERR;
+    value v = k->a[0].v;
+    int64_t i = k->a[1].v.i;
+    if (i != 0 && i != 1) return elab_err(c, k->a[1].loc, "index %lld of 'pair' must be 0 or 1", (long long)i), ERR;
+    if (v.k == V_INT) return v;
+    if (v.k == V_LIST && v.list->n == 2 && v.list->v[0].k == V_INT && v.list->v[1].k == V_INT) return v.list->v[i];
+    return elab_err(c, k->a[0].loc, "argument of 'pair' must be an int or a list of two ints, got %s", elab_describe(c, v)), ERR;
+}
+
 value elab_call_builtin(elab *c, builtin_fn b, call *k) {
     const char *name = elab_builtin_names[b];
     if (b == B_RANGE) return call_range(c, k);
     if (b == B_TYPEOF) return call_typeof(c, k);
     if (b == B_ERROR) return call_error(c, k);
+    if (b == B_PAIR) return call_pair(c, k);
     if (b == B_LEN) {
         if (!want(c, k, 1, name)) return ERR;
         if (k->a[0].v.k != V_LIST) return elab_err(c, k->a[0].loc, "argument of 'len' must be a list, got %s", elab_describe(c, k->a[0].v)), ERR;
@@ -133,6 +146,20 @@ static void same_pad(int64_t d, int64_t k, int64_t s, int64_t *before, int64_t *
     *before = total / 2, *after = total - total / 2;
 }
 
+/* conv2d_transpose "same" (Keras): output d * s, the pads of a "same" conv2d
+ * from that output back to the input, which need a window >= the stride. */
+static bool transpose_same_pad(elab *c, ir_node *n, const arg *a, const ir_node *x, int64_t k_h, int64_t k_w) {
+    const int64_t k[2] = {k_h, k_w};
+    for (int i = 0; i < 2; i++) {
+        int64_t st = n->iattr[i];
+        if (k[i] < st)
+            return elab_err(c, a->loc, "padding \"same\" of 'prim.conv2d_transpose' needs a window of at least its "
+                            "stride, got window %lld and stride %lld", (long long)k[i], (long long)st), false;
+        same_pad(x->shape.dim[1 + i] * st, k[i], st, &n->iattr[2 + i], &n->iattr[4 + i]);
+    }
+    return true;
+}
+
 static bool apply_padding(elab *c, ir_node *n, const arg *a, const char *name) {
     if (a->v.k != V_STR || (strcmp(a->v.s, "same") && strcmp(a->v.s, "valid")))
         return elab_err(c, a->loc, "padding of '%s' must be \"valid\" or \"same\"", name), false;
@@ -143,6 +170,11 @@ static bool apply_padding(elab *c, ir_node *n, const arg *a, const char *name) {
     if (x->shape.rank != 4 || (kh < 0 && (!w || w->shape.rank != 4)) || n->iattr[s] < 1 || n->iattr[s + 1] < 1)
         return true; /* the shape rule reports it */
     int64_t k_h = kh >= 0 ? n->iattr[kh] : w->shape.dim[0], k_w = kh >= 0 ? n->iattr[kh + 1] : w->shape.dim[1];
+    if (kh < 0) { /* a convolution: its dilated window */
+        ir_conv g = ir_conv_of(n, &w->shape);
+        k_h = g.window[0], k_w = g.window[1];
+    }
+    if (n->op == OP_CONV2D_TRANSPOSE) return transpose_same_pad(c, n, a, x, k_h, k_w);
     same_pad(x->shape.dim[1], k_h, n->iattr[s], &n->iattr[p], &n->iattr[p + 2]);
     same_pad(x->shape.dim[2], k_w, n->iattr[s + 1], &n->iattr[p + 1], &n->iattr[p + 3]);
     return true;
@@ -154,14 +186,24 @@ static bool softmax_axis(elab *c, ir_node *n, const arg *a, const char *name);
 
 /* A list for an int attribute: `strides: [h, w]` sets stride_h and stride_w,
  * `axes: [0, 2]` the bit mask of those axes (negative from the end). */
+/* Keyword attributes that set an (h, w) pair: `strides:` sets stride_h and
+ * stride_w, `dilation:` dilation_h and dilation_w, from an int or [h, w]. */
+static bool pair_attr(const char *kw) { return !strcmp(kw, "strides") || !strcmp(kw, "dilation"); }
+static int pair_index(ir_op op, const char *kw) {
+    return ir_op_iattr_index(op, !strcmp(kw, "strides") ? "stride_h" : "dilation_h");
+}
+
+/* A list for an int attribute: `strides: [h, w]` sets stride_h and stride_w
+ * (likewise `dilation:`), `axes: [0, 2]` the bit mask of those axes
+ * (negative from the end). */
 static bool list_attr(elab *c, ir_node *n, const arg *a, int i, const char *name) {
     const vlist *l = a->v.list;
     for (int k = 0; k < l->n; k++)
         if (l->v[k].k != V_INT)
             return elab_err(c, a->loc, "attribute '%s' of '%s' must be a list of ints", a->name, name), false;
-    if (!strcmp(a->name, "strides") && l->n == 2) {
+    if (pair_attr(a->name) && l->n == 2) {
         for (int k = 0; k < 2; k++)
-            if (l->v[k].i < 1 || l->v[k].i > MAX_DIM) return elab_err(c, a->loc, "strides of '%s' must be positive", name), false;
+            if (l->v[k].i < 1 || l->v[k].i > MAX_DIM) return elab_err(c, a->loc, "%s of '%s' must be positive", a->name, name), false;
         n->iattr[i] = l->v[0].i, n->iattr[i + 1] = l->v[1].i;
         return true;
     }
@@ -237,6 +279,7 @@ static bool prim_attr(elab *c, ir_node *n, const arg *a, const char *name) {
     if (!strcmp(a->name, "axis") && ir_op_iattr_index(n->op, "from_end") >= 0) return softmax_axis(c, n, a, name);
     int per_axis = ir_op_iattr_index(n->op, elab_fmt(c, "%s_0", a->name));
     if (per_axis >= 0 && a->v.k == V_LIST) return axis_list_attr(c, n, a, per_axis, name);
+    if (pair_attr(a->name) && pair_index(n->op, a->name) >= 0) i = pair_index(n->op, a->name);
     if (n->op == OP_CAST && !strcmp(a->name, "dtype")) {
         int t = a->v.k == V_STR ? ir_dtype_from_name(a->v.s) : -1;
         if (t < 0) return elab_err(c, a->loc, "dtype of '%s' must be a dtype name such as \"f32\"", name), false;
@@ -248,7 +291,7 @@ static bool prim_attr(elab *c, ir_node *n, const arg *a, const char *name) {
         if (a->v.i < -MAX_DIM || a->v.i > MAX_DIM)
             return elab_err(c, a->loc, "attribute '%s' of '%s' is out of range", a->name, name), false;
         n->iattr[i] = a->v.i;
-        if (!strcmp(a->name, "strides")) n->iattr[i + 1] = a->v.i;
+        if (pair_attr(a->name)) n->iattr[i + 1] = a->v.i;
         return true;
     }
     if (f >= 0) {
@@ -267,6 +310,15 @@ static bool prim_attr(elab *c, ir_node *n, const arg *a, const char *name) {
             else have[len] = *p, have[len + 1] = 0;
         }
     return elab_err(c, a->loc, "'%s' has no attribute '%s'; it has %s", name, a->name, *have ? have : "none"), false;
+}
+
+/* dilation and groups of a convolution are >= 1 (in the IR an absent 0 reads as 1, ir_conv_of) */
+static bool conv_attrs(elab *c, const ir_node *n, ir_loc loc, const char *name) {
+    int d = ir_op_iattr_index(n->op, "dilation_h"), g = ir_op_iattr_index(n->op, "groups");
+    if (d >= 0 && (n->iattr[d] < 1 || n->iattr[d + 1] < 1))
+        return elab_err(c, loc, "'%s' needs dilation >= 1", name), false;
+    if (g >= 0 && n->iattr[g] < 1) return elab_err(c, loc, "'%s' needs groups >= 1", name), false;
+    return true;
 }
 
 /* Trailing int arguments of a shape-given op: the output shape (one -1 allowed for reshape). */
@@ -376,6 +428,9 @@ value elab_call_prim(elab *c, ir_op op, call *k) {
     ir_node *n = node(c, id);
     int s = ir_op_iattr_index(op, "stride_h");
     if (s >= 0) n->iattr[s] = n->iattr[s + 1] = 1;
+    int d = ir_op_iattr_index(op, "dilation_h"), g = ir_op_iattr_index(op, "groups");
+    if (d >= 0) n->iattr[d] = n->iattr[d + 1] = 1;
+    if (g >= 0) n->iattr[g] = 1;
     if (shape_given(op) && !prim_shape(c, n, k->a + n_in, n_pos - n_in, name)) return ERR;
     const arg *padding = NULL;
     for (int i = n_pos; i < k->n; i++) {
@@ -386,6 +441,7 @@ value elab_call_prim(elab *c, ir_op op, call *k) {
     int kh = ir_op_iattr_index(op, "k_h");
     if (kh >= 0 && (n->iattr[kh] < 1 || n->iattr[kh + 1] < 1))
         return elab_err(c, k->loc, "'%s' needs a window k_h, k_w >= 1", name), ERR;
+    if (!conv_attrs(c, n, k->loc, name)) return ERR;
     if (padding && !apply_padding(c, n, padding, name)) return ERR;
     if (op == OP_DROPOUT && n->iattr[0] < 0) n->iattr[0] = call_site_seed(c, k->loc);
     if (op == OP_CONCAT && n->iattr[0] < 0) n->iattr[0] += node(c, n->in[0])->shape.rank; /* axis: -1 the last */

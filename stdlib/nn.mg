@@ -75,16 +75,76 @@ fn dense(x: f32[b, k], units: int, activation: fn = identity,
   return activation(prim.matmul(x, kernel) + bias)
 }
 
-# 2-D convolution of NHWC images with a square window; padding "valid" or "same"
-fn conv2d(x: f32[b, h, w, cin], filters: int, kernel: int, strides: int = 1,
-          padding: str = "valid", activation: fn = identity,
-          kernel_initializer = glorot_uniform, bias_initializer = zeros,
+# ---- convolutions (Keras Conv2D, DepthwiseConv2D, SeparableConv2D,
+# Conv2DTranspose): NHWC images; kernel, strides and dilation are an int n
+# (n x n) or a list [h, w]; padding "valid" or "same" ----
+
+# params conv2d/kernel f32[kh, kw, cin / groups, filters], conv2d/bias f32[filters]
+fn conv2d(x: f32[b, h, w, cin], filters: int, kernel, strides = 1,
+          padding: str = "valid", dilation = 1, groups: int = 1, use_bias = true,
+          activation: fn = identity, kernel_initializer = glorot_uniform, bias_initializer = zeros,
           kernel_regularizer: list = [], bias_regularizer: list = []) {
-  param kernel: f32[kernel, kernel, cin, filters] = kernel_initializer
-  param bias:   f32[filters]                      = bias_initializer
+  param kernel: f32[pair(kernel, 0), pair(kernel, 1), cin / max(groups, 1), filters] = kernel_initializer
   kernel = regularize(kernel, kernel_regularizer)
-  bias = regularize(bias, bias_regularizer)
-  return activation(prim.conv2d(x, kernel, strides: strides, padding: padding) + bias)
+  y = prim.conv2d(x, kernel, strides: strides, padding: padding, dilation: dilation, groups: groups)
+  if use_bias {
+    param bias: f32[filters] = bias_initializer
+    y = y + regularize(bias, bias_regularizer)
+  }
+  return activation(y)
+}
+
+# one filter bank per input channel: params depthwise_conv2d/depthwise_kernel
+# f32[kh, kw, cin, depth_multiplier], bias f32[cin * depth_multiplier]; output
+# channel c * depth_multiplier + m (a conv2d with groups = cin of the kernel
+# reshaped to [kh, kw, 1, cin * depth_multiplier], the same bytes)
+fn depthwise_conv2d(x: f32[b, h, w, cin], kernel, depth_multiplier: int = 1, strides = 1,
+                    padding: str = "valid", dilation = 1, use_bias = true, activation: fn = identity,
+                    depthwise_initializer = glorot_uniform, bias_initializer = zeros) {
+  param depthwise_kernel: f32[pair(kernel, 0), pair(kernel, 1), cin, depth_multiplier] = depthwise_initializer
+  k = prim.reshape(depthwise_kernel, pair(kernel, 0), pair(kernel, 1), 1, cin * depth_multiplier)
+  y = prim.conv2d(x, k, strides: strides, padding: padding, dilation: dilation, groups: cin)
+  if use_bias {
+    param bias: f32[cin * depth_multiplier] = bias_initializer
+    y = y + bias
+  }
+  return activation(y)
+}
+
+# depthwise (as depthwise_conv2d, no bias) then 1x1 pointwise: params
+# separable_conv2d/depthwise_kernel f32[kh, kw, cin, depth_multiplier],
+# pointwise_kernel f32[1, 1, cin * depth_multiplier, filters], bias f32[filters]
+fn separable_conv2d(x: f32[b, h, w, cin], filters: int, kernel, strides = 1, padding: str = "valid",
+                    dilation = 1, depth_multiplier: int = 1, use_bias = true, activation: fn = identity,
+                    depthwise_initializer = glorot_uniform, pointwise_initializer = glorot_uniform,
+                    bias_initializer = zeros) {
+  param depthwise_kernel: f32[pair(kernel, 0), pair(kernel, 1), cin, depth_multiplier] = depthwise_initializer
+  param pointwise_kernel: f32[1, 1, cin * depth_multiplier, filters] = pointwise_initializer
+  k = prim.reshape(depthwise_kernel, pair(kernel, 0), pair(kernel, 1), 1, cin * depth_multiplier)
+  d = prim.conv2d(x, k, strides: strides, padding: padding, dilation: dilation, groups: cin)
+  y = prim.conv2d(d, pointwise_kernel)
+  if use_bias {
+    param bias: f32[filters] = bias_initializer
+    y = y + bias
+  }
+  return activation(y)
+}
+
+# transposed convolution: params conv2d_transpose/kernel f32[kh, kw, filters, cin],
+# bias f32[filters]; output (in - 1) * strides + (kernel - 1) * dilation + 1
+# ("valid") or in * strides ("same")
+fn conv2d_transpose(x: f32[b, h, w, cin], filters: int, kernel, strides = 1, padding: str = "valid",
+                    dilation = 1, use_bias = true, activation: fn = identity,
+                    kernel_initializer = glorot_uniform, bias_initializer = zeros,
+                    kernel_regularizer: list = [], bias_regularizer: list = []) {
+  param kernel: f32[pair(kernel, 0), pair(kernel, 1), filters, cin] = kernel_initializer
+  kernel = regularize(kernel, kernel_regularizer)
+  y = prim.conv2d_transpose(x, kernel, strides: strides, padding: padding, dilation: dilation)
+  if use_bias {
+    param bias: f32[filters] = bias_initializer
+    y = y + regularize(bias, bias_regularizer)
+  }
+  return activation(y)
 }
 
 # pooling windows pool x pool, moving by strides (default: the window)

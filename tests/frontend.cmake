@@ -69,6 +69,24 @@ frontend_good(optimizer_lamb ${FE_DIR}/good/opt_lamb.mg EXPECT
 frontend_good(no_train ${FE_DIR}/good/no_train.mg EXPECT
   "train no optimizer adam lr=0.001 beta1=0.9 beta2=0.999 epsilon=1e-07 weight_decay=0 momentum=0 rho=0 nesterov=0"
   "batch 1 per replica, 1 global" "output add f32[1,3]" "param w f32[4,3] 12 init=glorot_uniform fan_in=4 fan_out=3")
+# convolution layers: each count is Keras' (Conv2D 3*5*3*8+8 = 368, Conv2D groups 4
+# no bias 3*3*2*16 = 288, DepthwiseConv2D x2 3*3*16*2+32 = 320, SeparableConv2D
+# 288+768+24 = 1080, Conv2DTranspose 3*3*24*6+6 = 1302 and 2*3*6*4+4 = 148)
+frontend_good(conv_layers ${FE_DIR}/good/conv_layers.mg EXPECT
+  "param conv2d/kernel f32[3,5,3,8] 360 init=glorot_uniform fan_in=45 fan_out=120"
+  "param conv2d/bias f32[8] 8 init=zeros fan_in=8 fan_out=8"
+  "param conv2d_1/kernel f32[3,3,2,16] 288 init=glorot_uniform fan_in=18 fan_out=144"
+  "param depthwise_conv2d/depthwise_kernel f32[3,3,16,2] 288 init=glorot_uniform fan_in=144 fan_out=18"
+  "param depthwise_conv2d/bias f32[32] 32 init=zeros fan_in=32 fan_out=32"
+  "param separable_conv2d/depthwise_kernel f32[3,3,32,1] 288 init=glorot_uniform fan_in=288 fan_out=9"
+  "param separable_conv2d/pointwise_kernel f32[1,1,32,24] 768 init=glorot_uniform fan_in=32 fan_out=24"
+  "param separable_conv2d/bias f32[24] 24 init=zeros fan_in=24 fan_out=24"
+  "param conv2d_transpose/kernel f32[3,3,6,24] 1296 init=glorot_uniform fan_in=54 fan_out=216"
+  "param conv2d_transpose/bias f32[6] 6 init=zeros fan_in=6 fan_out=6"
+  "param conv2d_transpose_1/kernel f32[2,3,4,6] 144 init=glorot_uniform fan_in=24 fan_out=36"
+  "param conv2d_transpose_1/bias f32[4] 4 init=zeros fan_in=4 fan_out=4"
+  "param dense/kernel f32[1400,10] 14000 init=glorot_uniform fan_in=1400 fan_out=10"
+  "trainable parameters 17516")
 
 file(GLOB FE_BAD CONFIGURE_DEPENDS ${FE_DIR}/bad/*.mg)
 list(FILTER FE_BAD EXCLUDE REGEX "/lib_[^/]*\\.mg$") # modules the bad programs use

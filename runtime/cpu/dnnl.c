@@ -1,6 +1,6 @@
-/* dnnl.c - convolution and pooling, forward and backward, through oneDNN 2.6
- * (v2 C API). Data NHWC, filters HWIO. One primitive per node, created at its
- * first run and cached (key: node pointer), with its memory objects and a
+/* dnnl.c - convolution (grouped, dilated, transposed) and pooling, forward and
+ * backward, through oneDNN 2.6 (v2 C API). Data NHWC, filters as Keras lays
+ * them out. One primitive per node, created at its first run and cached (key: node pointer), with its memory objects and a
  * user scratchpad, so steady-state steps create and allocate nothing. */
 #include <dlfcn.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -70,17 +70,18 @@ static void apply_threads(void) {
 /* ---- descriptors ---- */
 
 typedef struct {
-    dnnl_dims_t strides, kernel, pad_l, pad_r;
+    dnnl_dims_t strides, kernel, pad_l, pad_r, dilates; /* dilates: oneDNN's, 0 = none */
 } window;
 
 static window conv_window(const ir_node *n, const ir_shape *w) {
-    const int64_t *a = n->iattr; /* stride_h, stride_w, pad_t, pad_l, pad_b, pad_r */
-    return (window){{a[0], a[1]}, {w->dim[0], w->dim[1]}, {a[2], a[3]}, {a[4], a[5]}};
+    ir_conv g = ir_conv_of(n, w);
+    return (window){{g.stride[0], g.stride[1]}, {w->dim[0], w->dim[1]}, {g.pad[0], g.pad[1]}, {g.pad[2], g.pad[3]},
+                    {g.dilation[0] - 1, g.dilation[1] - 1}};
 }
 
 static window pool_window(const ir_node *n) {
     const int64_t *a = n->iattr; /* k_h, k_w, stride_h, stride_w, pad_t, pad_l, pad_b, pad_r */
-    return (window){{a[2], a[3]}, {a[0], a[1]}, {a[4], a[5]}, {a[6], a[7]}};
+    return (window){{a[2], a[3]}, {a[0], a[1]}, {a[4], a[5]}, {a[6], a[7]}, {0, 0}};
 }
 
 /* NHWC tensor of shape s as oneDNN's logical (N, C, H, W) */
@@ -88,14 +89,6 @@ static dnnl_memory_desc_t md_nhwc(const ir_shape *s) {
     dnnl_memory_desc_t md;
     dnnl_memory_desc_init_by_tag(&md, 4, (dnnl_dims_t){s->dim[0], s->dim[3], s->dim[1], s->dim[2]}, dnnl_f32,
                                  dnnl_nhwc);
-    return md;
-}
-
-/* HWIO filter of shape s as oneDNN's logical (O, I, H, W) */
-static dnnl_memory_desc_t md_hwio(const ir_shape *s) {
-    dnnl_memory_desc_t md;
-    dnnl_memory_desc_init_by_tag(&md, 4, (dnnl_dims_t){s->dim[3], s->dim[2], s->dim[0], s->dim[1]}, dnnl_f32,
-                                 dnnl_hwio);
     return md;
 }
 
@@ -158,26 +151,41 @@ static int make_pd(const rt_kernel_args *k, char *err, size_t cap, dnnl_primitiv
 
 /* ---- convolution ---- */
 
-/* filter of shape s in whatever layout oneDNN prefers */
-static dnnl_memory_desc_t md_any_filter(const ir_shape *s) {
+/* The filter as oneDNN's logical dims: (O, I, H, W) for one group, (G, O/G,
+ * I/G, H, W) for several, with the strides of its layout in memory: Keras'
+ * HWIO [kh, kw, cin/G, cout] for conv2d (output channel g*O/G + o), HWOI
+ * [kh, kw, cout, cin] for conv2d_transpose. any: oneDNN's preferred layout. */
+static dnnl_memory_desc_t md_filter(const ir_node *n, const ir_shape *s, int64_t groups, int any) {
     dnnl_memory_desc_t md;
-    dnnl_memory_desc_init_by_tag(&md, 4, (dnnl_dims_t){s->dim[3], s->dim[2], s->dim[0], s->dim[1]}, dnnl_f32,
-                                 dnnl_format_tag_any);
+    int64_t kh = s->dim[0], kw = s->dim[1], d2 = s->dim[2], d3 = s->dim[3];
+    if (n->op == OP_CONV2D_TRANSPOSE) { /* O = d2, I = d3 */
+        dnnl_dims_t dims = {d2, d3, kh, kw}, st = {d3, 1, kw * d2 * d3, d2 * d3};
+        if (any) dnnl_memory_desc_init_by_tag(&md, 4, dims, dnnl_f32, dnnl_format_tag_any);
+        else dnnl_memory_desc_init_by_strides(&md, 4, dims, dnnl_f32, st);
+    } else if (groups == 1) { /* O = d3, I = d2 */
+        dnnl_dims_t dims = {d3, d2, kh, kw};
+        dnnl_memory_desc_init_by_tag(&md, 4, dims, dnnl_f32, any ? dnnl_format_tag_any : dnnl_hwio);
+    } else {
+        dnnl_dims_t dims = {groups, d3 / groups, d2, kh, kw}, st = {d3 / groups, 1, d3, kw * d2 * d3, d2 * d3};
+        if (any) dnnl_memory_desc_init_by_tag(&md, 5, dims, dnnl_f32, dnnl_format_tag_any);
+        else dnnl_memory_desc_init_by_strides(&md, 5, dims, dnnl_f32, st);
+    }
     return md;
 }
 
 /* The convolution primitive of the node's op, its filter argument taken in
- * oneDNN's preferred layout: HWIO filters are reordered into a buffer before
- * it (forward, data gradient), or its filter gradient out of one after it. */
+ * oneDNN's preferred layout: Keras filters are reordered into a buffer before
+ * it (forward, data gradient, transpose), or its filter gradient out of one
+ * after it. */
 static int bind_conv(const rt_kernel_args *k, char *err, size_t cap, entry *e, dnnl_primitive_desc_t pd,
-                     const dnnl_memory_desc_t *hwio) {
+                     const dnnl_memory_desc_t *keras) {
     ir_op op = k->node->op;
     int w_arg = op == OP_CONV2D_GRAD_FILTER ? DNNL_ARG_DIFF_WEIGHTS : DNNL_ARG_WEIGHTS;
     const dnnl_memory_desc_t *w = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, w_arg);
-    int reorder = !dnnl_memory_desc_equal(w, hwio), w_src = op == OP_CONV2D_GRAD_FILTER ? SRC_OUT : SRC_IN1;
-    if (reorder && op != OP_CONV2D_GRAD_FILTER && bind_reorder(k, err, cap, e, hwio, SRC_IN1, w, SRC_BUF0)) return -1;
+    int reorder = !dnnl_memory_desc_equal(w, keras), w_src = op == OP_CONV2D_GRAD_FILTER ? SRC_OUT : SRC_IN1;
+    if (reorder && op != OP_CONV2D_GRAD_FILTER && bind_reorder(k, err, cap, e, keras, SRC_IN1, w, SRC_BUF0)) return -1;
     if (reorder) w_src = SRC_BUF0;
-    int rc = op == OP_CONV2D
+    int rc = op == OP_CONV2D || op == OP_CONV2D_TRANSPOSE
                  ? bind(k, err, cap, e, pd, 3, (int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST},
                         (int[]){SRC_IN0, w_src, SRC_OUT})
              : op == OP_CONV2D_GRAD_INPUT
@@ -185,7 +193,25 @@ static int bind_conv(const rt_kernel_args *k, char *err, size_t cap, entry *e, d
                         (int[]){SRC_IN0, w_src, SRC_OUT})
                  : bind(k, err, cap, e, pd, 3, (int[]){DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS},
                         (int[]){SRC_IN0, SRC_IN1, w_src});
-    if (!rc && reorder && op == OP_CONV2D_GRAD_FILTER) rc = bind_reorder(k, err, cap, e, w, SRC_BUF0, hwio, SRC_OUT);
+    if (!rc && reorder && op == OP_CONV2D_GRAD_FILTER) rc = bind_reorder(k, err, cap, e, w, SRC_BUF0, keras, SRC_OUT);
+    return rc;
+}
+
+/* conv2d_transpose: oneDNN's deconvolution from x (src) to the node (dst) */
+static int build_deconv(const rt_kernel_args *k, char *err, size_t cap, entry *e) {
+    const ir_node *n = k->node;
+    const ir_shape *w = IN_SHAPE(k, 1);
+    window win = conv_window(n, w);
+    dnnl_memory_desc_t xm = md_nhwc(IN_SHAPE(k, 0)), wm = md_filter(n, w, 1, 1), ym = md_nhwc(&n->shape),
+                       keras = md_filter(n, w, 1, 0);
+    dnnl_deconvolution_desc_t d;
+    dnnl_primitive_desc_t pd = NULL;
+    if (dnnl_dilated_deconvolution_forward_desc_init(&d, dnnl_forward_training, dnnl_deconvolution_direct, &xm, &wm,
+                                                     NULL, &ym, win.strides, win.dilates, win.pad_l, win.pad_r))
+        return cpu_kerr(k, err, cap, "oneDNN rejects the deconvolution descriptor");
+    if (make_pd(k, err, cap, &pd, &d, NULL)) return -1;
+    int rc = bind_conv(k, err, cap, e, pd, &keras);
+    dnnl_primitive_desc_destroy(pd);
     return rc;
 }
 
@@ -196,11 +222,13 @@ static int build_conv(const rt_kernel_args *k, char *err, size_t cap, entry *e) 
     else if (n->op == OP_CONV2D_GRAD_INPUT) x = &n->shape, w = IN_SHAPE(k, 1), y = IN_SHAPE(k, 0);
     else x = IN_SHAPE(k, 0), w = &n->shape, y = IN_SHAPE(k, 1);
     window win = conv_window(n, w);
-    dnnl_memory_desc_t xm = md_nhwc(x), wm = md_any_filter(w), ym = md_nhwc(y), hwio = md_hwio(w);
+    int64_t groups = ir_conv_of(n, w).groups;
+    dnnl_memory_desc_t xm = md_nhwc(x), wm = md_filter(n, w, groups, 1), ym = md_nhwc(y),
+                       keras = md_filter(n, w, groups, 0);
     dnnl_convolution_desc_t fd, bd;
     dnnl_primitive_desc_t fpd = NULL, pd = NULL;
-    if (dnnl_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &xm, &wm, NULL, &ym,
-                                           win.strides, win.pad_l, win.pad_r))
+    if (dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &xm, &wm, NULL,
+                                                   &ym, win.strides, win.dilates, win.pad_l, win.pad_r))
         return cpu_kerr(k, err, cap, "oneDNN rejects the convolution descriptor");
     if (make_pd(k, err, cap, &fpd, &fd, NULL)) return -1;
     int rc = 0;
@@ -208,14 +236,14 @@ static int build_conv(const rt_kernel_args *k, char *err, size_t cap, entry *e) 
         pd = fpd, fpd = NULL;
     } else {
         if (n->op == OP_CONV2D_GRAD_INPUT)
-            dnnl_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &xm, &wm, &ym, win.strides,
-                                                     win.pad_l, win.pad_r);
+            dnnl_dilated_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &xm, &wm, &ym, win.strides,
+                                                             win.dilates, win.pad_l, win.pad_r);
         else
-            dnnl_convolution_backward_weights_desc_init(&bd, dnnl_convolution_direct, &xm, &wm, NULL, &ym,
-                                                        win.strides, win.pad_l, win.pad_r);
+            dnnl_dilated_convolution_backward_weights_desc_init(&bd, dnnl_convolution_direct, &xm, &wm, NULL, &ym,
+                                                                win.strides, win.dilates, win.pad_l, win.pad_r);
         rc = make_pd(k, err, cap, &pd, &bd, fpd);
     }
-    if (!rc) rc = bind_conv(k, err, cap, e, pd, &hwio);
+    if (!rc) rc = bind_conv(k, err, cap, e, pd, &keras);
     if (fpd) dnnl_primitive_desc_destroy(fpd);
     if (pd) dnnl_primitive_desc_destroy(pd);
     return rc;
@@ -297,6 +325,7 @@ static entry *build(const rt_kernel_args *k, char *err, size_t cap) {
     if (rc) cpu_kerr(k, err, cap, "cannot create a oneDNN stream");
     else if (k->node->op == OP_CONV2D || k->node->op == OP_CONV2D_GRAD_INPUT || k->node->op == OP_CONV2D_GRAD_FILTER)
         rc = build_conv(k, err, cap, e);
+    else if (k->node->op == OP_CONV2D_TRANSPOSE) rc = build_deconv(k, err, cap, e);
     else rc = build_pool(k, err, cap, e);
     if (rc) return entry_free(e), NULL;
     return e;
@@ -349,5 +378,6 @@ static int run(const rt_kernel_args *k, char *err, size_t cap) {
 int cpu_k_conv2d(const rt_kernel_args *k, char *err, size_t cap) { return run(k, err, cap); }
 int cpu_k_conv2d_grad_input(const rt_kernel_args *k, char *err, size_t cap) { return run(k, err, cap); }
 int cpu_k_conv2d_grad_filter(const rt_kernel_args *k, char *err, size_t cap) { return run(k, err, cap); }
+int cpu_k_conv2d_transpose(const rt_kernel_args *k, char *err, size_t cap) { return run(k, err, cap); }
 int cpu_k_pool2d(const rt_kernel_args *k, char *err, size_t cap) { return run(k, err, cap); }
 int cpu_k_pool2d_grad(const rt_kernel_args *k, char *err, size_t cap) { return run(k, err, cap); }

@@ -70,6 +70,7 @@ int cpu_k_sq_norm(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_conv2d(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_conv2d_grad_input(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_conv2d_grad_filter(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_conv2d_transpose(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_pool2d(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_pool2d_grad(const rt_kernel_args *k, char *err, size_t cap);
 

@@ -1,4 +1,5 @@
-/* cuda_dnn.c - convolution and pooling, forward and backward, on cuDNN.
+/* cuda_dnn.c - convolution (grouped, dilated, transposed) and pooling, forward
+ * and backward, on cuDNN.
  *
  * Images are NHWC, which cuDNN takes as is (CUDNN_TENSOR_NHWC). Filters are
  * HWIO [kh,kw,cin,cout] (Keras); cuDNN's NHWC filter format is KRSC = OHWI
@@ -70,7 +71,9 @@ static int release(const dnn *d, void *p) {
 
 /* ---- convolution ---- */
 
-/* x: the image side (x of conv2d, dx of grad_input), y: the dy/y side, w: HWIO shape */
+/* x: the image side (x of conv2d, dx of grad_input, the output of conv2d_transpose),
+ * y: the dy/y side, w: HWIO shape [kh, kw, cin/groups, cout] of the conv2d from x to y
+ * (conv2d_transpose's [kh, kw, cout, cin] is that of the conv2d it is the adjoint of) */
 static int conv_descs(const dnn *d, descs *ds, const ir_shape *x, const ir_shape *y, const ir_shape *w) {
     TRY(symmetric(d));
     TRY(nhwc(d->b, &ds->x, x));
@@ -79,9 +82,11 @@ static int conv_descs(const dnn *d, descs *ds, const ir_shape *x, const ir_shape
     CUDNN_CHECK(d->b, cudnnSetFilter4dDescriptor(ds->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, (int)w->dim[3],
                                                  (int)w->dim[2], (int)w->dim[0], (int)w->dim[1]));
     CUDNN_CHECK(d->b, cudnnCreateConvolutionDescriptor(&ds->conv));
-    CUDNN_CHECK(d->b, cudnnSetConvolution2dDescriptor(ds->conv, (int)d->at[2], (int)d->at[3], (int)d->at[0],
-                                                      (int)d->at[1], 1, 1, CUDNN_CROSS_CORRELATION,
-                                                      CUDNN_DATA_FLOAT));
+    ir_conv g = ir_conv_of(d->n, w);
+    CUDNN_CHECK(d->b, cudnnSetConvolution2dDescriptor(ds->conv, (int)g.pad[0], (int)g.pad[1], (int)g.stride[0],
+                                                      (int)g.stride[1], (int)g.dilation[0], (int)g.dilation[1],
+                                                      CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    CUDNN_CHECK(d->b, cudnnSetConvolutionGroupCount(ds->conv, (int)g.groups));
     CUDNN_CHECK(d->b, cudnnSetConvolutionMathType(ds->conv, CUDNN_FMA_MATH)); /* no TF32: match the CPU's f32 */
     return 0;
 }
@@ -133,13 +138,15 @@ static int conv_grad_filter(const dnn *d, descs *ds, float *ohwi) {
     return release(d, ws);
 }
 
-/* the three conv ops around one OHWI copy of the filter */
+/* the four conv ops around one OHWI copy of the filter; conv2d_transpose is
+ * cuDNN's backward data of the conv2d it is the adjoint of */
 static int conv_run(const dnn *d, descs *ds) {
     const ir_node *const *in = d->k->in_nodes;
     ir_op op = d->n->op;
+    int data_grad = op == OP_CONV2D_GRAD_INPUT || op == OP_CONV2D_TRANSPOSE;
     const ir_shape *w = op == OP_CONV2D_GRAD_FILTER ? &d->n->shape : &in[1]->shape;
-    const ir_shape *x = op == OP_CONV2D ? &in[0]->shape : op == OP_CONV2D_GRAD_INPUT ? &d->n->shape : &in[0]->shape;
-    const ir_shape *y = op == OP_CONV2D ? &d->n->shape : op == OP_CONV2D_GRAD_INPUT ? &in[0]->shape : &in[1]->shape;
+    const ir_shape *x = data_grad ? &d->n->shape : &in[0]->shape;
+    const ir_shape *y = op == OP_CONV2D ? &d->n->shape : data_grad ? &in[0]->shape : &in[1]->shape;
     float *ohwi;
     int rc;
     TRY(conv_descs(d, ds, x, y, w));
@@ -148,7 +155,7 @@ static int conv_run(const dnn *d, descs *ds) {
         CUDA_CHECK(d->b, cuda_k_hwio_to_ohwi(d->k->in[1], ohwi, khw(w), w->dim[2], w->dim[3], d->s));
     if (op == OP_CONV2D)
         rc = conv_forward(d, ds, ohwi);
-    else if (op == OP_CONV2D_GRAD_INPUT)
+    else if (data_grad)
         rc = conv_grad_input(d, ds, ohwi);
     else if ((rc = conv_grad_filter(d, ds, ohwi)) == 0)
         CUDA_CHECK(d->b, cuda_k_ohwi_to_hwio(ohwi, d->k->out, khw(w), w->dim[2], w->dim[3], d->s));

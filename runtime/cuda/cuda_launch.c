@@ -365,6 +365,7 @@ static int (*const kernels[OP_COUNT])(const ctx *c) = {
     [OP_GREATER_EQUAL] = op_binary, [OP_EQUAL] = op_binary, [OP_NOT_EQUAL] = op_binary,
     [OP_MATMUL] = op_matmul,
     [OP_CONV2D] = op_conv, [OP_CONV2D_GRAD_INPUT] = op_conv, [OP_CONV2D_GRAD_FILTER] = op_conv,
+    [OP_CONV2D_TRANSPOSE] = op_conv,
     [OP_MAX_POOL2D] = op_pool, [OP_MAX_POOL2D_GRAD] = op_pool, [OP_AVG_POOL2D] = op_pool, [OP_AVG_POOL2D_GRAD] = op_pool,
     [OP_RESHAPE] = op_alias, [OP_VIEW] = op_alias, [OP_BROADCAST] = op_alias,
     [OP_REDUCE_SUM] = op_reduce, [OP_REDUCE_MEAN] = op_reduce,

@@ -197,7 +197,7 @@ poke 2 8 <I 9|section 'graph': dtype 9 out of range (0..3)
 poke 2 12 <I 7|section 'graph': node 0: rank 7 exceeds 6
 poke 2 16 <q -5|section 'graph': node 0: dimension 0 is negative (-5)
 poke 2 16 <q 4611686018427387904|section 'graph': node 0: element count overflows
-poke 2 52 <B 9|section 'graph': node 0: 9 integer attributes (at most 8)
+poke 2 52 <B 11|section 'graph': node 0: 11 integer attributes (at most 10)
 poke 4 0 <B 2|section 'train': training flag is 2, not 0 or 1
 poke 7 0 <I 4294967295|section 'schedule': event count 4294967295 out of range
 item-kind 7|section 'schedule': schedule item kind 7 out of range

@@ -172,6 +172,18 @@ static void optimizers(ir_module *m) {
     check(m, OP_SQ_NORM, (int[]){p, b, g}, 3, NULL, NULL, NULL, 1e-5);
 }
 
+/* grouped and dilated conv2d (symmetric pads, as cuDNN needs), both gradients, conv2d_transpose */
+static void grouped_dilated_transposed(ir_module *m) {
+    int img = input(m, IR_F32, 4, 2, 7, 7, 4), f = input(m, IR_F32, 4, 3, 3, 2, 6);
+    int dy = input(m, IR_F32, 4, 2, 7, 7, 6), x = input(m, IR_F32, 4, 2, 4, 4, 3), wt = input(m, IR_F32, 4, 3, 3, 5, 3);
+    const int64_t ga[IR_MAX_IATTR] = {1, 1, 2, 2, 2, 2, 2, 2, 2}; /* pads 2, dilation 2, groups 2: 7x7 -> 7x7 */
+    check(m, OP_CONV2D, (int[]){img, f}, 2, ga, NULL, NULL, 1e-4);
+    ir_shape xs = node_of(&(kase){m, 0, {0}}, img)->shape, fs = node_of(&(kase){m, 0, {0}}, f)->shape;
+    check(m, OP_CONV2D_GRAD_INPUT, (int[]){dy, f}, 2, ga, NULL, &xs, 1e-4);
+    check(m, OP_CONV2D_GRAD_FILTER, (int[]){img, dy}, 2, ga, NULL, &fs, 1e-4);
+    check(m, OP_CONV2D_TRANSPOSE, (int[]){x, wt}, 2, (int64_t[IR_MAX_IATTR]){2, 2, 0, 0, 0, 0, 1, 1}, NULL, NULL, 1e-4);
+}
+
 int main(void) {
     char why[256];
     if (rt_cuda_device_count(why, sizeof why) == 0) {
@@ -188,6 +200,7 @@ int main(void) {
     elementwise_and_softmax(m);
     dense_and_conv(m);
     optimizers(m);
+    grouped_dilated_transposed(m);
     ir_module_free(m);
     gpu->i->shutdown(gpu);
     free(gpu);

@@ -136,21 +136,26 @@ static window window_of(const ir_shape *x, const ir_shape *y, int64_t kh, int64_
                     stride_pad[0], stride_pad[1], stride_pad[2], stride_pad[3]};
 }
 
-/* Calls f(x offset, y offset, w offset) for every term of a convolution sum,
- * w HWIO [KH,KW,C,O]. mode: 0 y += x*w, 1 dx += dy*w, 2 dw += x*dy. */
-static void conv_terms(window g, int64_t O, const double *in0, const double *in1, double *out, int mode) {
-    for (int64_t n = 0; n < g.N; n++)
-        for (int64_t oh = 0; oh < g.OH; oh++)
-            for (int64_t ow = 0; ow < g.OW; ow++)
-                for (int64_t i = 0; i < g.KH; i++)
-                    for (int64_t j = 0; j < g.KW; j++) {
-                        int64_t h = oh * g.sh - g.pt + i, w = ow * g.sw - g.pl + j;
-                        if (h < 0 || h >= g.H || w < 0 || w >= g.W) continue;
-                        for (int64_t c = 0; c < g.C; c++)
-                            for (int64_t o = 0; o < O; o++) {
-                                int64_t xo = ((n * g.H + h) * g.W + w) * g.C + c;
-                                int64_t yo = ((n * g.OH + oh) * g.OW + ow) * O + o;
-                                int64_t wo = ((i * g.KW + j) * g.C + c) * O + o;
+/* Every term of a convolution sum from x [N,H,W,C] to y [N,OH,OW,O], w HWIO
+ * [KH,KW,C/G,O] (output channel o in group o / (O/G)), taps dilation apart.
+ * mode: 0 y += x*w, 1 dx += dy*w, 2 dw += x*dy. */
+static void conv_terms(const ir_shape *xs, const ir_shape *ys, const ir_shape *ws, ir_conv g, const double *in0,
+                       const double *in1, double *out, int mode) {
+    int64_t N = xs->dim[0], H = xs->dim[1], W = xs->dim[2], C = xs->dim[3], OH = ys->dim[1], OW = ys->dim[2];
+    int64_t O = ys->dim[3], KH = ws->dim[0], KW = ws->dim[1], CG = ws->dim[2], OG = O / g.groups;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t oh = 0; oh < OH; oh++)
+            for (int64_t ow = 0; ow < OW; ow++)
+                for (int64_t i = 0; i < KH; i++)
+                    for (int64_t j = 0; j < KW; j++) {
+                        int64_t h = oh * g.stride[0] - g.pad[0] + i * g.dilation[0];
+                        int64_t w = ow * g.stride[1] - g.pad[1] + j * g.dilation[1];
+                        if (h < 0 || h >= H || w < 0 || w >= W) continue;
+                        for (int64_t o = 0; o < O; o++)
+                            for (int64_t cg = 0; cg < CG; cg++) {
+                                int64_t xo = ((n * H + h) * W + w) * C + o / OG * CG + cg;
+                                int64_t yo = ((n * OH + oh) * OW + ow) * O + o;
+                                int64_t wo = ((i * KW + j) * CG + cg) * O + o;
                                 if (mode == 0) out[yo] += in0[xo] * in1[wo];
                                 else if (mode == 1) out[xo] += in0[yo] * in1[wo];
                                 else out[wo] += in0[xo] * in1[yo];
@@ -158,18 +163,18 @@ static void conv_terms(window g, int64_t O, const double *in0, const double *in1
                     }
 }
 
+/* conv2d (x, w) -> y; conv2d_grad_input (dy, w) -> dx; conv2d_grad_filter
+ * (x, dy) -> dw; conv2d_transpose (x, w) -> y, the data gradient of the
+ * conv2d from y to x */
 static void eval_conv(args *t) {
     const ir_node *n = t->n;
     memset(t->out, 0, (size_t)t->len * sizeof *t->out);
-    if (n->op == OP_CONV2D) /* (x, w) -> y */
-        conv_terms(window_of(&t->x->shape, &n->shape, t->y->shape.dim[0], t->y->shape.dim[1], n->iattr),
-                   t->y->shape.dim[3], t->a, t->b, t->out, 0);
-    else if (n->op == OP_CONV2D_GRAD_INPUT) /* (dy, w) -> dx */
-        conv_terms(window_of(&n->shape, &t->x->shape, t->y->shape.dim[0], t->y->shape.dim[1], n->iattr),
-                   t->y->shape.dim[3], t->a, t->b, t->out, 1);
-    else /* (x, dy) -> dw */
-        conv_terms(window_of(&t->x->shape, &t->y->shape, n->shape.dim[0], n->shape.dim[1], n->iattr),
-                   n->shape.dim[3], t->a, t->b, t->out, 2);
+    if (n->op == OP_CONV2D)
+        conv_terms(&t->x->shape, &n->shape, &t->y->shape, ir_conv_of(n, &t->y->shape), t->a, t->b, t->out, 0);
+    else if (n->op == OP_CONV2D_GRAD_INPUT || n->op == OP_CONV2D_TRANSPOSE)
+        conv_terms(&n->shape, &t->x->shape, &t->y->shape, ir_conv_of(n, &t->y->shape), t->a, t->b, t->out, 1);
+    else
+        conv_terms(&t->x->shape, &t->y->shape, &n->shape, ir_conv_of(n, &n->shape), t->a, t->b, t->out, 2);
 }
 
 /* Pooling over the valid (unpadded) elements of each window. Forward writes
@@ -523,7 +528,7 @@ static void eval_node(ref_eval *e, int i, int64_t step, bool training) {
         return;
     case OP_CAST: eval_cast(&t); return;
     case OP_MATMUL: eval_matmul(&t); return;
-    case OP_CONV2D: case OP_CONV2D_GRAD_INPUT: case OP_CONV2D_GRAD_FILTER: eval_conv(&t); return;
+    case OP_CONV2D: case OP_CONV2D_GRAD_INPUT: case OP_CONV2D_GRAD_FILTER: case OP_CONV2D_TRANSPOSE: eval_conv(&t); return;
     case OP_MAX_POOL2D: case OP_MAX_POOL2D_GRAD: case OP_AVG_POOL2D: case OP_AVG_POOL2D_GRAD: eval_pool(&t); return;
     case OP_RESHAPE: memcpy(t.out, t.a, (size_t)t.len * sizeof *t.out); return;
     case OP_REDUCE_SUM: case OP_REDUCE_MEAN: eval_reduce(&t); return;

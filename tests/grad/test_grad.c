@@ -77,6 +77,35 @@ static int matmul(tb *t, int a, int b, int ta, int tb_) {
 static int conv(tb *t, int x, int w, int sh, int sw, int pt, int pl, int pb, int pr) {
     return node(t, OP_CONV2D, 2, (int[]){x, w}, (int64_t[]){sh, sw, pt, pl, pb, pr}, 6, NULL, 0, NULL);
 }
+/* ---- dilated, grouped and transposed convolutions: attrs {sh, sw, pt, pl, pb, pr, dh, dw[, groups]} ---- */
+static int convx(tb *t, ir_op op, int x, int w, const int64_t *a) {
+    return node(t, op, 2, (int[]){x, w}, a, op == OP_CONV2D ? 9 : 8, NULL, 0, NULL);
+}
+static int b_conv_dilated(tb *t) {
+    return convx(t, OP_CONV2D, param(t, "x", S(1, 7, 6, 2)), param(t, "w", S(3, 2, 2, 3)),
+                 (int64_t[]){1, 1, 1, 0, 1, 1, 2, 3, 1});
+}
+static int b_conv_groups(tb *t) {
+    return convx(t, OP_CONV2D, param(t, "x", S(2, 5, 5, 4)), param(t, "w", S(3, 3, 2, 6)),
+                 (int64_t[]){2, 1, 1, 0, 1, 1, 1, 1, 2});
+}
+static int b_conv_depthwise(tb *t) { /* depth_multiplier 2, dilated */
+    return convx(t, OP_CONV2D, param(t, "x", S(1, 6, 6, 3)), param(t, "w", S(2, 2, 1, 6)),
+                 (int64_t[]){1, 1, 0, 0, 0, 0, 2, 2, 3});
+}
+static int b_convt_valid(tb *t) {
+    return convx(t, OP_CONV2D_TRANSPOSE, param(t, "x", S(2, 3, 4, 3)), param(t, "w", S(3, 2, 2, 3)),
+                 (int64_t[]){1, 1, 0, 0, 0, 0, 1, 1});
+}
+static int b_convt_same_s2(tb *t) { /* Keras "same", k 3 s 2: H 3 -> 6, pads 0 + 1 */
+    return convx(t, OP_CONV2D_TRANSPOSE, param(t, "x", S(1, 3, 3, 2)), param(t, "w", S(3, 3, 3, 2)),
+                 (int64_t[]){2, 2, 0, 0, 1, 1, 1, 1});
+}
+static int b_convt_dilated(tb *t) {
+    return convx(t, OP_CONV2D_TRANSPOSE, param(t, "x", S(1, 3, 3, 2)), param(t, "w", S(2, 2, 2, 2)),
+                 (int64_t[]){2, 1, 1, 0, 0, 1, 2, 2});
+}
+
 static int pool(tb *t, ir_op op, int x, int k, int s, int pt, int pl, int pb, int pr) {
     return node(t, op, 1, &x, (int64_t[]){k, k, s, s, pt, pl, pb, pr}, 8, NULL, 0, NULL);
 }
@@ -314,6 +343,12 @@ static const grad_case cases[] = {
     {"conv2d valid", OP_CONV2D, b_conv_valid},
     {"conv2d stride 2 same", OP_CONV2D, b_conv_same_s2},
     {"conv2d 2x3 stride 1x2 padded", OP_CONV2D, b_conv_rect},
+    {"conv2d dilated 2x3", OP_CONV2D, b_conv_dilated},
+    {"conv2d groups 2 stride 2x1", OP_CONV2D, b_conv_groups},
+    {"conv2d depthwise x2 dilated", OP_CONV2D, b_conv_depthwise},
+    {"conv2d_transpose valid", OP_CONV2D_TRANSPOSE, b_convt_valid},
+    {"conv2d_transpose stride 2 same", OP_CONV2D_TRANSPOSE, b_convt_same_s2},
+    {"conv2d_transpose dilated padded", OP_CONV2D_TRANSPOSE, b_convt_dilated},
     {"max_pool2d k2 s1", OP_MAX_POOL2D, b_max_k2s1},
     {"max_pool2d k3 s2 same", OP_MAX_POOL2D, b_max_k3s2},
     {"avg_pool2d k2 s1", OP_AVG_POOL2D, b_avg_k2s1},

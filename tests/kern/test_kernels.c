@@ -122,39 +122,45 @@ static void ref_matmul(const one_op *t, double **in, double *out) {
         }
 }
 
-/* the forward convolution's index space: visit(x index, w index, y index) */
+/* the forward convolution's index space, x [N,H,W,C] -> y [N,OH,OW,O], w HWIO
+ * [KH,KW,C/G,O], output channel co in group co / (O/G), taps dilation apart:
+ * BODY with x index xi, w index wi, y index yi */
 typedef struct {
     const ir_shape *x, *w, *y;
-    const int64_t *a; /* stride_h, stride_w, pad_t, pad_l */
+    ir_conv g;
 } conv_geom;
 
-#define CONV_LOOP(g, BODY)                                                                                   \
-    for (int64_t n_ = 0; n_ < (g).y->dim[0]; n_++)                                                           \
-        for (int64_t oh = 0; oh < (g).y->dim[1]; oh++)                                                       \
-            for (int64_t ow = 0; ow < (g).y->dim[2]; ow++)                                                   \
-                for (int64_t co = 0; co < (g).y->dim[3]; co++)                                               \
-                    for (int64_t r = 0; r < (g).w->dim[0]; r++)                                              \
-                        for (int64_t s = 0; s < (g).w->dim[1]; s++) {                                        \
-                            int64_t ih = oh * (g).a[0] - (g).a[2] + r, iw = ow * (g).a[1] - (g).a[3] + s;    \
-                            if (ih < 0 || iw < 0 || ih >= (g).x->dim[1] || iw >= (g).x->dim[2]) continue;    \
-                            for (int64_t ci = 0; ci < (g).x->dim[3]; ci++) {                                 \
-                                int64_t xi = ((n_ * (g).x->dim[1] + ih) * (g).x->dim[2] + iw) * (g).x->dim[3] + ci; \
-                                int64_t wi = ((r * (g).w->dim[1] + s) * (g).w->dim[2] + ci) * (g).w->dim[3] + co;   \
-                                int64_t yi = ((n_ * (g).y->dim[1] + oh) * (g).y->dim[2] + ow) * (g).y->dim[3] + co; \
+#define CONV_LOOP(G, BODY)                                                                                   \
+    for (int64_t n_ = 0; n_ < (G).y->dim[0]; n_++)                                                           \
+        for (int64_t oh = 0; oh < (G).y->dim[1]; oh++)                                                       \
+            for (int64_t ow = 0; ow < (G).y->dim[2]; ow++)                                                   \
+                for (int64_t co = 0; co < (G).y->dim[3]; co++)                                               \
+                    for (int64_t r = 0; r < (G).w->dim[0]; r++)                                              \
+                        for (int64_t s = 0; s < (G).w->dim[1]; s++) {                                        \
+                            int64_t ih = oh * (G).g.stride[0] - (G).g.pad[0] + r * (G).g.dilation[0];        \
+                            int64_t iw = ow * (G).g.stride[1] - (G).g.pad[1] + s * (G).g.dilation[1];        \
+                            if (ih < 0 || iw < 0 || ih >= (G).x->dim[1] || iw >= (G).x->dim[2]) continue;    \
+                            int64_t cg_ = (G).w->dim[2], c0_ = co / ((G).y->dim[3] / (G).g.groups) * cg_;    \
+                            for (int64_t ci = 0; ci < cg_; ci++) {                                           \
+                                int64_t xi = ((n_ * (G).x->dim[1] + ih) * (G).x->dim[2] + iw) * (G).x->dim[3] + c0_ + ci; \
+                                int64_t wi = ((r * (G).w->dim[1] + s) * (G).w->dim[2] + ci) * (G).w->dim[3] + co;   \
+                                int64_t yi = ((n_ * (G).y->dim[1] + oh) * (G).y->dim[2] + ow) * (G).y->dim[3] + co; \
                                 BODY;                                                                        \
                             }                                                                                \
                         }
 
+/* conv2d_transpose (x, w) is conv2d_grad_input of the conv2d from its output to x */
 static void ref_conv(const one_op *t, double **in, double *out) {
     const ir_node *n = onode(t);
-    conv_geom g = {.a = n->iattr};
+    conv_geom g;
     if (n->op == OP_CONV2D) g.x = ishape(t, 0), g.w = ishape(t, 1), g.y = &n->shape;
-    else if (n->op == OP_CONV2D_GRAD_INPUT) g.x = &n->shape, g.w = ishape(t, 1), g.y = ishape(t, 0);
-    else g.x = ishape(t, 0), g.w = &n->shape, g.y = ishape(t, 1);
+    else if (n->op == OP_CONV2D_GRAD_FILTER) g.x = ishape(t, 0), g.w = &n->shape, g.y = ishape(t, 1);
+    else g.x = &n->shape, g.w = ishape(t, 1), g.y = ishape(t, 0);
+    g.g = ir_conv_of(n, g.w);
     memset(out, 0, (size_t)numel(&n->shape) * sizeof *out);
     if (n->op == OP_CONV2D) CONV_LOOP(g, out[yi] += in[0][xi] * in[1][wi])
-    else if (n->op == OP_CONV2D_GRAD_INPUT) CONV_LOOP(g, out[xi] += in[0][yi] * in[1][wi])
-    else CONV_LOOP(g, out[wi] += in[0][xi] * in[1][yi])
+    else if (n->op == OP_CONV2D_GRAD_FILTER) CONV_LOOP(g, out[wi] += in[0][xi] * in[1][yi])
+    else CONV_LOOP(g, out[xi] += in[0][yi] * in[1][wi])
 }
 
 /* pooling: for each output element, the valid window positions */
@@ -421,6 +427,7 @@ static void ref_sq_norm(const one_op *t, double **in, double *out) {
 
 #define POOL(kh, kw, sh, sw, pt, pl, pb, pr) .iattr = {kh, kw, sh, sw, pt, pl, pb, pr}
 #define CONV(sh, sw, pt, pl, pb, pr) .iattr = {sh, sw, pt, pl, pb, pr}
+#define CONVX(sh, sw, pt, pl, pb, pr, dh, dw, g) .iattr = {sh, sw, pt, pl, pb, pr, dh, dw, g}
 #define LAB .dtype = {0, IR_I32, 0}, .fill = {R_WIDE, R_LABELS, 0}
 
 static const tcase cases[] = {
@@ -478,6 +485,35 @@ static const tcase cases[] = {
      .given = "2,3,2,5", .ref = ref_conv},
     {"conv2d_grad_filter mnist", OP_CONV2D_GRAD_FILTER, 2, {"8,28,28,1", "8,26,26,32"}, CONV(1, 1, 0, 0, 0, 0),
      .given = "3,3,1,32", .ref = ref_conv},
+    /* ---- dilated, grouped (depthwise) and transposed convolutions ---- */
+    {"conv2d dilated", OP_CONV2D, 2, {"2,9,8,3", "3,3,3,4"}, CONVX(1, 1, 0, 0, 0, 0, 2, 2, 1), .ref = ref_conv},
+    {"conv2d dilated 2x3 padded", OP_CONV2D, 2, {"2,7,8,2", "3,2,2,3"}, CONVX(1, 1, 2, 1, 2, 2, 2, 3, 1), .ref = ref_conv},
+    {"conv2d groups 2", OP_CONV2D, 2, {"2,6,7,4", "3,3,2,6"}, CONVX(1, 1, 0, 0, 0, 0, 1, 1, 2), .ref = ref_conv},
+    {"conv2d depthwise x2 stride 2", OP_CONV2D, 2, {"2,8,8,3", "3,3,1,6"}, CONVX(2, 2, 1, 1, 1, 1, 1, 1, 3), .ref = ref_conv},
+    {"conv2d depthwise mobilenet", OP_CONV2D, 2, {"4,14,14,16", "3,3,1,16"}, CONVX(1, 1, 1, 1, 1, 1, 1, 1, 16), .ref = ref_conv},
+    {"conv2d groups dilated strided", OP_CONV2D, 2, {"1,9,9,4", "2,2,2,4"}, CONVX(2, 2, 0, 0, 0, 0, 2, 2, 2), .ref = ref_conv},
+    {"conv2d_grad_input groups 2", OP_CONV2D_GRAD_INPUT, 2, {"2,4,5,6", "3,3,2,6"}, CONVX(1, 1, 0, 0, 0, 0, 1, 1, 2),
+     .given = "2,6,7,4", .ref = ref_conv},
+    {"conv2d_grad_input depthwise stride 2", OP_CONV2D_GRAD_INPUT, 2, {"2,4,4,6", "3,3,1,6"},
+     CONVX(2, 2, 1, 1, 1, 1, 1, 1, 3), .given = "2,8,8,3", .ref = ref_conv},
+    {"conv2d_grad_input dilated", OP_CONV2D_GRAD_INPUT, 2, {"2,5,4,4", "3,3,3,4"}, CONVX(1, 1, 0, 0, 0, 0, 2, 2, 1),
+     .given = "2,9,8,3", .ref = ref_conv},
+    {"conv2d_grad_filter groups 2", OP_CONV2D_GRAD_FILTER, 2, {"2,6,7,4", "2,4,5,6"}, CONVX(1, 1, 0, 0, 0, 0, 1, 1, 2),
+     .given = "3,3,2,6", .ref = ref_conv},
+    {"conv2d_grad_filter depthwise stride 2", OP_CONV2D_GRAD_FILTER, 2, {"2,8,8,3", "2,4,4,6"},
+     CONVX(2, 2, 1, 1, 1, 1, 1, 1, 3), .given = "3,3,1,6", .ref = ref_conv},
+    {"conv2d_grad_filter dilated", OP_CONV2D_GRAD_FILTER, 2, {"2,9,8,3", "2,5,4,4"}, CONVX(1, 1, 0, 0, 0, 0, 2, 2, 1),
+     .given = "3,3,3,4", .ref = ref_conv},
+    {"conv2d_transpose valid", OP_CONV2D_TRANSPOSE, 2, {"2,5,4,3", "3,3,4,3"}, CONVX(1, 1, 0, 0, 0, 0, 1, 1, 0),
+     .ref = ref_conv},
+    {"conv2d_transpose stride 2 valid", OP_CONV2D_TRANSPOSE, 2, {"2,4,3,3", "3,3,5,3"}, CONVX(2, 2, 0, 0, 0, 0, 1, 1, 0),
+     .ref = ref_conv},
+    {"conv2d_transpose stride 2 same", OP_CONV2D_TRANSPOSE, 2, {"2,4,3,2", "3,3,4,2"}, CONVX(2, 2, 0, 0, 1, 1, 1, 1, 0),
+     .ref = ref_conv},
+    {"conv2d_transpose 4x4 stride 2 same", OP_CONV2D_TRANSPOSE, 2, {"1,5,5,3", "4,4,6,3"},
+     CONVX(2, 2, 1, 1, 1, 1, 1, 1, 0), .ref = ref_conv},
+    {"conv2d_transpose dilated", OP_CONV2D_TRANSPOSE, 2, {"1,4,4,2", "2,3,3,2"}, CONVX(1, 1, 0, 0, 0, 0, 2, 1, 0),
+     .ref = ref_conv},
     {"max_pool2d 2x2", OP_MAX_POOL2D, 1, {"2,8,6,3"}, POOL(2, 2, 2, 2, 0, 0, 0, 0), .ref = ref_pool},
     {"max_pool2d 3x3 s2 pad", OP_MAX_POOL2D, 1, {"2,9,7,3"}, POOL(3, 3, 2, 2, 1, 1, 1, 1), .ref = ref_pool},
     {"max_pool2d 2x3 odd", OP_MAX_POOL2D, 1, {"3,7,9,2"}, POOL(2, 3, 2, 1, 0, 1, 0, 0), .ref = ref_pool},
@@ -668,7 +704,7 @@ static int test_bad_label(void) {
     ir_shape s[2] = {kh_shape("3,10"), kh_shape("3")};
     one_op t;
     char err[256] = "";
-    int bad = kh_build(&t, OP_SPARSE_XENT, 2, s, (ir_dtype[]){IR_F32, IR_I32}, (int64_t[8]){0}, (double[6]){0}, NULL,
+    int bad = kh_build(&t, OP_SPARSE_XENT, 2, s, (ir_dtype[]){IR_F32, IR_I32}, (int64_t[IR_MAX_IATTR]){0}, (double[6]){0}, NULL,
                        0, err, sizeof err);
     memset(t.in[0], 0, 30 * sizeof(float));
     ((int32_t *)t.in[1])[0] = 1, ((int32_t *)t.in[1])[1] = 10, ((int32_t *)t.in[1])[2] = 2;
@@ -686,7 +722,7 @@ static int test_dropout_stats(void) {
     ir_shape s = kh_shape("100000");
     one_op t;
     char err[256];
-    int bad = kh_build(&t, OP_DROPOUT, 1, &s, (ir_dtype[]){IR_F32}, (int64_t[8]){7}, (double[6]){0.25}, NULL, 0, err,
+    int bad = kh_build(&t, OP_DROPOUT, 1, &s, (ir_dtype[]){IR_F32}, (int64_t[IR_MAX_IATTR]){7}, (double[6]){0.25}, NULL, 0, err,
                        sizeof err);
     for (int i = 0; i < 100000; i++) ((float *)t.in[0])[i] = 1;
     bad |= kh_run(&t, err, sizeof err);
@@ -713,7 +749,7 @@ static int test_scheduled_sgd(void) {
     ir_shape s[2] = {kh_shape("8"), kh_shape("8")};
     one_op t;
     char err[256];
-    int bad = kh_build(&t, OP_SGD_UPDATE, 2, s, (ir_dtype[]){IR_F32, IR_F32}, (int64_t[8]){0}, (double[6]){0.5}, NULL, 0,
+    int bad = kh_build(&t, OP_SGD_UPDATE, 2, s, (ir_dtype[]){IR_F32, IR_F32}, (int64_t[IR_MAX_IATTR]){0}, (double[6]){0.5}, NULL, 0,
                        err, sizeof err);
     t.m->opt = (ir_optimizer){.lr = 0.5, .schedule = {.kind = LR_PIECEWISE_CONSTANT, .n_boundaries = 1,
                                                       .boundaries = {1}, .values = {0.5, 0.25}}};
@@ -735,7 +771,7 @@ static int test_in_training_eval(void) {
     ir_shape s[2] = {kh_shape("100"), kh_shape("100")};
     one_op t;
     char err[256];
-    int bad = kh_build(&t, OP_IN_TRAINING, 2, s, (ir_dtype[]){IR_F32, IR_F32}, (int64_t[8]){0}, (double[6]){0}, NULL, 0,
+    int bad = kh_build(&t, OP_IN_TRAINING, 2, s, (ir_dtype[]){IR_F32, IR_F32}, (int64_t[IR_MAX_IATTR]){0}, (double[6]){0}, NULL, 0,
                        err, sizeof err);
     for (int i = 0; i < 100; i++) ((float *)t.in[0])[i] = (float)i, ((float *)t.in[1])[i] = -(float)i - 1;
     t.training = 0;
@@ -755,7 +791,7 @@ static int test_dropout_eval(void) {
         ir_shape s = kh_shape("1000");
         one_op t;
         char err[256];
-        bad |= kh_build(&t, op, 1, &s, (ir_dtype[]){IR_F32}, (int64_t[8]){7}, (double[6]){0.5}, NULL, 0, err, sizeof err);
+        bad |= kh_build(&t, op, 1, &s, (ir_dtype[]){IR_F32}, (int64_t[IR_MAX_IATTR]){7}, (double[6]){0.5}, NULL, 0, err, sizeof err);
         for (int i = 0; i < 1000; i++) ((float *)t.in[0])[i] = (float)i - 500.5f;
         t.training = 0;
         bad |= kh_run(&t, err, sizeof err);
@@ -793,8 +829,8 @@ static int build_replica(replica_work *w) {
     ir_shape conv_in[2] = {kh_shape("16,28,28,1"), kh_shape("3,3,1,32")};
     ir_shape pool_in[2] = {kh_shape("16,26,26,32"), kh_shape("16,13,13,32")};
     ir_dtype f[2] = {IR_F32, IR_F32};
-    if (kh_build(&w->op[0], OP_CONV2D, 2, conv_in, f, (int64_t[8]){1, 1}, (double[6]){0}, NULL, 0, err, sizeof err) ||
-        kh_build(&w->op[1], OP_MAX_POOL2D_GRAD, 2, pool_in, f, (int64_t[8]){2, 2, 2, 2}, (double[6]){0}, NULL, 0, err,
+    if (kh_build(&w->op[0], OP_CONV2D, 2, conv_in, f, (int64_t[IR_MAX_IATTR]){1, 1}, (double[6]){0}, NULL, 0, err, sizeof err) ||
+        kh_build(&w->op[1], OP_MAX_POOL2D_GRAD, 2, pool_in, f, (int64_t[IR_MAX_IATTR]){2, 2, 2, 2}, (double[6]){0}, NULL, 0, err,
                  sizeof err))
         return fprintf(stderr, "FAIL concurrent: %s\n", err), 1;
     for (int o = 0; o < 2; o++)

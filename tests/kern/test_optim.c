@@ -96,7 +96,7 @@ static int run(const ocase *c, double clip) {
     fattr[ir_op_fattr_index(c->op, "clipnorm")] = clip;
     one_op t;
     char err[256];
-    if (kh_build(&t, c->op, n_in, s, dt, (int64_t[8]){c->nesterov}, fattr, NULL, 0, err, sizeof err))
+    if (kh_build(&t, c->op, n_in, s, dt, (int64_t[IR_MAX_IATTR]){c->nesterov}, fattr, NULL, 0, err, sizeof err))
         return fprintf(stderr, "FAIL %s: %s\n", c->name, err), 1;
     t.m->opt = (ir_optimizer){.lr = c->f[0], .schedule = {.kind = LR_EXPONENTIAL_DECAY, .decay_steps = 2, .decay_rate = 0.5}};
     double p[N], g[N], slots[2][N] = {{0}}, worst = 0;

@@ -4,14 +4,10 @@
 # bench/resnet20.sh trains it against the same network in PyTorch (bench/torch_resnet20.py).
 use nn
 
-# convolution without bias (batch_norm's beta takes its place), Keras he_normal
-fn conv(x: f32[b, h, w, cin], filters: int, kernel: int = 3, strides: int = 1) {
-  param kernel: f32[kernel, kernel, cin, filters] = he_normal
-  return prim.conv2d(x, kernel, strides: strides, padding: "same")
-}
-
+# a convolution without bias (batch_norm's beta takes its place), he_normal
 fn conv_bn(x: f32, filters: int, kernel: int = 3, strides: int = 1) {
-  return batch_norm(conv(x, filters, kernel, strides))
+  return batch_norm(conv2d(x, filters, kernel, strides: strides, padding: "same", use_bias: false,
+                           kernel_initializer: he_normal))
 }
 
 # two 3x3 convolutions and a shortcut: the input itself, or a strided 1x1
@@ -41,7 +37,7 @@ model resnet20 {
       x = basic_block(x, filters[stage], strides)
     }
   }
-  x = prim.reduce_mean(x, axes: 6)          # global average pool: axes 1 and 2
+  x = global_average_pool2d(x)
   logits = dense(x, 10)
 
   loss            = sparse_softmax_cross_entropy(logits, label)

@@ -2,16 +2,8 @@
  * softplus, selu, elu, leaky_relu) and their gradients, log_softmax and its
  * gradient, in_top_k. Per-element math comes from runtime/ops_math.h only. */
 #include "../ops_math.h"
-#include "cuda_kernels.h"
+#include "cuda_device.cuh"
 
-static const int64_t THREADS = 256, MAX_BLOCKS = 65535;
-
-static unsigned blocks_for(int64_t n) {
-    int64_t b = (n + THREADS - 1) / THREADS;
-    return (unsigned)(b < 1 ? 1 : b > MAX_BLOCKS ? MAX_BLOCKS : b);
-}
-
-#define FOR_EACH(i, n) for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
 __device__ static float act_op(int op, float x, float alpha) {
     switch (op) {

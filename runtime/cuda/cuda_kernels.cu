@@ -4,17 +4,8 @@
 #include <float.h>
 
 #include "../ops_math.h"
-#include "cuda_kernels.h"
+#include "cuda_device.cuh"
 
-static const int64_t THREADS = 256, MAX_BLOCKS = 65535;
-
-/* grid for a grid-stride loop over n items */
-static unsigned blocks_for(int64_t n) {
-    int64_t b = (n + THREADS - 1) / THREADS;
-    return (unsigned)(b < 1 ? 1 : b > MAX_BLOCKS ? MAX_BLOCKS : b);
-}
-
-#define FOR_EACH(i, n) for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
 static cudaError_t launched(void) { return cudaGetLastError(); }
 
@@ -135,17 +126,6 @@ extern "C" cudaError_t cuda_k_fill(ir_dtype t, void *out, double v, int64_t n, c
 }
 
 /* ---- reductions: one thread per output element, summing in order ---- */
-/* input offset of the j-th reduced element of output o (both in row-major order) */
-__device__ static int64_t reduce_offset(const cuda_reduce_desc &r, int64_t o, int64_t j) {
-    int64_t off = 0, stride = 1;
-    for (int a = r.rank - 1; a >= 0; a--) {
-        int64_t *idx = (r.mask >> a & 1u) ? &j : &o;
-        off += (*idx % r.dim[a]) * stride;
-        *idx /= r.dim[a];
-        stride *= r.dim[a];
-    }
-    return off;
-}
 
 __global__ static void reduce_kernel(cuda_reduce_desc r, const float *x, float *out, float scale) {
     FOR_EACH(o, r.out_n) {

@@ -100,9 +100,8 @@ static int op_matmul(const ctx *c) {
     return 0;
 }
 
-/* reduce_sum / reduce_mean over the axes bitmask iattr[0] */
-static int op_reduce(const ctx *c) {
-    TRY(need_f32(c));
+/* input 0 reduced over the axes bitmask iattr[0] */
+static cuda_reduce_desc reduce_desc(const ctx *c) {
     const ir_shape *x = in_shape(c, 0);
     cuda_reduce_desc r;
     memset(&r, 0, sizeof r);
@@ -114,6 +113,13 @@ static int op_reduce(const ctx *c) {
         if (r.mask >> a & 1u) r.red_n *= x->dim[a];
     }
     r.out_n = ir_shape_numel(x) / (r.red_n ? r.red_n : 1);
+    return r;
+}
+
+/* reduce_sum / reduce_mean over the axes bitmask iattr[0] */
+static int op_reduce(const ctx *c) {
+    TRY(need_f32(c));
+    cuda_reduce_desc r = reduce_desc(c);
     float scale = c->n->op == OP_REDUCE_MEAN && r.red_n ? 1.0f / (float)r.red_n : 1.0f;
     CUDA_CHECK(c->b, cuda_k_reduce(&r, inf(c, 0), outf(c), scale, c->s));
     return 0;
@@ -307,17 +313,7 @@ static int op_transpose(const ctx *c) {
 
 static int op_reduce_extreme(const ctx *c) {
     TRY(need_f32(c));
-    const ir_shape *x = in_shape(c, 0);
-    cuda_reduce_desc r;
-    memset(&r, 0, sizeof r);
-    r.rank = x->rank;
-    r.mask = (unsigned)c->n->iattr[0];
-    r.red_n = 1;
-    for (int a = 0; a < x->rank; a++) {
-        r.dim[a] = x->dim[a];
-        if (r.mask >> a & 1u) r.red_n *= x->dim[a];
-    }
-    r.out_n = ir_shape_numel(x) / r.red_n;
+    cuda_reduce_desc r = reduce_desc(c);
     CUDA_CHECK(c->b, cuda_k_reduce_extreme(&r, inf(c, 0), outf(c), c->n->op == OP_REDUCE_MAX, c->s));
     return 0;
 }

@@ -3,16 +3,10 @@
  * runtime/ops_math.h, as the CPU kernels (runtime/cpu/optim.c). Reductions
  * run in one block in a fixed order, so every replica gets the same bits. */
 #include "../ops_math.h"
-#include "cuda_kernels.h"
+#include "cuda_device.cuh"
 
-static const int THREADS = 256, REDUCE_THREADS = 512, MAX_BLOCKS = 65535;
+static const int REDUCE_THREADS = 512;
 
-static unsigned blocks_for(int64_t n) {
-    int64_t b = (n + THREADS - 1) / THREADS;
-    return (unsigned)(b < 1 ? 1 : b > MAX_BLOCKS ? MAX_BLOCKS : b);
-}
-
-#define FOR_EACH(i, n) for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 #define CLIP_SCALE(sq_norm, clip) ((sq_norm) ? mg_clip_scale(*(sq_norm), (clip)) : 1.0f)
 
 /* sums a[] and b[] of REDUCE_THREADS doubles into a[0], b[0] (b may be NULL) */

@@ -5,16 +5,8 @@
 #include <float.h>
 
 #include "../ops_math.h"
-#include "cuda_kernels.h"
+#include "cuda_device.cuh"
 
-static const int64_t THREADS = 256, MAX_BLOCKS = 65535;
-
-static unsigned blocks_for(int64_t n) {
-    int64_t b = (n + THREADS - 1) / THREADS;
-    return (unsigned)(b < 1 ? 1 : b > MAX_BLOCKS ? MAX_BLOCKS : b);
-}
-
-#define FOR_EACH(i, n) for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
 /* element i of the box: its offsets in src and dst */
 __global__ static void box_kernel(cuda_box b, const float *src, float *dst, int64_t n) {
@@ -43,23 +35,12 @@ extern "C" cudaError_t cuda_k_transpose(const cuda_box *b, const float *x, float
     return cuda_k_box_copy(b, x, out, s);
 }
 
-/* input offset of the j-th reduced element of output o (row-major) */
-__device__ static int64_t extreme_offset(const cuda_reduce_desc &r, int64_t o, int64_t j) {
-    int64_t off = 0, stride = 1;
-    for (int a = r.rank - 1; a >= 0; a--) {
-        int64_t *idx = (r.mask >> a & 1u) ? &j : &o;
-        off += (*idx % r.dim[a]) * stride;
-        *idx /= r.dim[a];
-        stride *= r.dim[a];
-    }
-    return off;
-}
 
 __global__ static void extreme_kernel(cuda_reduce_desc r, const float *x, float *out, int is_max) {
     FOR_EACH(o, r.out_n) {
         float acc = is_max ? -FLT_MAX : FLT_MAX;
         for (int64_t j = 0; j < r.red_n; j++) {
-            float v = x[extreme_offset(r, o, j)];
+            float v = x[reduce_offset(r, o, j)];
             acc = is_max ? (v > acc ? v : acc) : (v < acc ? v : acc);
         }
         out[o] = acc;

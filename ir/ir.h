@@ -296,6 +296,20 @@ typedef struct {
 } ir_conv;
 ir_conv ir_conv_of(const ir_node *n, const ir_shape *w);
 
+/* ---- issue 13: batched matmul ----
+ * The geometry of matmul node n (shape inferred) on a [..., m, k] (or [..., k, m]
+ * with trans_a) and b [..., k, n]: the output's leading (batch) axes are the
+ * numpy broadcast of a's and b's; batch matrices in all. Offsets in elements. */
+typedef struct {
+    int64_t m, n, k;       /* op(a)[m, k] x op(b)[k, n] */
+    int64_t batch;         /* product of the output's batch axes (1 for rank 2) */
+    int64_t a_stride, b_stride;  /* elements between matrices of a and b when their batch is the output's, 0 when it is 1 matrix; -1 otherwise (general broadcast) */
+    ir_shape a_batch, b_batch, out_batch;  /* batch axes, a's and b's padded with 1s to out's rank */
+} ir_matmul;
+ir_matmul ir_matmul_of(const ir_node *n, const ir_shape *a, const ir_shape *b);
+/* element offsets of the a (which 0) or b (which 1) matrix of output matrix i */
+int64_t ir_matmul_offset(const ir_matmul *g, int which, int64_t i);
+
 /* Structural checks (input order, arity, attrs, shapes agree with the rules,
  * schedule and plan ranges). Returns the number of problems, each reported
  * through msg (may be NULL). */

@@ -131,18 +131,63 @@ static bool rule_cast(rule *r) {
     return true;
 }
 
-/* matmul: op(a)[m, k] x op(b)[k, n] -> [m, n] */
+/* matmul: op(a)[..., m, k] x op(b)[..., k, n] -> [broadcast(a..., b...), m, n] (issue 13: any rank >= 2) */
 static bool rule_matmul(rule *r) {
     char b1[96], b2[96];
     const ir_node *x = r->x, *y = r->y;
-    if (!want_float(r, x, "the left operand") || !want_rank(r, x, 2, "the left operand") ||
-        !want_rank(r, y, 2, "the right operand"))
-        return false;
-    int ta = r->n->iattr[0] != 0, tb = r->n->iattr[1] != 0;
-    int64_t rows = x->shape.dim[ta], k1 = x->shape.dim[!ta], k2 = y->shape.dim[tb], cols = y->shape.dim[!tb];
+    if (!want_float(r, x, "the left operand")) return false;
+    if (x->shape.rank < 2 || y->shape.rank < 2)
+        return fail(r, "operands of 'matmul' must have rank 2 or more, got %s x %s", tstr(x, b1), tstr(y, b2));
+    int ta = r->n->iattr[0] != 0, tb = r->n->iattr[1] != 0, ra = x->shape.rank, rb = y->shape.rank;
+    int64_t rows = x->shape.dim[ra - 2 + ta], k1 = x->shape.dim[ra - 1 - ta];
+    int64_t k2 = y->shape.dim[rb - 2 + tb], cols = y->shape.dim[rb - 1 - tb];
     if (k1 != k2) return fail(r, "inner dimensions of 'matmul' differ: %s x %s", tstr(x, b1), tstr(y, b2));
-    r->n->dtype = x->dtype, r->n->shape = ir_shape_make(2, (int64_t[]){rows, cols});
+    ir_shape ba = x->shape, bb = y->shape, out;
+    ba.rank -= 2, bb.rank -= 2;
+    if (!broadcast_shapes(&ba, &bb, &out))
+        return fail(r, "batch axes of 'matmul' do not broadcast: %s x %s", tstr(x, b1), tstr(y, b2));
+    out.dim[out.rank] = rows, out.dim[out.rank + 1] = cols, out.rank += 2;
+    r->n->dtype = x->dtype, r->n->shape = out;
     return true;
+}
+
+/* batch axes of s (its rank minus 2) right-aligned to rank, padded with 1s */
+static ir_shape batch_axes(const ir_shape *s, int rank) {
+    ir_shape b = {.rank = rank};
+    for (int i = 0; i < rank; i++) {
+        int j = s->rank - 2 - rank + i;
+        b.dim[i] = j >= 0 ? s->dim[j] : 1;
+    }
+    return b;
+}
+
+static int64_t batch_stride(const ir_shape *batch, const ir_shape *out, int64_t matrix) {
+    if (ir_shape_numel(batch) == 1) return 0;
+    return ir_shape_eq(batch, out) ? matrix : -1;
+}
+
+ir_matmul ir_matmul_of(const ir_node *n, const ir_shape *a, const ir_shape *b) {
+    ir_matmul g;
+    int ta = n->iattr[0] != 0, r = n->shape.rank;
+    g.m = n->shape.dim[r - 2], g.n = n->shape.dim[r - 1], g.k = a->dim[a->rank - 1 - ta];
+    g.out_batch = batch_axes(&n->shape, r - 2);
+    g.a_batch = batch_axes(a, r - 2), g.b_batch = batch_axes(b, r - 2);
+    g.batch = ir_shape_numel(&g.out_batch);
+    g.a_stride = batch_stride(&g.a_batch, &g.out_batch, g.m * g.k);
+    g.b_stride = batch_stride(&g.b_batch, &g.out_batch, g.k * g.n);
+    return g;
+}
+
+int64_t ir_matmul_offset(const ir_matmul *g, int which, int64_t i) {
+    const ir_shape *s = which ? &g->b_batch : &g->a_batch;
+    int64_t off = 0, mult = 1;
+    for (int d = g->out_batch.rank - 1; d >= 0; d--) {
+        int64_t idx = i % g->out_batch.dim[d];
+        i /= g->out_batch.dim[d];
+        if (s->dim[d] != 1) off += idx * mult;
+        mult *= s->dim[d];
+    }
+    return off * (which ? g->k * g->n : g->m * g->k);
 }
 
 /* ---- convolutions ---- */

@@ -155,7 +155,7 @@ static int matmul(ad_ctx *c, int a, int b, int ta, int tb) {
     return emit(c, OP_MATMUL, 2, (int[]){a, b}, &(ir_node){.iattr = {ta, tb}});
 }
 
-/* y = op(a) op(b)  ->  with op(.) undone per trans flag:
+/* y = op(a) op(b) (over the last two axes, batch axes broadcast)  ->  with op(.) undone per trans flag:
  *   ta tb | da            | db
  *   0  0  | dy b^T        | a^T dy
  *   1  0  | b dy^T        | a dy
@@ -163,8 +163,9 @@ static int matmul(ad_ctx *c, int a, int b, int ta, int tb) {
  *   1  1  | b^T dy^T      | dy^T a^T */
 static void grad_matmul(ad_ctx *c, const ir_node *y, int dy) {
     int ta = y->iattr[0] != 0, tb = y->iattr[1] != 0;
-    SEND(0, ta ? matmul(c, X1, dy, tb, 1) : matmul(c, dy, X1, 0, !tb));
-    SEND(1, tb ? matmul(c, dy, X0, 1, ta) : matmul(c, X0, dy, !ta, 0));
+    /* issue 13: batched operands; each gradient summed over the batch axes its operand was broadcast on */
+    SEND(0, unbroadcast(c, ta ? matmul(c, X1, dy, tb, 1) : matmul(c, dy, X1, 0, !tb), shape_of(c, X0)));
+    SEND(1, unbroadcast(c, tb ? matmul(c, dy, X0, 1, ta) : matmul(c, X0, dy, !ta, 0), shape_of(c, X1)));
 }
 
 /* y = conv2d(x, w)  ->  dx = conv2d_grad_input(dy, w), dw = conv2d_grad_filter(x, dy), same attrs */

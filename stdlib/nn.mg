@@ -64,15 +64,37 @@ fn regularize(w: f32, r: list) {
 
 # ---- layers ----
 
-# y = activation(x W + b); params dense/kernel f32[k, units], dense/bias f32[units]
-fn dense(x: f32[b, k], units: int, activation: fn = identity,
+# y = activation(x W + b) on the last axis of x [..., k] (Keras Dense: any rank
+# >= 2); params dense/kernel f32[k, units], dense/bias f32[units]. A rank-2 x
+# is one matmul; a higher rank is reshaped to [rows, k] and back (issue 13).
+fn dense(x: f32, units: int, activation: fn = identity,
          kernel_initializer = glorot_uniform, bias_initializer = zeros,
          kernel_regularizer: list = [], bias_regularizer: list = []) {
+  if rank(x) < 2 {
+    return error("dense needs an input of rank 2 or more, got", x)
+  }
+  k = dim(x, -1)
   param kernel: f32[k, units] = kernel_initializer
   param bias:   f32[units]    = bias_initializer
   kernel = regularize(kernel, kernel_regularizer)
   bias = regularize(bias, bias_regularizer)
-  return activation(prim.matmul(x, kernel) + bias)
+  if rank(x) == 2 {
+    return activation(prim.matmul(x, kernel) + bias)
+  }
+  lead = []
+  for i in range(rank(x) - 1) {
+    lead = lead + [dim(x, i)]
+  }
+  y = prim.reshape(prim.matmul(prim.reshape(x, size(x) / k, k), kernel), lead + [units])
+  return activation(y + bias)
+}
+
+# ---- issue 13: sequence models ----
+
+# Keras/TF matmul: op(a)[..., m, k] x op(b)[..., k, n] -> [..., m, n], the
+# leading (batch) axes broadcast (numpy); the transposes act on the last two axes
+fn matmul(a: f32, b: f32, transpose_a = false, transpose_b = false) {
+  return prim.matmul(a, b, trans_a: transpose_a, trans_b: transpose_b)
 }
 
 # ---- convolutions (Keras Conv2D, DepthwiseConv2D, SeparableConv2D,

@@ -27,17 +27,6 @@ void cpu_kernels_set_threads(int threads) {
 
 int cpu_kernels_threads(void) { return n_threads; }
 
-/* C[m,n] = op(A)[m,k] x op(B)[k,n], row-major */
-static int k_matmul(const rt_kernel_args *k, char *err, size_t cap) {
-    (void)err, (void)cap;
-    const ir_shape *a = IN_SHAPE(k, 0), *b = IN_SHAPE(k, 1);
-    int ta = k->node->iattr[0] != 0, tb = k->node->iattr[1] != 0;
-    int m = (int)k->node->shape.dim[0], n = (int)k->node->shape.dim[1], kk = (int)a->dim[!ta];
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, kk, 1.0f,
-                IN_F32(k, 0), (int)a->dim[1], IN_F32(k, 1), (int)b->dim[1], 0.0f, k->out, n);
-    return 0;
-}
-
 /* reshape: output shares input 0's memory; copy only when the plan gave it its own */
 static int k_reshape(const rt_kernel_args *k, char *err, size_t cap) {
     (void)err, (void)cap;
@@ -98,7 +87,7 @@ static const cpu_kernel_fn kernels[OP_COUNT] = {
     [OP_CAST] = cpu_k_cast,
     [OP_LESS] = cpu_k_binary, [OP_LESS_EQUAL] = cpu_k_binary, [OP_GREATER] = cpu_k_binary,
     [OP_GREATER_EQUAL] = cpu_k_binary, [OP_EQUAL] = cpu_k_binary, [OP_NOT_EQUAL] = cpu_k_binary,
-    [OP_MATMUL] = k_matmul,
+    [OP_MATMUL] = cpu_k_matmul, /* matmul.c */
     [OP_CONV2D] = cpu_k_conv2d,
     [OP_CONV2D_GRAD_INPUT] = cpu_k_conv2d_grad_input,
     [OP_CONV2D_GRAD_FILTER] = cpu_k_conv2d_grad_filter,

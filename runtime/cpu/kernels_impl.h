@@ -29,6 +29,9 @@ int cpu_kernels_threads(void);
 #define IN_NUMEL(k, i) ir_shape_numel(IN_SHAPE(k, i))
 #define OUT_NUMEL(k) ir_shape_numel(&(k)->node->shape)
 
+/* matmul.c (issue 13: batched) */
+int cpu_k_matmul(const rt_kernel_args *k, char *err, size_t cap);
+
 /* elementwise.c */
 int cpu_k_binary(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_unary(const rt_kernel_args *k, char *err, size_t cap);

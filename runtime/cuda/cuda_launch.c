@@ -86,17 +86,30 @@ static int op_cast(const ctx *c) {
 }
 
 /* Row-major C[m,n] = op(A)[m,k] op(B)[k,n] is column-major C^T = op(B)^T op(A)^T:
- * hand cuBLAS B first, with the same transpose flags and the row-major leading dims. */
+ * hand cuBLAS B first, with the same transpose flags and the row-major leading dims.
+ * Issue 13, batched operands: one strided-batched call when each operand's batch
+ * is the output's or a single matrix (stride 0), else one call per output matrix. */
 static int op_matmul(const ctx *c) {
     TRY(need_f32(c));
     int ta = (int)c->n->iattr[0], tb = (int)c->n->iattr[1];
     const ir_shape *a = in_shape(c, 0), *bsh = in_shape(c, 1);
-    int m = (int)c->n->shape.dim[0], n = (int)c->n->shape.dim[1];
-    int k = (int)(ta ? a->dim[0] : a->dim[1]);
-    int lda = (int)a->dim[1], ldb = (int)bsh->dim[1];
+    ir_matmul g = ir_matmul_of(c->n, a, bsh);
+    int m = (int)g.m, n = (int)g.n, k = (int)g.k;
+    int lda = (int)a->dim[a->rank - 1], ldb = (int)bsh->dim[bsh->rank - 1];
+    cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasHandle_t h = c->dev->blas[c->stream];
     const float one = 1.0f, zero = 0.0f;
-    CUBLAS_CHECK(c->b, cublasSgemm(c->dev->blas[c->stream], tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                   n, m, k, &one, inf(c, 1), ldb, inf(c, 0), lda, &zero, outf(c), n));
+    if (g.batch == 1) {
+        CUBLAS_CHECK(c->b, cublasSgemm(h, opb, opa, n, m, k, &one, inf(c, 1), ldb, inf(c, 0), lda, &zero, outf(c), n));
+    } else if (g.a_stride >= 0 && g.b_stride >= 0) {
+        CUBLAS_CHECK(c->b, cublasSgemmStridedBatched(h, opb, opa, n, m, k, &one, inf(c, 1), ldb, g.b_stride, inf(c, 0),
+                                                     lda, g.a_stride, &zero, outf(c), n, g.m * g.n, (int)g.batch));
+    } else {
+        for (int64_t i = 0; i < g.batch; i++)
+            CUBLAS_CHECK(c->b, cublasSgemm(h, opb, opa, n, m, k, &one, inf(c, 1) + ir_matmul_offset(&g, 1, i), ldb,
+                                           inf(c, 0) + ir_matmul_offset(&g, 0, i), lda, &zero,
+                                           outf(c) + i * g.m * g.n, n));
+    }
     return 0;
 }
 

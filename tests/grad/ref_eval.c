@@ -113,17 +113,30 @@ static void eval_cast(args *t) {
 
 /* ---- dense algebra ---- */
 
+/* issue 13, batched matmul: flat index into s of element (row, col) of the matrix
+ * at output batch coordinates ob[0..nb) (numpy broadcast: an axis of 1 reads 0) */
+static int64_t mm_at(const ir_shape *s, const int64_t *ob, int nb, int64_t row, int64_t col) {
+    int64_t off = 0;
+    for (int d = 0; d < s->rank - 2; d++) {
+        int64_t c = ob[nb - (s->rank - 2) + d];
+        off = off * s->dim[d] + (s->dim[d] == 1 ? 0 : c);
+    }
+    return (off * s->dim[s->rank - 2] + row) * s->dim[s->rank - 1] + col;
+}
+
 static void eval_matmul(args *t) {
-    int ta = t->n->iattr[0] != 0, tb = t->n->iattr[1] != 0;
-    int64_t M = t->n->shape.dim[0], N = t->n->shape.dim[1], K = t->x->shape.dim[!ta];
-    int64_t lda = t->x->shape.dim[1], ldb = t->y->shape.dim[1];
-    for (int64_t i = 0; i < M; i++)
-        for (int64_t j = 0; j < N; j++) {
-            double s = 0;
-            for (int64_t k = 0; k < K; k++)
-                s += t->a[ta ? k * lda + i : i * lda + k] * t->b[tb ? j * ldb + k : k * ldb + j];
-            t->out[i * N + j] = s;
-        }
+    const ir_shape *as = &t->x->shape, *bs = &t->y->shape, *os = &t->n->shape;
+    int ta = t->n->iattr[0] != 0, tb = t->n->iattr[1] != 0, nb = os->rank - 2;
+    int64_t M = os->dim[nb], N = os->dim[nb + 1], K = as->dim[as->rank - 1 - ta], ob[IR_MAX_RANK];
+    for (int64_t o = 0; o < t->len; o++) {
+        int64_t i = o / N % M, j = o % N, rest = o / (M * N);
+        for (int d = nb - 1; d >= 0; d--) ob[d] = rest % os->dim[d], rest /= os->dim[d];
+        double s = 0;
+        for (int64_t k = 0; k < K; k++)
+            s += t->a[ta ? mm_at(as, ob, nb, k, i) : mm_at(as, ob, nb, i, k)] *
+                 t->b[tb ? mm_at(bs, ob, nb, j, k) : mm_at(bs, ob, nb, k, j)];
+        t->out[o] = s;
+    }
 }
 
 /* Window geometry of conv / pool: input x [N,H,W,C] -> output [N,OH,OW,*]. */

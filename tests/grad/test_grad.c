@@ -158,6 +158,11 @@ static int b_mm00(tb *t) { return matmul(t, param(t, "a", S(3, 4)), param(t, "b"
 static int b_mm10(tb *t) { return matmul(t, param(t, "a", S(4, 3)), param(t, "b", S(4, 2)), 1, 0); }
 static int b_mm01(tb *t) { return matmul(t, param(t, "a", S(3, 4)), param(t, "b", S(2, 4)), 0, 1); }
 static int b_mm11(tb *t) { return matmul(t, param(t, "a", S(4, 3)), param(t, "b", S(2, 4)), 1, 1); }
+/* issue 13: batched matmul */
+static int b_mm_batch(tb *t) { return matmul(t, param(t, "a", S(2, 3, 4)), param(t, "b", S(2, 4, 2)), 0, 0); }
+static int b_mm_b32(tb *t) { return matmul(t, param(t, "a", S(2, 3, 4)), param(t, "b", S(2, 4)), 0, 1); }
+static int b_mm_b23(tb *t) { return matmul(t, param(t, "a", S(4, 3)), param(t, "b", S(2, 4, 2)), 1, 0); }
+static int b_mm_bboth(tb *t) { return matmul(t, param(t, "a", S(2, 1, 4, 3)), param(t, "b", S(3, 2, 4)), 1, 1); }
 static int b_conv_valid(tb *t) {
     return conv(t, param(t, "x", S(2, 5, 5, 3)), param(t, "w", S(3, 3, 3, 4)), 1, 1, 0, 0, 0, 0);
 }
@@ -340,6 +345,10 @@ static const grad_case cases[] = {
     {"matmul trans_a", OP_MATMUL, b_mm10},
     {"matmul trans_b", OP_MATMUL, b_mm01},
     {"matmul trans_a trans_b", OP_MATMUL, b_mm11},
+    {"matmul batched", OP_MATMUL, b_mm_batch},
+    {"matmul rank 3 x rank 2 trans_b", OP_MATMUL, b_mm_b32},
+    {"matmul rank 2 x rank 3 trans_a", OP_MATMUL, b_mm_b23},
+    {"matmul batch broadcast both trans_ab", OP_MATMUL, b_mm_bboth},
     {"conv2d valid", OP_CONV2D, b_conv_valid},
     {"conv2d stride 2 same", OP_CONV2D, b_conv_same_s2},
     {"conv2d 2x3 stride 1x2 padded", OP_CONV2D, b_conv_rect},

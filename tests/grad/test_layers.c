@@ -130,6 +130,32 @@ static void ref_logsumexp(const ir_shape *xs, const double *x, ref_eval *e, cons
     }
 }
 
+/* issue 13: y = dense(x [2, 3, 4], 5) on the last axis: y[b, t, u] = sum_k x[b, t, k] W[k, u] + bias[u] */
+static void ref_dense3(const ir_shape *xs, const double *x, ref_eval *e, const ir_module *m, double *want) {
+    (void)xs;
+    const double *w = ref_eval_data(e, m->params[1]), *bias = ref_eval_data(e, m->params[2]);
+    for (int r = 0; r < 6; r++)
+        for (int u = 0; u < 5; u++) {
+            double s = bias[u];
+            for (int k = 0; k < 4; k++) s += x[r * 4 + k] * w[k * 5 + u];
+            *want++ = s;
+        }
+}
+
+/* issue 13: y = matmul(x [2, 4, 3], w [5, 4], transpose_a: true, transpose_b: true):
+ * y[b, i, j] = sum_k x[b, k, i] w[j, k] */
+static void ref_matmul_tt(const ir_shape *xs, const double *x, ref_eval *e, const ir_module *m, double *want) {
+    (void)xs;
+    const double *w = ref_eval_data(e, m->params[1]);
+    for (int b = 0; b < 2; b++)
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 5; j++) {
+                double s = 0;
+                for (int k = 0; k < 4; k++) s += x[(b * 4 + k) * 3 + i] * w[j * 4 + k];
+                *want++ = s;
+            }
+}
+
 static void check(const char *x_type, const char *layer, reference ref) {
     ir_module *m = build(x_type, layer);
     if (!m) return;
@@ -164,6 +190,9 @@ int main(int argc, char **argv) {
     check("f32[2, 3, 2, 3]", "y = zero_padding2d(x, padding: [[1, 2], [0, 1]])", ref_zero_padding);
     check("f32[2, 6]", "p, q, r = split(x, 3, axis: 1)\n  y = concat([r, p, q], axis: 1)", ref_split);
     check("f32[2, 3, 4]", "y = logsumexp(x, axis: [1, 2])", ref_logsumexp);
+    check("f32[2, 3, 4]", "y = dense(x, 5)", ref_dense3);
+    check("f32[2, 4, 3]", "param w: f32[5, 4] = glorot_uniform\n  y = matmul(x, w, transpose_a: true, transpose_b: true)",
+          ref_matmul_tt);
     printf("layers: %s\n", failures ? "FAILED" : "all passed");
     return failures != 0;
 }

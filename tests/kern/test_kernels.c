@@ -109,17 +109,31 @@ static void ref_cast(const one_op *t, double **in, double *out) {
     }
 }
 
+/* issue 13, batched matmul: flat index into s of element (row, col) of the matrix
+ * at output batch coordinates ob[0..nb) (numpy broadcast: an axis of 1 reads 0) */
+static int64_t mm_at(const ir_shape *s, const int64_t *ob, int nb, int64_t row, int64_t col) {
+    int64_t off = 0;
+    for (int d = 0; d < s->rank - 2; d++) {
+        int64_t c = ob[nb - (s->rank - 2) + d];
+        off = off * s->dim[d] + (s->dim[d] == 1 ? 0 : c);
+    }
+    return (off * s->dim[s->rank - 2] + row) * s->dim[s->rank - 1] + col;
+}
+
 static void ref_matmul(const one_op *t, double **in, double *out) {
     const ir_node *n = onode(t);
-    int ta = n->iattr[0] != 0, tb = n->iattr[1] != 0;
-    int64_t M = n->shape.dim[0], N = n->shape.dim[1], K = ishape(t, 0)->dim[!ta];
-    int64_t la = ishape(t, 0)->dim[1], lb = ishape(t, 1)->dim[1];
-    for (int64_t i = 0; i < M; i++)
-        for (int64_t j = 0; j < N; j++) {
-            double s = 0;
-            for (int64_t p = 0; p < K; p++) s += in[0][ta ? p * la + i : i * la + p] * in[1][tb ? j * lb + p : p * lb + j];
-            out[i * N + j] = s;
-        }
+    const ir_shape *as = ishape(t, 0), *bs = ishape(t, 1), *os = oshape(t);
+    int ta = n->iattr[0] != 0, tb = n->iattr[1] != 0, nb = os->rank - 2;
+    int64_t M = os->dim[nb], N = os->dim[nb + 1], K = as->dim[as->rank - 1 - ta], ob[IR_MAX_RANK];
+    for (int64_t o = 0; o < numel(os); o++) {
+        int64_t i = o / N % M, j = o % N, rest = o / (M * N);
+        for (int d = nb - 1; d >= 0; d--) ob[d] = rest % os->dim[d], rest /= os->dim[d];
+        double s = 0;
+        for (int64_t p = 0; p < K; p++)
+            s += in[0][ta ? mm_at(as, ob, nb, p, i) : mm_at(as, ob, nb, i, p)] *
+                 in[1][tb ? mm_at(bs, ob, nb, j, p) : mm_at(bs, ob, nb, p, j)];
+        out[o] = s;
+    }
 }
 
 /* the forward convolution's index space, x [N,H,W,C] -> y [N,OH,OW,O], w HWIO
@@ -467,6 +481,13 @@ static const tcase cases[] = {
     {"matmul trans_b", OP_MATMUL, 2, {"5,7", "3,7"}, .iattr = {0, 1}, .ref = ref_matmul},
     {"matmul trans_ab", OP_MATMUL, 2, {"7,5", "3,7"}, .iattr = {1, 1}, .ref = ref_matmul},
     {"matmul dense", OP_MATMUL, 2, {"16,300", "300,33"}, .ref = ref_matmul},
+    /* issue 13: batched matmul, batch axes broadcast, trans flags on the last two */
+    {"matmul batched", OP_MATMUL, 2, {"3,5,7", "3,7,4"}, .ref = ref_matmul},
+    {"matmul batched trans_ab", OP_MATMUL, 2, {"2,3,7,5", "2,3,4,7"}, .iattr = {1, 1}, .ref = ref_matmul},
+    {"matmul bcast rank3 x rank2", OP_MATMUL, 2, {"4,5,7", "7,3"}, .ref = ref_matmul},
+    {"matmul bcast rank2 x rank3 trans_b", OP_MATMUL, 2, {"5,7", "4,3,7"}, .iattr = {0, 1}, .ref = ref_matmul},
+    {"matmul bcast both", OP_MATMUL, 2, {"2,1,5,7", "1,3,7,4"}, .ref = ref_matmul},
+    {"matmul bcast 1-axes trans_a", OP_MATMUL, 2, {"3,1,7,5", "2,7,4"}, .iattr = {1, 0}, .ref = ref_matmul},
     {"conv2d valid", OP_CONV2D, 2, {"2,9,8,3", "3,3,3,4"}, CONV(1, 1, 0, 0, 0, 0), .ref = ref_conv},
     {"conv2d stride 2 same", OP_CONV2D, 2, {"2,9,8,3", "3,3,3,5"}, CONV(2, 2, 1, 1, 1, 1), .ref = ref_conv},
     {"conv2d asymmetric", OP_CONV2D, 2, {"2,7,10,2", "2,3,2,5"}, CONV(2, 1, 0, 1, 1, 0), .ref = ref_conv},

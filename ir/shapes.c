@@ -521,6 +521,32 @@ static bool rule_in_top_k(rule *r) {
     return true;
 }
 
+/* ---- issue 13: sequence models ---- */
+
+/* gather: (table float [V, D], ids i32[...]) -> [..., D] */
+static bool rule_gather(rule *r) {
+    char b[96];
+    const ir_node *x = r->x, *y = r->y;
+    if (!want_float(r, x, "the table") || !want_rank(r, x, 2, "the table")) return false;
+    if (y->dtype != IR_I32) return fail(r, "ids of 'gather' must be i32, got %s", tstr(y, b));
+    if (y->shape.rank >= IR_MAX_RANK) return fail(r, "ids of 'gather' must have rank below %d, got %s", IR_MAX_RANK, tstr(y, b));
+    r->n->dtype = x->dtype, r->n->shape = y->shape;
+    r->n->shape.dim[r->n->shape.rank++] = x->shape.dim[1];
+    return true;
+}
+
+/* scatter_add: (ids i32[...], dy float [..., D]) -> [V, D] as given */
+static bool rule_scatter_add(rule *r) {
+    char b1[96], b2[96];
+    const ir_node *ids = r->x, *dy = r->y;
+    ir_shape want = ids->shape;
+    if (ids->dtype != IR_I32 || !want_float(r, dy, "the gradient") || r->n->shape.rank != 2 || ids->shape.rank >= IR_MAX_RANK)
+        return fail(r, "'scatter_add' needs (i32 ids, float dy) and a [V, D] result, got %s, %s", tstr(ids, b1), tstr(dy, b2));
+    want.dim[want.rank++] = r->n->shape.dim[1];
+    r->n->dtype = dy->dtype;
+    return given_shape_matches(r, &dy->shape, &want);
+}
+
 typedef bool (*shape_rule)(rule *r);
 
 static const shape_rule rules[OP_COUNT] = {

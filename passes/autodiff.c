@@ -352,6 +352,13 @@ static void grad_pow(ad_ctx *c, const ir_node *y, int dy) {
 }
 
 /* Ops without an entry have no gradient (CAST: f32 -> f32 only). */
+/* ---- issue 13: sequence models ---- */
+
+/* y = gather(table, ids)  ->  dtable = scatter_add(ids, dy) (table's shape); ids get none */
+static void grad_gather(ad_ctx *c, const ir_node *y, int dy) {
+    SEND(0, emit_as(c, shape_of(c, X0), OP_SCATTER_ADD, 2, (int[]){X1, dy}, NULL));
+}
+
 static const grad_rule rules[OP_COUNT] = {
     [OP_ADD] = grad_add,                  [OP_SUB] = grad_sub,
     [OP_MUL] = grad_mul,                  [OP_DIV] = grad_div,
@@ -381,6 +388,8 @@ static const grad_rule rules[OP_COUNT] = {
     [OP_LEAKY_RELU] = grad_leaky_relu,    [OP_MAXIMUM] = grad_maximum,
     [OP_MINIMUM] = grad_minimum,          [OP_POW] = grad_pow,
     [OP_LOG_SOFTMAX] = grad_log_softmax,
+    /* issue 13 */
+    [OP_GATHER] = grad_gather,
 };
 
 /* ---- which nodes lie between a param and the loss ---- */

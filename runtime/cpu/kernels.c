@@ -120,6 +120,8 @@ static const cpu_kernel_fn kernels[OP_COUNT] = {
     [OP_ELU_GRAD] = cpu_k_activation_grad, [OP_LEAKY_RELU_GRAD] = cpu_k_activation_grad,
     [OP_MAXIMUM] = cpu_k_binary, [OP_MINIMUM] = cpu_k_binary, [OP_POW] = cpu_k_binary,
     [OP_IN_TOP_K] = cpu_k_in_top_k,
+    /* issue 13: sequence models (matmul.c, embed.c) */
+    [OP_GATHER] = cpu_k_gather, [OP_SCATTER_ADD] = cpu_k_scatter_add,
 };
 
 /* ops whose kernels read f32 data only (CAST, SHARD, RESHAPE, VIEW and the

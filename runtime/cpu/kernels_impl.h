@@ -32,6 +32,10 @@ int cpu_kernels_threads(void);
 /* matmul.c (issue 13: batched) */
 int cpu_k_matmul(const rt_kernel_args *k, char *err, size_t cap);
 
+/* embed.c (issue 13): embedding lookup and its gradient */
+int cpu_k_gather(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_scatter_add(const rt_kernel_args *k, char *err, size_t cap);
+
 /* elementwise.c */
 int cpu_k_binary(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_unary(const rt_kernel_args *k, char *err, size_t cap);

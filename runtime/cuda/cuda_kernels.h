@@ -102,6 +102,13 @@ cudaError_t cuda_k_activation_grad(int op, const float *x, const float *dy, floa
 cudaError_t cuda_k_in_top_k(const float *logits, const int32_t *labels, float *out, int64_t rows, int64_t c,
                             int64_t k, cudaStream_t s);
 
+/* issue 13 (cuda_embed.cu): gather rows of table [V, D] by ids i32[n] -> [n, D] (NaN
+ * rows for ids outside [0, V)); scatter_add (ids [n], dy [n, D]) -> [V, D], deterministic */
+cudaError_t cuda_k_gather(const float *table, const int32_t *ids, float *out, int64_t n, int64_t V, int64_t D,
+                          cudaStream_t s);
+cudaError_t cuda_k_scatter_add(const int32_t *ids, const float *dy, float *out, int64_t n, int64_t V, int64_t D,
+                               cudaStream_t s);
+
 /* filters: HWIO [kh,kw,ci,co] <-> cuDNN's NHWC filter format OHWI [co,kh,kw,ci] */
 cudaError_t cuda_k_hwio_to_ohwi(const float *w, float *o, int64_t khw, int64_t ci, int64_t co, cudaStream_t s);
 cudaError_t cuda_k_ohwi_to_hwio(const float *o, float *w, int64_t khw, int64_t ci, int64_t co, cudaStream_t s);

@@ -363,6 +363,23 @@ static int op_in_top_k(const ctx *c) {
     return 0;
 }
 
+/* ---- issue 13: embedding lookup and its gradient (cuda_embed.cu) ---- */
+
+static int op_gather(const ctx *c) {
+    TRY(need_f32(c));
+    const ir_shape *t = in_shape(c, 0);
+    CUDA_CHECK(c->b, cuda_k_gather(inf(c, 0), c->k->in[1], outf(c), ir_shape_numel(in_shape(c, 1)), t->dim[0],
+                                   t->dim[1], c->s));
+    return 0;
+}
+
+static int op_scatter_add(const ctx *c) {
+    TRY(need_f32(c));
+    CUDA_CHECK(c->b, cuda_k_scatter_add(c->k->in[0], inf(c, 1), outf(c), ir_shape_numel(in_shape(c, 0)),
+                                        c->n->shape.dim[0], c->n->shape.dim[1], c->s));
+    return 0;
+}
+
 /* The kernel of each op; sources have none (cuda_supports reports the rest). */
 static int (*const kernels[OP_COUNT])(const ctx *c) = {
     [OP_ADD] = op_binary, [OP_SUB] = op_binary, [OP_MUL] = op_binary, [OP_DIV] = op_binary,
@@ -399,6 +416,8 @@ static int (*const kernels[OP_COUNT])(const ctx *c) = {
     [OP_SELU_GRAD] = op_activation, [OP_ELU_GRAD] = op_activation, [OP_LEAKY_RELU_GRAD] = op_activation,
     [OP_MAXIMUM] = op_binary, [OP_MINIMUM] = op_binary, [OP_POW] = op_binary,
     [OP_IN_TOP_K] = op_in_top_k,
+    /* issue 13 */
+    [OP_GATHER] = op_gather, [OP_SCATTER_ADD] = op_scatter_add,
 };
 
 bool cuda_supports(const ir_node *n, char *why, size_t cap) {

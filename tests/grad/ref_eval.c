@@ -139,6 +139,20 @@ static void eval_matmul(args *t) {
     }
 }
 
+/* issue 13: gather (table [V, D], ids) -> [..., D]; scatter_add (ids, dy) -> [V, D] */
+static void eval_gather(args *t) {
+    int64_t D = t->x->shape.dim[1];
+    for (int64_t i = 0; i < ir_shape_numel(&t->y->shape); i++)
+        for (int64_t j = 0; j < D; j++) t->out[i * D + j] = t->a[(int64_t)t->b[i] * D + j];
+}
+
+static void eval_scatter_add(args *t) {
+    int64_t D = t->n->shape.dim[1];
+    for (int64_t k = 0; k < t->len; k++) t->out[k] = 0;
+    for (int64_t i = 0; i < ir_shape_numel(&t->x->shape); i++)
+        for (int64_t j = 0; j < D; j++) t->out[(int64_t)t->a[i] * D + j] += t->b[i * D + j];
+}
+
 /* Window geometry of conv / pool: input x [N,H,W,C] -> output [N,OH,OW,*]. */
 typedef struct {
     int64_t N, H, W, C, OH, OW, KH, KW, sh, sw, pt, pl;
@@ -541,6 +555,8 @@ static void eval_node(ref_eval *e, int i, int64_t step, bool training) {
         return;
     case OP_CAST: eval_cast(&t); return;
     case OP_MATMUL: eval_matmul(&t); return;
+    case OP_GATHER: eval_gather(&t); return; /* issue 13 */
+    case OP_SCATTER_ADD: eval_scatter_add(&t); return;
     case OP_CONV2D: case OP_CONV2D_GRAD_INPUT: case OP_CONV2D_GRAD_FILTER: case OP_CONV2D_TRANSPOSE: eval_conv(&t); return;
     case OP_MAX_POOL2D: case OP_MAX_POOL2D_GRAD: case OP_AVG_POOL2D: case OP_AVG_POOL2D_GRAD: eval_pool(&t); return;
     case OP_RESHAPE: memcpy(t.out, t.a, (size_t)t.len * sizeof *t.out); return;

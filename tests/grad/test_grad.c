@@ -162,6 +162,11 @@ static int b_mm11(tb *t) { return matmul(t, param(t, "a", S(4, 3)), param(t, "b"
 static int b_mm_batch(tb *t) { return matmul(t, param(t, "a", S(2, 3, 4)), param(t, "b", S(2, 4, 2)), 0, 0); }
 static int b_mm_b32(tb *t) { return matmul(t, param(t, "a", S(2, 3, 4)), param(t, "b", S(2, 4)), 0, 1); }
 static int b_mm_b23(tb *t) { return matmul(t, param(t, "a", S(4, 3)), param(t, "b", S(2, 4, 2)), 1, 0); }
+/* issue 13: embedding lookup; ids with repeats (8 ids of 5 rows), the gradient summed per row */
+static int b_gather(tb *t) {
+    int ids = source(t, OP_INPUT, "ids", IR_I32, S(2, 4), 0, 5);
+    return node(t, OP_GATHER, 2, (int[]){param(t, "table", S(5, 3)), ids}, NULL, 0, NULL, 0, NULL);
+}
 static int b_mm_bboth(tb *t) { return matmul(t, param(t, "a", S(2, 1, 4, 3)), param(t, "b", S(3, 2, 4)), 1, 1); }
 static int b_conv_valid(tb *t) {
     return conv(t, param(t, "x", S(2, 5, 5, 3)), param(t, "w", S(3, 3, 3, 4)), 1, 1, 0, 0, 0, 0);
@@ -349,6 +354,7 @@ static const grad_case cases[] = {
     {"matmul rank 3 x rank 2 trans_b", OP_MATMUL, b_mm_b32},
     {"matmul rank 2 x rank 3 trans_a", OP_MATMUL, b_mm_b23},
     {"matmul batch broadcast both trans_ab", OP_MATMUL, b_mm_bboth},
+    {"gather (embedding)", OP_GATHER, b_gather},
     {"conv2d valid", OP_CONV2D, b_conv_valid},
     {"conv2d stride 2 same", OP_CONV2D, b_conv_same_s2},
     {"conv2d 2x3 stride 1x2 padded", OP_CONV2D, b_conv_rect},

@@ -136,6 +136,20 @@ static void ref_matmul(const one_op *t, double **in, double *out) {
     }
 }
 
+/* issue 13: gather (table [V, D], ids [...]) -> [..., D]; scatter_add (ids, dy) -> [V, D] */
+static void ref_gather(const one_op *t, double **in, double *out) {
+    int64_t D = ishape(t, 0)->dim[1];
+    for (int64_t i = 0; i < numel(ishape(t, 1)); i++)
+        for (int64_t j = 0; j < D; j++) out[i * D + j] = in[0][(int64_t)in[1][i] * D + j];
+}
+
+static void ref_scatter_add(const one_op *t, double **in, double *out) {
+    int64_t D = oshape(t)->dim[1];
+    for (int64_t e = 0; e < numel(oshape(t)); e++) out[e] = 0;
+    for (int64_t i = 0; i < numel(ishape(t, 0)); i++)
+        for (int64_t j = 0; j < D; j++) out[(int64_t)in[0][i] * D + j] += in[1][i * D + j];
+}
+
 /* the forward convolution's index space, x [N,H,W,C] -> y [N,OH,OW,O], w HWIO
  * [KH,KW,C/G,O], output channel co in group co / (O/G), taps dilation apart:
  * BODY with x index xi, w index wi, y index yi */
@@ -488,6 +502,13 @@ static const tcase cases[] = {
     {"matmul bcast rank2 x rank3 trans_b", OP_MATMUL, 2, {"5,7", "4,3,7"}, .iattr = {0, 1}, .ref = ref_matmul},
     {"matmul bcast both", OP_MATMUL, 2, {"2,1,5,7", "1,3,7,4"}, .ref = ref_matmul},
     {"matmul bcast 1-axes trans_a", OP_MATMUL, 2, {"3,1,7,5", "2,7,4"}, .iattr = {1, 0}, .ref = ref_matmul},
+    /* issue 13: embedding lookup and its gradient (ids drawn from [0, classes): repeats) */
+    {"gather", OP_GATHER, 2, {"10,6", "7"}, .dtype = {0, IR_I32}, .fill = {0, R_LABELS}, .ref = ref_gather},
+    {"gather ids rank 3", OP_GATHER, 2, {"10,3", "2,3,4"}, .dtype = {0, IR_I32}, .fill = {0, R_LABELS}, .ref = ref_gather},
+    {"scatter_add", OP_SCATTER_ADD, 2, {"40", "40,5"}, .dtype = {IR_I32, 0}, .fill = {R_LABELS, 0}, .given = "10,5",
+     .ref = ref_scatter_add},
+    {"scatter_add ids rank 2", OP_SCATTER_ADD, 2, {"3,4", "3,4,2"}, .dtype = {IR_I32, 0}, .fill = {R_LABELS, 0},
+     .given = "6,2", .ref = ref_scatter_add},
     {"conv2d valid", OP_CONV2D, 2, {"2,9,8,3", "3,3,3,4"}, CONV(1, 1, 0, 0, 0, 0), .ref = ref_conv},
     {"conv2d stride 2 same", OP_CONV2D, 2, {"2,9,8,3", "3,3,3,5"}, CONV(2, 2, 1, 1, 1, 1), .ref = ref_conv},
     {"conv2d asymmetric", OP_CONV2D, 2, {"2,7,10,2", "2,3,2,5"}, CONV(2, 1, 0, 1, 1, 0), .ref = ref_conv},
@@ -738,6 +759,25 @@ static int test_bad_label(void) {
     return bad;
 }
 
+/* issue 13: ids outside [0, V) are a runtime error naming the op and the id */
+static int test_bad_id(ir_op op, const char *want) {
+    int gather = op == OP_GATHER;
+    ir_shape s[2] = {kh_shape(gather ? "4,2" : "3"), kh_shape(gather ? "3" : "3,2")}, table = kh_shape("4,2");
+    one_op t;
+    char err[256] = "";
+    int bad = kh_build(&t, op, 2, s, gather ? (ir_dtype[]){IR_F32, IR_I32} : (ir_dtype[]){IR_I32, IR_F32},
+                       (int64_t[IR_MAX_IATTR]){0}, (double[6]){0}, gather ? NULL : &table, 0, err, sizeof err);
+    int32_t *ids = t.in[gather ? 1 : 0];
+    memset(t.in[gather ? 0 : 1], 0, (gather ? 8 : 6) * sizeof(float));
+    ids[0] = 1, ids[1] = 3, ids[2] = gather ? 4 : -1;
+    if (bad || kh_run(&t, err, sizeof err) != -1 || strcmp(err, want)) {
+        fprintf(stderr, "FAIL bad id (%s): got '%s', want '%s'\n", ir_ops[op].name, err, want);
+        bad = 1;
+    }
+    kh_free(&t);
+    return bad;
+}
+
 /* dropout keeps about 1 - rate of the elements, and other replicas differ */
 static int test_dropout_stats(void) {
     ir_shape s = kh_shape("100000");
@@ -913,6 +953,8 @@ int main(void) {
     for (int i = 0; i < n; i++) failed += run_case(&cases[i]);
     failed += test_two_threads(&n);
     failed += test_bad_label();
+    failed += test_bad_id(OP_GATHER, "op 'gather': id 4 at index 2 is outside [0, 4)");
+    failed += test_bad_id(OP_SCATTER_ADD, "op 'scatter_add': id -1 at index 2 is outside [0, 4)");
     failed += test_dropout_stats();
     failed += test_dropout_eval();
     failed += test_in_training_eval();

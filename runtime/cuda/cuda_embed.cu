@@ -1,0 +1,40 @@
+/* cuda_embed.cu - gather (embedding lookup) and its gradient scatter_add (issue 13).
+ * scatter_add is deterministic without atomics: one thread per table element
+ * scans every id in order, so the sum's order is the CPU's. */
+#include <math.h>
+
+#include "cuda_device.cuh"
+
+/* out[i, j] = table[ids[i], j]; NaN for an id outside [0, V) (as sparse_xent's labels) */
+__global__ static void gather_kernel(const float *table, const int32_t *ids, float *out, int64_t n, int64_t V,
+                                     int64_t D) {
+    FOR_EACH(e, n * D) {
+        int64_t i = e / D, j = e % D;
+        int32_t id = ids[i];
+        out[e] = id >= 0 && id < V ? table[id * D + j] : NAN;
+    }
+}
+
+/* out[v, j] = sum over i in order with ids[i] == v of dy[i, j] */
+__global__ static void scatter_add_kernel(const int32_t *ids, const float *dy, float *out, int64_t n, int64_t V,
+                                          int64_t D) {
+    FOR_EACH(e, V * D) {
+        int64_t v = e / D, j = e % D;
+        float s = 0.0f;
+        for (int64_t i = 0; i < n; i++)
+            if (ids[i] == v) s += dy[i * D + j];
+        out[e] = s;
+    }
+}
+
+extern "C" cudaError_t cuda_k_gather(const float *table, const int32_t *ids, float *out, int64_t n, int64_t V,
+                                     int64_t D, cudaStream_t s) {
+    gather_kernel<<<blocks_for(n * D), THREADS, 0, s>>>(table, ids, out, n, V, D);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuda_k_scatter_add(const int32_t *ids, const float *dy, float *out, int64_t n, int64_t V,
+                                          int64_t D, cudaStream_t s) {
+    scatter_add_kernel<<<blocks_for(V * D), THREADS, 0, s>>>(ids, dy, out, n, V, D);
+    return cudaGetLastError();
+}

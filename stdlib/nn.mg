@@ -508,3 +508,13 @@ fn binary_accuracy(predictions: f32[b, n], targets: f32[b, n], threshold: float 
 fn sparse_top_k_categorical_accuracy(logits: f32[b, c], labels: i32[b], k: int = 5) {
   return prim.reduce_mean(prim.in_top_k(logits, labels, k: k), axes: 1)
 }
+
+# Keras Embedding: rows of the table embedding/embeddings f32[input_dim,
+# output_dim] picked by the i32 ids x [...] -> [..., output_dim]. An id outside
+# [0, input_dim) is a run-time error. Keras' default initializer is uniform in
+# +-0.05; initializers here carry one parameter, so the default is
+# random_normal(stddev: 0.05) (docs/language.md)
+fn embedding(x: i32, input_dim: int, output_dim: int, embeddings_initializer = random_normal) {
+  param embeddings: f32[input_dim, output_dim] = embeddings_initializer
+  return prim.gather(embeddings, x)
+}

@@ -37,6 +37,11 @@ set_tests_properties(train_equivalence_shape_ops PROPERTIES SKIP_RETURN_CODE 77 
 add_test(NAME train_equivalence_activations
          COMMAND test_equivalence ${MGC_SRC}/tests/train/activations.mg ${MGC_SRC}/stdlib --synthetic 10)
 set_tests_properties(train_equivalence_activations PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+# issue 13: embedding (gather / scatter_add), batched matmul and dense on a
+# rank-3 input train the same on 1, 2 and 4 devices
+add_test(NAME train_equivalence_sequence
+         COMMAND test_equivalence ${MGC_SRC}/tests/train/sequence.mg ${MGC_SRC}/stdlib --synthetic 10)
+set_tests_properties(train_equivalence_sequence PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 # issue 12: Lamb (trust ratio per param) and global_clipnorm (one norm over every
 # all-reduced gradient) on 2 and 4 devices equal 1 device
 foreach(model lamb global_clipnorm)

@@ -590,3 +590,19 @@ fn gru(x: f32[b, t, f], units: int, return_sequences: int = false, activation: f
   }
   return rnn_output(hs, return_sequences)
 }
+
+# f32[t, t]: 1 on and below the diagonal, 0 above (a causal attention mask),
+# from existing ops: t copies of the row r = [1, 0 x (t - 1), 1 x t] read in
+# rows of 2t - 1 put r[(j - i) mod 2t] at [i, j], which is 1 exactly when j <= i
+fn causal_mask(t: int) {
+  if t < 1 {
+    return error("causal_mask needs t >= 1, got", t)
+  }
+  if t == 1 {
+    return prim.broadcast_to(1.0, 1, 1)
+  }
+  r = 1.0 - prim.pad(prim.broadcast_to(1.0, t - 1), [2 * t], before: [1])
+  rows = prim.broadcast_to(prim.reshape(r, 1, 2 * t), t, 2 * t)
+  flat = prim.slice(prim.reshape(rows, 2 * t * t), [t * (2 * t - 1)], begin: [0])
+  return prim.slice(prim.reshape(flat, t, 2 * t - 1), [t, t], begin: [0, 0])
+}

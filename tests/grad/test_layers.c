@@ -1,6 +1,6 @@
 /* test_layers.c - the stdlib layers of issue 12 built from primitives
  * (layer_norm, upsampling2d, zero_padding2d, split, logsumexp) and the
- * recurrent layers of issue 13 (lstm, gru): each one
+ * sequence helpers of issue 13 (lstm, gru, causal_mask): each one
  * elaborated from stdlib/nn.mg in a one-layer model, its output against a
  * hand-written double reference and its gradient (input and params) against
  * central differences, both through the reference evaluator.
@@ -186,6 +186,15 @@ static void ref_gru_seq(const ir_shape *xs, const double *x, ref_eval *e, const 
     }
 }
 
+/* y = x * causal_mask(t), x [2, t, t]: x where j <= i, else 0 */
+static void ref_causal(const ir_shape *xs, const double *x, ref_eval *e, const ir_module *m, double *want) {
+    (void)e, (void)m;
+    int64_t t = xs->dim[1];
+    for (int64_t b = 0; b < xs->dim[0]; b++)
+        for (int64_t i = 0; i < t; i++)
+            for (int64_t j = 0; j < t; j++, x++) *want++ = j <= i ? *x : 0;
+}
+
 static void check(const char *x_type, const char *layer, reference ref) {
     ir_module *m = build(x_type, layer);
     if (!m) return;
@@ -223,6 +232,9 @@ int main(int argc, char **argv) {
     check("f32[2, 3, 2]", "y = lstm(x, 3, return_sequences: true)", ref_lstm_seq);
     check("f32[2, 4, 2]", "y = lstm(x, 3)", ref_lstm_last);
     check("f32[2, 3, 2]", "y = gru(x, 3, return_sequences: true)", ref_gru_seq);
+    check("f32[2, 1, 1]", "y = x * causal_mask(1)", ref_causal);
+    check("f32[2, 2, 2]", "y = x * causal_mask(2)", ref_causal);
+    check("f32[2, 5, 5]", "y = x * causal_mask(5)", ref_causal);
     printf("layers: %s\n", failures ? "FAILED" : "all passed");
     return failures != 0;
 }

@@ -15,7 +15,8 @@ const ir_opinfo ir_ops[OP_COUNT] = {
 
 const char *const ir_init_names[INIT_COUNT] = {"zeros", "ones", "glorot_uniform", "he_normal",
                                               "he_uniform", "glorot_normal", "lecun_normal", "lecun_uniform",
-                                              "orthogonal", "truncated_normal", "random_normal", "constant"};
+                                              "orthogonal", "truncated_normal", "random_normal", "constant",
+                                              "unit_forget_bias"};
 
 int ir_init_fattr(ir_init init) {
     return init == INIT_CONSTANT ? 0 : init == INIT_TRUNCATED_NORMAL || init == INIT_RANDOM_NORMAL ? 1 : -1;

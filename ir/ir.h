@@ -83,6 +83,7 @@ typedef enum {
     INIT_ZEROS, INIT_ONES, INIT_GLOROT_UNIFORM, INIT_HE_NORMAL,
     INIT_HE_UNIFORM, INIT_GLOROT_NORMAL, INIT_LECUN_NORMAL, INIT_LECUN_UNIFORM, INIT_ORTHOGONAL,
     INIT_TRUNCATED_NORMAL, INIT_RANDOM_NORMAL, INIT_CONSTANT,
+    INIT_UNIT_FORGET_BIAS, /* Keras LSTM unit_forget_bias: [4u] of 0, 1 on the second quarter (issue 13) */
     INIT_COUNT
 } ir_init;
 extern const char *const ir_init_names[INIT_COUNT];

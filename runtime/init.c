@@ -88,6 +88,8 @@ void rt_init_fill(float *dst, int64_t n, ir_init init, int64_t fan_in, int64_t f
         case INIT_TRUNCATED_NORMAL: dst[i] = (float)(truncated_normal(&s) * args[1]); break;
         case INIT_RANDOM_NORMAL: dst[i] = (float)(normal(&s) * args[1]); break;
         case INIT_CONSTANT: dst[i] = (float)args[0]; break;
+        /* Keras LSTM: zeros but the forget gate's quarter [n/4, n/2) of gates i, f, c, o */
+        case INIT_UNIT_FORGET_BIAS: dst[i] = i >= n / 4 && i < n / 2 ? 1.0f : 0.0f; break;
         case INIT_ORTHOGONAL: case INIT_COUNT: default: dst[i] = 0; break;
         }
     }

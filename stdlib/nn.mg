@@ -191,8 +191,10 @@ fn dropout(x: f32, rate: float, seed: int = -1) {
 
 # ---- losses: the batch mean of a per-example loss ----
 
-fn sparse_softmax_cross_entropy(logits: f32[b, c], labels: i32[b]) {
-  return prim.reduce_mean(prim.sparse_xent(logits, labels), axes: 1)
+# logits f32[b, c] with labels i32[b], or per token: logits f32[b, t, c] with
+# labels i32[b, t] (the per-example loss is the mean over its t tokens)
+fn sparse_softmax_cross_entropy(logits: f32, labels: i32) {
+  return prim.reduce_mean(example_xent(logits, labels), axes: 1)
 }
 
 fn mean_squared_error(predictions: f32[b, n], targets: f32[b, n]) {
@@ -517,4 +519,122 @@ fn sparse_top_k_categorical_accuracy(logits: f32[b, c], labels: i32[b], k: int =
 fn embedding(x: i32, input_dim: int, output_dim: int, embeddings_initializer = random_normal) {
   param embeddings: f32[input_dim, output_dim] = embeddings_initializer
   return prim.gather(embeddings, x)
+}
+
+# ---- sequences (issue 13) ----
+
+# the per-example softmax cross-entropy f32[b] of sparse_softmax_cross_entropy:
+# logits [b, c] with labels [b], or the mean over the tokens of logits
+# [b, t, c] with labels [b, t] (through [b * t, c] for prim.sparse_xent)
+fn example_xent(logits: f32, labels: i32) {
+  if rank(logits) == 2 and rank(labels) == 1 and dim(labels, 0) == dim(logits, 0) {
+    return prim.sparse_xent(logits, labels)
+  }
+  if rank(logits) == 3 and rank(labels) == 2 and dim(labels, 0) == dim(logits, 0) and dim(labels, 1) == dim(logits, 1) {
+    b = dim(logits, 0)
+    t = dim(logits, 1)
+    per_token = prim.sparse_xent(prim.reshape(logits, b * t, dim(logits, 2)), prim.reshape(labels, b * t))
+    return prim.reduce_mean(prim.reshape(per_token, b, t), axes: 2)
+  }
+  return error("the cross-entropy takes logits f32[b, c] with labels i32[b] or logits f32[b, t, c] with labels i32[b, t], got",
+               logits, "and", labels)
+}
+
+# per example exp(mean over its tokens of the cross-entropy), then the batch
+# mean (Keras-NLP's Perplexity is exp of the mean over all tokens of the batch)
+fn perplexity(logits: f32, labels: i32) {
+  return prim.reduce_mean(prim.exp(example_xent(logits, labels)), axes: 1)
+}
+
+# columns [k * n, (k + 1) * n) of m [rows, cols]: gate k of a recurrent layer
+fn gate(m: f32[rows, cols], k: int, n: int) {
+  return prim.slice(m, [rows, n], begin: [0, k * n])
+}
+
+# step s of xw [b, t, g] as [b, g]
+fn time_step(xw: f32[b, t, g], s: int) {
+  return prim.reshape(prim.slice(xw, [b, 1, g], begin: [0, s, 0]), b, g)
+}
+
+# the hidden states hs (a list of t [b, u]) as [b, t, u], or the last one
+fn rnn_output(hs, return_sequences: int) {
+  if not return_sequences {
+    return hs[len(hs) - 1]
+  }
+  steps = []
+  for h in hs {
+    steps = steps + [prim.reshape(h, dim(h, 0), 1, dim(h, 1))]
+  }
+  return prim.concat(steps, axis: 1)
+}
+
+# Keras LSTM over x [b, t, f] from zero states, unrolled at compile time (t
+# steps sharing the params): gates z = x_s kernel + h recurrent_kernel + bias
+# in the order i, f, c, o; i, f, o = recurrent_activation, c~ = activation;
+# c = f * c + i * c~, h = o * activation(c). Params lstm/kernel f32[f, 4 * units]
+# (glorot_uniform), recurrent_kernel f32[units, 4 * units] (orthogonal), bias
+# f32[4 * units] (unit_forget_bias: 1 on the forget gate, else 0). Output: the
+# last h [b, units], or every h [b, t, units] with return_sequences
+fn lstm(x: f32[b, t, f], units: int, return_sequences: int = false, activation: fn = tanh,
+        recurrent_activation: fn = sigmoid, kernel_initializer = glorot_uniform,
+        recurrent_initializer = orthogonal, bias_initializer = unit_forget_bias) {
+  param kernel: f32[f, 4 * units] = kernel_initializer
+  param recurrent_kernel: f32[units, 4 * units] = recurrent_initializer
+  param bias: f32[4 * units] = bias_initializer
+  xw = prim.reshape(prim.matmul(prim.reshape(x, b * t, f), kernel) + bias, b, t, 4 * units)
+  h = prim.broadcast_to(0.0, b, units)
+  c = h
+  hs = []
+  for s in range(t) {
+    z = time_step(xw, s) + prim.matmul(h, recurrent_kernel)
+    c = recurrent_activation(gate(z, 1, units)) * c + recurrent_activation(gate(z, 0, units)) * activation(gate(z, 2, units))
+    h = recurrent_activation(gate(z, 3, units)) * activation(c)
+    hs = hs + [h]
+  }
+  return rnn_output(hs, return_sequences)
+}
+
+# Keras 3 GRU (reset_after: true) over x [b, t, f] from a zero state, unrolled:
+# gates in the order z, r, h; xz = x_s kernel + bias[0], hr = h recurrent_kernel
+# + bias[1]; z, r = recurrent_activation(xz + hr) of their gates, h~ =
+# activation(xz_h + r * hr_h), h = z * h + (1 - z) * h~. Params gru/kernel
+# f32[f, 3 * units] (glorot_uniform), recurrent_kernel f32[units, 3 * units]
+# (orthogonal), bias f32[2, 3 * units] (zeros: the input and the recurrent bias)
+fn gru(x: f32[b, t, f], units: int, return_sequences: int = false, activation: fn = tanh,
+       recurrent_activation: fn = sigmoid, kernel_initializer = glorot_uniform,
+       recurrent_initializer = orthogonal, bias_initializer = zeros) {
+  param kernel: f32[f, 3 * units] = kernel_initializer
+  param recurrent_kernel: f32[units, 3 * units] = recurrent_initializer
+  param bias: f32[2, 3 * units] = bias_initializer
+  input_bias = prim.reshape(prim.slice(bias, [1, 3 * units], begin: [0, 0]), 3 * units)
+  recurrent_bias = prim.reshape(prim.slice(bias, [1, 3 * units], begin: [1, 0]), 3 * units)
+  xw = prim.reshape(prim.matmul(prim.reshape(x, b * t, f), kernel) + input_bias, b, t, 3 * units)
+  h = prim.broadcast_to(0.0, b, units)
+  hs = []
+  for s in range(t) {
+    xz = time_step(xw, s)
+    hr = prim.matmul(h, recurrent_kernel) + recurrent_bias
+    z = recurrent_activation(gate(xz, 0, units) + gate(hr, 0, units))
+    r = recurrent_activation(gate(xz, 1, units) + gate(hr, 1, units))
+    candidate = activation(gate(xz, 2, units) + r * gate(hr, 2, units))
+    h = z * h + (1.0 - z) * candidate
+    hs = hs + [h]
+  }
+  return rnn_output(hs, return_sequences)
+}
+
+# f32[t, t]: 1 on and below the diagonal, 0 above (a causal attention mask),
+# from existing ops: t copies of the row r = [1, 0 x (t - 1), 1 x t] read in
+# rows of 2t - 1 put r[(j - i) mod 2t] at [i, j], which is 1 exactly when j <= i
+fn causal_mask(t: int) {
+  if t < 1 {
+    return error("causal_mask needs t >= 1, got", t)
+  }
+  if t == 1 {
+    return prim.broadcast_to(1.0, 1, 1)
+  }
+  r = 1.0 - prim.pad(prim.broadcast_to(1.0, t - 1), [2 * t], before: [1])
+  rows = prim.broadcast_to(prim.reshape(r, 1, 2 * t), t, 2 * t)
+  flat = prim.slice(prim.reshape(rows, 2 * t * t), [t * (2 * t - 1)], begin: [0])
+  return prim.slice(prim.reshape(flat, t, 2 * t - 1), [t, t], begin: [0, 0])
 }

@@ -137,3 +137,19 @@ frontend_good(uses_local_first ${FE_DIR}/good/shadow/model.mg EXPECT
   "nodes 3 sources ${FE_DIR}/good/shadow/model.mg ${FE_DIR}/good/shadow/nn.mg")
 frontend_good(conv_regularizer ${FE_DIR}/good/conv_regularizer.mg EXPECT
   "loss add f32[1]" "nodes 28 sources ${FE_DIR}/good/conv_regularizer.mg ${MGC_SRC}/stdlib/nn.mg")
+
+# issue 13: Keras' LSTM / GRU param counts: LSTM 4u(f+u+1) = 1600 and 144, GRU 3u(f+u+2) = 1080
+frontend_good(recurrent ${FE_DIR}/good/recurrent.mg EXPECT
+  "param lstm/kernel f32[8,64] 512 init=glorot_uniform fan_in=8 fan_out=64"
+  "param lstm/recurrent_kernel f32[16,64] 1024 init=orthogonal fan_in=16 fan_out=64"
+  "param lstm/bias f32[64] 64 init=unit_forget_bias fan_in=64 fan_out=64"
+  "param gru/kernel f32[16,36] 576 init=glorot_uniform fan_in=16 fan_out=36"
+  "param gru/recurrent_kernel f32[12,36] 432 init=orthogonal fan_in=12 fan_out=36"
+  "param gru/bias f32[2,36] 72 init=zeros fan_in=2 fan_out=36"
+  "param lstm_1/kernel f32[8,12] 96 init=glorot_uniform fan_in=8 fan_out=12"
+  "param lstm_1/recurrent_kernel f32[3,12] 36 init=orthogonal fan_in=3 fan_out=12"
+  "param lstm_1/bias f32[12] 12 init=unit_forget_bias fan_in=12 fan_out=12"
+  "trainable parameters 2824"
+  "loss reduce_mean f32[4]"
+  "metric perplexity exp f32[4]"
+  "output mul f32[4,3]")

@@ -80,3 +80,11 @@ add_test(NAME train_equivalence_conv_transpose
          COMMAND test_equivalence ${MGC_SRC}/tests/train/conv_transpose.mg ${MGC_SRC}/stdlib)
 set_tests_properties(train_equivalence_mobilenet train_equivalence_conv_transpose
                      PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+# issue 13: lstm, gru, causal_mask, a per-token cross-entropy and perplexity on
+# f32 [b, t, f] sequences: 1 == 2 == 4 devices, and the whole model's gradient
+# on the CPU runtime against central differences
+add_test(NAME train_equivalence_recurrent
+         COMMAND test_equivalence ${CMAKE_CURRENT_SOURCE_DIR}/train/recurrent.mg ${MGC_SRC}/stdlib --synthetic 5)
+set_tests_properties(train_equivalence_recurrent PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+add_test(NAME train_grad_recurrent
+         COMMAND test_model_grad ${CMAKE_CURRENT_SOURCE_DIR}/train/recurrent.mg ${MGC_SRC}/stdlib --classes 5)

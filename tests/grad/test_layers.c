@@ -1,5 +1,6 @@
 /* test_layers.c - the stdlib layers of issue 12 built from primitives
- * (layer_norm, upsampling2d, zero_padding2d, split, logsumexp): each one
+ * (layer_norm, upsampling2d, zero_padding2d, split, logsumexp) and the
+ * sequence helpers of issue 13 (lstm, gru, causal_mask): each one
  * elaborated from stdlib/nn.mg in a one-layer model, its output against a
  * hand-written double reference and its gradient (input and params) against
  * central differences, both through the reference evaluator.
@@ -156,6 +157,70 @@ static void ref_matmul_tt(const ir_shape *xs, const double *x, ref_eval *e, cons
             }
 }
 
+/* ---- recurrent layers (issue 13): x [B, T, F], units U, every step (return_sequences) ---- */
+
+static double sigm(double v) { return 1 / (1 + exp(-v)); }
+
+/* Keras LSTM: z = x_s W + h R + bias, gates i f c o; c = f c + i tanh(c~), h = o tanh(c) */
+static void lstm_ref(const ir_shape *xs, const double *x, ref_eval *e, const ir_module *m, double *want, bool seq) {
+    int64_t B = xs->dim[0], T = xs->dim[1], F = xs->dim[2], U = 3;
+    const double *W = ref_eval_data(e, m->params[1]), *R = ref_eval_data(e, m->params[2]), *bias = ref_eval_data(e, m->params[3]);
+    for (int64_t b = 0; b < B; b++) {
+        double h[3] = {0}, c[3] = {0}, z[12];
+        for (int64_t s = 0; s < T; s++) {
+            for (int64_t g = 0; g < 4 * U; g++) {
+                z[g] = bias[g];
+                for (int64_t k = 0; k < F; k++) z[g] += x[(b * T + s) * F + k] * W[k * 4 * U + g];
+                for (int64_t k = 0; k < U; k++) z[g] += h[k] * R[k * 4 * U + g];
+            }
+            for (int64_t j = 0; j < U; j++) {
+                c[j] = sigm(z[U + j]) * c[j] + sigm(z[j]) * tanh(z[2 * U + j]);
+                h[j] = sigm(z[3 * U + j]) * tanh(c[j]);
+                if (seq) want[(b * T + s) * U + j] = h[j];
+                else if (s == T - 1) want[b * U + j] = h[j];
+            }
+        }
+    }
+}
+static void ref_lstm_seq(const ir_shape *xs, const double *x, ref_eval *e, const ir_module *m, double *want) {
+    lstm_ref(xs, x, e, m, want, true);
+}
+static void ref_lstm_last(const ir_shape *xs, const double *x, ref_eval *e, const ir_module *m, double *want) {
+    lstm_ref(xs, x, e, m, want, false);
+}
+
+/* Keras 3 GRU, reset_after: xz = x_s W + bias[0], hr = h R + bias[1], gates z r h;
+ * h~ = tanh(xz_h + r hr_h), h = z h + (1 - z) h~ */
+static void ref_gru_seq(const ir_shape *xs, const double *x, ref_eval *e, const ir_module *m, double *want) {
+    int64_t B = xs->dim[0], T = xs->dim[1], F = xs->dim[2], U = 3;
+    const double *W = ref_eval_data(e, m->params[1]), *R = ref_eval_data(e, m->params[2]), *bias = ref_eval_data(e, m->params[3]);
+    for (int64_t b = 0; b < B; b++) {
+        double h[3] = {0}, xz[9], hr[9];
+        for (int64_t s = 0; s < T; s++) {
+            for (int64_t g = 0; g < 3 * U; g++) {
+                xz[g] = bias[g], hr[g] = bias[3 * U + g];
+                for (int64_t k = 0; k < F; k++) xz[g] += x[(b * T + s) * F + k] * W[k * 3 * U + g];
+                for (int64_t k = 0; k < U; k++) hr[g] += h[k] * R[k * 3 * U + g];
+            }
+            for (int64_t j = 0; j < U; j++) {
+                double zg = sigm(xz[j] + hr[j]), r = sigm(xz[U + j] + hr[U + j]);
+                double cand = tanh(xz[2 * U + j] + r * hr[2 * U + j]);
+                h[j] = zg * h[j] + (1 - zg) * cand;
+                want[(b * T + s) * U + j] = h[j];
+            }
+        }
+    }
+}
+
+/* y = x * causal_mask(t), x [2, t, t]: x where j <= i, else 0 */
+static void ref_causal(const ir_shape *xs, const double *x, ref_eval *e, const ir_module *m, double *want) {
+    (void)e, (void)m;
+    int64_t t = xs->dim[1];
+    for (int64_t b = 0; b < xs->dim[0]; b++)
+        for (int64_t i = 0; i < t; i++)
+            for (int64_t j = 0; j < t; j++, x++) *want++ = j <= i ? *x : 0;
+}
+
 static void check(const char *x_type, const char *layer, reference ref) {
     ir_module *m = build(x_type, layer);
     if (!m) return;
@@ -193,6 +258,12 @@ int main(int argc, char **argv) {
     check("f32[2, 3, 4]", "y = dense(x, 5)", ref_dense3);
     check("f32[2, 4, 3]", "param w: f32[5, 4] = glorot_uniform\n  y = matmul(x, w, transpose_a: true, transpose_b: true)",
           ref_matmul_tt);
+    check("f32[2, 3, 2]", "y = lstm(x, 3, return_sequences: true)", ref_lstm_seq);
+    check("f32[2, 4, 2]", "y = lstm(x, 3)", ref_lstm_last);
+    check("f32[2, 3, 2]", "y = gru(x, 3, return_sequences: true)", ref_gru_seq);
+    check("f32[2, 1, 1]", "y = x * causal_mask(1)", ref_causal);
+    check("f32[2, 2, 2]", "y = x * causal_mask(2)", ref_causal);
+    check("f32[2, 5, 5]", "y = x * causal_mask(5)", ref_causal);
     printf("layers: %s\n", failures ? "FAILED" : "all passed");
     return failures != 0;
 }

@@ -304,6 +304,72 @@ static void test_loss_gradient(const row_case *c) {
     ir_module_free(m);
 }
 
+/* ---- per-token losses (issue 13): logits [B, T, N], labels [B, T] ---- */
+
+enum { T = 3 };
+
+/* the mean over an example's T tokens of -log softmax(x)[label] */
+static double token_xent(const double *x, const int32_t *l) {
+    double s = 0;
+    for (int k = 0; k < T; k++) {
+        const double *row = x + k * N;
+        double mx = -INFINITY, lse = 0;
+        for (int j = 0; j < N; j++) mx = fmax(mx, row[j]);
+        for (int j = 0; j < N; j++) lse += exp(row[j] - mx);
+        s += mx + log(lse) - row[l[k]];
+    }
+    return s / T;
+}
+
+static const char *TOKEN_MODEL =
+    "use nn\nmodel m {\n  input x: f32[batch, %d, %d]\n  input l: i32[batch, %d]\n  param w: f32[%d] = ones\n"
+    "  z = x * w\n  loss = sparse_softmax_cross_entropy(z, l)\n  metric perplexity = perplexity(z, l)\n}\n"
+    "train m {\n  optimizer = sgd\n  batch = %d global\n}\n";
+
+/* the loss and perplexity per example against the formula, the gradient to w
+ * against central differences */
+static void test_token_losses(void) {
+    char text[512];
+    snprintf(text, sizeof text, TOKEN_MODEL, T, N, T, N, B);
+    ir_module *m = elaborate(text);
+    if (!m) return;
+    ir_diag *d = ir_diag_new(stderr);
+    if (!pass_autodiff(m, d, NULL)) fprintf(stderr, "FAIL token loss: autodiff\n"), failures++;
+    ir_diag_free(d);
+    ref_eval *e = ref_eval_new(m);
+    double *x = ref_eval_data(e, input_named(m, "x")), *lv = ref_eval_data(e, input_named(m, "l"));
+    double *w = ref_eval_data(e, m->params[0]), worst = 0;
+    int32_t labels[B * T];
+    for (int k = 0; k < B * T * N; k++) x[k] = uniform(-3, 3);
+    for (int k = 0; k < B * T; k++) labels[k] = (int32_t)floor(uniform(0, N)), lv[k] = labels[k];
+    for (int j = 0; j < N; j++) w[j] = uniform(0.5, 1.5);
+    mean_loss(e, m);
+    const double *loss = ref_eval_data(e, m->loss), *ppl = ref_eval_data(e, m->metrics[0].node);
+    for (int b = 0; b < B; b++) {
+        double z[T * N];
+        for (int k = 0; k < T * N; k++) z[k] = x[b * T * N + k] * w[k % N];
+        double want = token_xent(z, labels + b * T);
+        check("per-token sparse_softmax_cross_entropy", b, loss[b], want, 1e-12);
+        check("perplexity", b, ppl[b], exp(want), 1e-12);
+    }
+    double g[N];
+    memcpy(g, ref_eval_data(e, m->grads[0]), sizeof g);
+    for (int j = 0; j < N; j++) {
+        double w0 = w[j], h = 1e-6;
+        w[j] = w0 + h;
+        double up = mean_loss(e, m);
+        w[j] = w0 - h;
+        double down = mean_loss(e, m);
+        w[j] = w0;
+        double fd = (up - down) / (2 * h);
+        worst = fmax(worst, fabs(fd - g[j]) / fmax(1e-3, fmax(fabs(fd), fabs(g[j]))));
+    }
+    printf("  %-70s max rel err %.2e\n", "sparse_softmax_cross_entropy(z [b, t, c], l [b, t])", worst);
+    if (!(worst < 1e-6)) fprintf(stderr, "FAIL per-token cross-entropy: gradient differs from finite differences\n"), failures++;
+    ref_eval_free(e);
+    ir_module_free(m);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) return fprintf(stderr, "usage: test_nn STDLIB_DIR\n"), 2;
     stdlib_dir = argv[1];
@@ -312,6 +378,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n_row; i++) test_row(&row_cases[i]);
     for (int i = 0; i < n_row; i++)
         if (row_cases[i].fd) test_loss_gradient(&row_cases[i]);
+    test_token_losses();
     printf("%d activation and %d loss/metric cases against Keras' formulas, %d failures\n", n_elem, n_row, failures);
     return failures != 0;
 }

@@ -108,6 +108,15 @@ static void test_constant(void) {
     CHECK(ok, "constant(0.125) is not 0.125 everywhere");
 }
 
+/* unit_forget_bias of [4 * 3]: 0 0 0 1 1 1 0 0 0 0 0 0 (gates i, f, c, o) */
+static void test_unit_forget_bias(void) {
+    float x[12];
+    rt_init_fill(x, 12, INIT_UNIT_FORGET_BIAS, 12, 12, (double[2]){0, 0}, 1, "lstm/bias");
+    int ok = 1;
+    for (int i = 0; i < 12; i++) ok &= x[i] == (i >= 3 && i < 6 ? 1.0f : 0.0f);
+    CHECK(ok, "unit_forget_bias is not 1 on the forget gate's quarter and 0 elsewhere");
+}
+
 int main(void) {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) test_distribution(&cases[i]);
     test_orthogonal(200, 300, 200, 300); /* dense [200, 300]: orthonormal rows */
@@ -115,6 +124,7 @@ int main(void) {
     test_orthogonal(36, 8, 36, 72);      /* conv [3, 3, 4, 8]: rows 3*3*4, cols 8 */
     test_orthogonal(64, 64, 64, 64);
     test_constant();
+    test_unit_forget_bias();
     if (failures) fprintf(stderr, "%d failures\n", failures);
     else printf("all initializer tests passed\n");
     return failures != 0;

@@ -42,9 +42,9 @@ set_tests_properties(train_equivalence_activations PROPERTIES SKIP_RETURN_CODE 7
 add_test(NAME train_equivalence_sequence
          COMMAND test_equivalence ${MGC_SRC}/tests/train/sequence.mg ${MGC_SRC}/stdlib --synthetic 10)
 set_tests_properties(train_equivalence_sequence PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
-# issue 12: Lamb (trust ratio per param) and global_clipnorm (one norm over every
-# all-reduced gradient) on 2 and 4 devices equal 1 device
-foreach(model lamb global_clipnorm)
+# issue 12: Lamb (trust ratio per param), global_clipnorm (one norm over every
+# all-reduced gradient), rmsprop, adagrad and nadam on 2 and 4 devices equal 1 device
+foreach(model lamb global_clipnorm rmsprop adagrad nadam)
   add_test(NAME train_equivalence_${model}
            COMMAND test_equivalence ${MGC_SRC}/tests/train/${model}.mg ${MGC_SRC}/stdlib)
   set_tests_properties(train_equivalence_${model} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)

@@ -1,4 +1,4 @@
-# lamb.mg - Lamb (per-layer trust ratio ||w|| / ||update||) with weight decay,
+# lamb.mg - (the lamb_update op) Lamb (per-layer trust ratio ||w|| / ||update||) with weight decay,
 # clipnorm and a cosine schedule: 2 and 4 devices must train what 1 device
 # trains (tests/train.cmake)
 use nn

@@ -266,6 +266,24 @@ static double mean_loss(ref_eval *e, const ir_module *m) {
     return s / B;
 }
 
+/* the worst relative difference between the gradient of the mean loss with
+ * respect to the N weights w (param 0) and its central differences */
+static double fd_worst(ref_eval *e, const ir_module *m, double *w) {
+    double g[N], worst = 0;
+    memcpy(g, ref_eval_data(e, m->grads[0]), sizeof g);
+    for (int j = 0; j < N; j++) {
+        double w0 = w[j], h = 1e-6;
+        w[j] = w0 + h;
+        double up = mean_loss(e, m);
+        w[j] = w0 - h;
+        double down = mean_loss(e, m);
+        w[j] = w0;
+        double fd = (up - down) / (2 * h);
+        worst = fmax(worst, fabs(fd - g[j]) / fmax(1e-3, fmax(fabs(fd), fabs(g[j]))));
+    }
+    return worst;
+}
+
 static void test_loss_gradient(const row_case *c) {
     char text[512];
     snprintf(text, sizeof text,
@@ -279,25 +297,14 @@ static void test_loss_gradient(const row_case *c) {
     ir_diag_free(d);
     ref_eval *e = ref_eval_new(m);
     double *x = ref_eval_data(e, input_named(m, "x")), *t = ref_eval_data(e, input_named(m, "t"));
-    double *w = ref_eval_data(e, m->params[0]), worst = 0;
+    double *w = ref_eval_data(e, m->params[0]);
     for (int k = 0; k < B * N; k++) x[k] = uniform(-2, 2);
     for (int j = 0; j < N; j++) w[j] = uniform(0.5, 1.5);
     int32_t labels[B];
     double l[B];
     fill_targets(t, c->tk, x, false, labels, l);
     mean_loss(e, m);
-    double g[N];
-    memcpy(g, ref_eval_data(e, m->grads[0]), sizeof g);
-    for (int j = 0; j < N; j++) {
-        double w0 = w[j], h = 1e-6;
-        w[j] = w0 + h;
-        double up = mean_loss(e, m);
-        w[j] = w0 - h;
-        double down = mean_loss(e, m);
-        w[j] = w0;
-        double fd = (up - down) / (2 * h);
-        worst = fmax(worst, fabs(fd - g[j]) / fmax(1e-3, fmax(fabs(fd), fabs(g[j]))));
-    }
+    double worst = fd_worst(e, m, w);
     printf("  %-70s max rel err %.2e\n", c->fd, worst);
     if (!(worst < 1e-6)) fprintf(stderr, "FAIL %s: gradient differs from finite differences\n", c->fd), failures++;
     ref_eval_free(e);
@@ -338,7 +345,7 @@ static void test_token_losses(void) {
     ir_diag_free(d);
     ref_eval *e = ref_eval_new(m);
     double *x = ref_eval_data(e, input_named(m, "x")), *lv = ref_eval_data(e, input_named(m, "l"));
-    double *w = ref_eval_data(e, m->params[0]), worst = 0;
+    double *w = ref_eval_data(e, m->params[0]);
     int32_t labels[B * T];
     for (int k = 0; k < B * T * N; k++) x[k] = uniform(-3, 3);
     for (int k = 0; k < B * T; k++) labels[k] = (int32_t)floor(uniform(0, N)), lv[k] = labels[k];
@@ -352,18 +359,7 @@ static void test_token_losses(void) {
         check("per-token sparse_softmax_cross_entropy", b, loss[b], want, 1e-12);
         check("perplexity", b, ppl[b], exp(want), 1e-12);
     }
-    double g[N];
-    memcpy(g, ref_eval_data(e, m->grads[0]), sizeof g);
-    for (int j = 0; j < N; j++) {
-        double w0 = w[j], h = 1e-6;
-        w[j] = w0 + h;
-        double up = mean_loss(e, m);
-        w[j] = w0 - h;
-        double down = mean_loss(e, m);
-        w[j] = w0;
-        double fd = (up - down) / (2 * h);
-        worst = fmax(worst, fabs(fd - g[j]) / fmax(1e-3, fmax(fabs(fd), fabs(g[j]))));
-    }
+    double worst = fd_worst(e, m, w);
     printf("  %-70s max rel err %.2e\n", "sparse_softmax_cross_entropy(z [b, t, c], l [b, t])", worst);
     if (!(worst < 1e-6)) fprintf(stderr, "FAIL per-token cross-entropy: gradient differs from finite differences\n"), failures++;
     ref_eval_free(e);

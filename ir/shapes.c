@@ -547,6 +547,22 @@ static bool rule_scatter_add(rule *r) {
     return given_shape_matches(r, &dy->shape, &want);
 }
 
+/* ---- issue 13: one_hot ---- */
+
+/* one_hot: (ids i32[...]), depth >= 1 -> f32[..., depth] */
+static bool rule_one_hot(rule *r) {
+    char b[96];
+    const ir_node *ids = r->x;
+    int64_t depth = r->n->iattr[0];
+    if (ids->dtype != IR_I32) return fail(r, "ids of 'one_hot' must be i32, got %s", tstr(ids, b));
+    if (ids->shape.rank >= IR_MAX_RANK)
+        return fail(r, "ids of 'one_hot' must have rank below %d, got %s", IR_MAX_RANK, tstr(ids, b));
+    if (depth < 1) return fail(r, "'one_hot' needs depth >= 1, got %lld", (long long)depth);
+    r->n->dtype = IR_F32, r->n->shape = ids->shape;
+    r->n->shape.dim[r->n->shape.rank++] = depth;
+    return true;
+}
+
 typedef bool (*shape_rule)(rule *r);
 
 static const shape_rule rules[OP_COUNT] = {

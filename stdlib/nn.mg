@@ -638,3 +638,12 @@ fn causal_mask(t: int) {
   flat = prim.slice(prim.reshape(rows, 2 * t * t), [t * (2 * t - 1)], begin: [0])
   return prim.slice(prim.reshape(flat, t, 2 * t - 1), [t, t], begin: [0, 0])
 }
+
+# ---- one_hot (issue 13) ----
+
+# tf.one_hot(ids, depth) with its defaults: i32 ids [...] -> f32[..., depth],
+# 1 at the id and 0 elsewhere (on_value 1, off_value 0); an id outside
+# [0, depth) gives an all-zero row, as in TF (not an error, unlike embedding)
+fn one_hot(ids: i32, depth: int) {
+  return prim.one_hot(ids, depth: depth)
+}

@@ -122,6 +122,8 @@ static const cpu_kernel_fn kernels[OP_COUNT] = {
     [OP_IN_TOP_K] = cpu_k_in_top_k,
     /* issue 13: sequence models (matmul.c, embed.c) */
     [OP_GATHER] = cpu_k_gather, [OP_SCATTER_ADD] = cpu_k_scatter_add,
+    /* issue 13: one_hot (onehot.c) */
+    [OP_ONE_HOT] = cpu_k_one_hot,
 };
 
 /* ops whose kernels read f32 data only (CAST, SHARD, RESHAPE, VIEW and the

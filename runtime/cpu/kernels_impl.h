@@ -36,6 +36,9 @@ int cpu_k_matmul(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_gather(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_scatter_add(const rt_kernel_args *k, char *err, size_t cap);
 
+/* onehot.c (issue 13) */
+int cpu_k_one_hot(const rt_kernel_args *k, char *err, size_t cap);
+
 /* elementwise.c */
 int cpu_k_binary(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_unary(const rt_kernel_args *k, char *err, size_t cap);

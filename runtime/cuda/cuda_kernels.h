@@ -109,6 +109,10 @@ cudaError_t cuda_k_gather(const float *table, const int32_t *ids, float *out, in
 cudaError_t cuda_k_scatter_add(const int32_t *ids, const float *dy, float *out, int64_t n, int64_t V, int64_t D,
                                cudaStream_t s);
 
+/* issue 13 (cuda_onehot.cu): ids i32[n] -> out [n, depth], 1 at [i, ids[i]], else 0
+ * (a zero row for an id outside [0, depth)) */
+cudaError_t cuda_k_one_hot(const int32_t *ids, float *out, int64_t n, int64_t depth, cudaStream_t s);
+
 /* filters: HWIO [kh,kw,ci,co] <-> cuDNN's NHWC filter format OHWI [co,kh,kw,ci] */
 cudaError_t cuda_k_hwio_to_ohwi(const float *w, float *o, int64_t khw, int64_t ci, int64_t co, cudaStream_t s);
 cudaError_t cuda_k_ohwi_to_hwio(const float *o, float *w, int64_t khw, int64_t ci, int64_t co, cudaStream_t s);

@@ -380,6 +380,14 @@ static int op_scatter_add(const ctx *c) {
     return 0;
 }
 
+/* ---- issue 13: one_hot (cuda_onehot.cu) ---- */
+
+static int op_one_hot(const ctx *c) {
+    TRY(need_f32(c));
+    CUDA_CHECK(c->b, cuda_k_one_hot(c->k->in[0], outf(c), ir_shape_numel(in_shape(c, 0)), c->n->iattr[0], c->s));
+    return 0;
+}
+
 /* The kernel of each op; sources have none (cuda_supports reports the rest). */
 static int (*const kernels[OP_COUNT])(const ctx *c) = {
     [OP_ADD] = op_binary, [OP_SUB] = op_binary, [OP_MUL] = op_binary, [OP_DIV] = op_binary,
@@ -418,6 +426,8 @@ static int (*const kernels[OP_COUNT])(const ctx *c) = {
     [OP_IN_TOP_K] = op_in_top_k,
     /* issue 13 */
     [OP_GATHER] = op_gather, [OP_SCATTER_ADD] = op_scatter_add,
+    /* issue 13: one_hot */
+    [OP_ONE_HOT] = op_one_hot,
 };
 
 bool cuda_supports(const ir_node *n, char *why, size_t cap) {

@@ -534,6 +534,13 @@ static void eval_in_top_k(args *t) {
     }
 }
 
+/* issue 13: one_hot: 1 at [i, ids[i]], a zero row for an id outside [0, depth) */
+static void eval_one_hot(args *t) {
+    int64_t depth = t->n->iattr[0], n = t->len / depth;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < depth; j++) t->out[i * depth + j] = t->a[i] == (double)j;
+}
+
 /* ---- the walk ---- */
 
 static void eval_node(ref_eval *e, int i, int64_t step, bool training) {
@@ -589,6 +596,7 @@ static void eval_node(ref_eval *e, int i, int64_t step, bool training) {
         eval_act(&t);
         return;
     case OP_IN_TOP_K: eval_in_top_k(&t); return;
+    case OP_ONE_HOT: eval_one_hot(&t); return; /* issue 13 */
     case OP_SHARD: case OP_BROADCAST: case OP_COUNT: break;
     }
     die("no reference for op '%s'", n->op < OP_COUNT ? ir_ops[n->op].name : "?");

@@ -11,7 +11,8 @@ typedef struct tcase tcase;
 typedef void (*ref_fn)(const one_op *t, double **in, double *out);
 
 /* how inputs are filled */
-typedef enum { R_SIGNED, R_POSITIVE, R_WIDE, R_LABELS, R_SMALL_INT } fill_kind; /* R_SMALL_INT: 0, 1 or 2 (ties) */
+typedef enum { R_SIGNED, R_POSITIVE, R_WIDE, R_LABELS, R_SMALL_INT, R_IDS_OUT } fill_kind; /* R_SMALL_INT: 0, 1 or 2 (ties) */
+/* R_IDS_OUT (issue 13, one_hot): integers in [-2, 12), ids partly outside a depth of 10 or less */
 
 struct tcase {
     const char *name;
@@ -148,6 +149,13 @@ static void ref_scatter_add(const one_op *t, double **in, double *out) {
     for (int64_t e = 0; e < numel(oshape(t)); e++) out[e] = 0;
     for (int64_t i = 0; i < numel(ishape(t, 0)); i++)
         for (int64_t j = 0; j < D; j++) out[(int64_t)in[0][i] * D + j] += in[1][i * D + j];
+}
+
+/* issue 13: one_hot (ids [...]) -> [..., depth]: 1 at the id, a zero row for an id outside [0, depth) */
+static void ref_one_hot(const one_op *t, double **in, double *out) {
+    int64_t depth = onode(t)->iattr[0];
+    for (int64_t i = 0; i < numel(ishape(t, 0)); i++)
+        for (int64_t j = 0; j < depth; j++) out[i * depth + j] = in[0][i] == (double)j;
 }
 
 /* the forward convolution's index space, x [N,H,W,C] -> y [N,OH,OW,O], w HWIO
@@ -509,6 +517,12 @@ static const tcase cases[] = {
      .ref = ref_scatter_add},
     {"scatter_add ids rank 2", OP_SCATTER_ADD, 2, {"3,4", "3,4,2"}, .dtype = {IR_I32, 0}, .fill = {R_LABELS, 0},
      .given = "6,2", .ref = ref_scatter_add},
+    /* issue 13: one_hot, ids in [-2, 12): some outside [0, depth) give zero rows */
+    {"one_hot", OP_ONE_HOT, 1, {"40"}, .dtype = {IR_I32}, .fill = {R_IDS_OUT}, .iattr = {10}, .ref = ref_one_hot},
+    {"one_hot ids rank 2 depth 7", OP_ONE_HOT, 1, {"6,9"}, .dtype = {IR_I32}, .fill = {R_IDS_OUT}, .iattr = {7},
+     .ref = ref_one_hot},
+    {"one_hot ids rank 0 depth 1", OP_ONE_HOT, 1, {""}, .dtype = {IR_I32}, .fill = {R_SMALL_INT}, .iattr = {1},
+     .ref = ref_one_hot},
     {"conv2d valid", OP_CONV2D, 2, {"2,9,8,3", "3,3,3,4"}, CONV(1, 1, 0, 0, 0, 0), .ref = ref_conv},
     {"conv2d stride 2 same", OP_CONV2D, 2, {"2,9,8,3", "3,3,3,5"}, CONV(2, 2, 1, 1, 1, 1), .ref = ref_conv},
     {"conv2d asymmetric", OP_CONV2D, 2, {"2,7,10,2", "2,3,2,5"}, CONV(2, 1, 0, 1, 1, 0), .ref = ref_conv},
@@ -667,6 +681,7 @@ static double draw(fill_kind f, const one_op *t, ir_dtype dt) {
     case R_WIDE: return dt == IR_F32 ? 20 * uniform() - 10 : 300 * uniform() - 20;
     case R_LABELS: return floor(uniform() * (dt == IR_U8 ? 256 : (double)classes));
     case R_SMALL_INT: return floor(uniform() * 3);
+    case R_IDS_OUT: return floor(uniform() * 14) - 2;
     default: return 2 * uniform() - 1;
     }
 }

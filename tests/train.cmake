@@ -88,3 +88,9 @@ add_test(NAME train_equivalence_recurrent
 set_tests_properties(train_equivalence_recurrent PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 add_test(NAME train_grad_recurrent
          COMMAND test_model_grad ${CMAKE_CURRENT_SOURCE_DIR}/train/recurrent.mg ${MGC_SRC}/stdlib --classes 5)
+# issue 13: one_hot and the text classifier of bench/text_classifier.sh (an
+# embedding over the whole 10,000-row table, a one_hot bag of words beside it):
+# 1 == 2 == 4 devices
+add_test(NAME train_equivalence_text_classifier
+         COMMAND test_equivalence ${CMAKE_CURRENT_SOURCE_DIR}/train/text_classifier.mg ${MGC_SRC}/stdlib --synthetic 10000)
+set_tests_properties(train_equivalence_text_classifier PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)

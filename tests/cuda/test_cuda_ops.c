@@ -184,6 +184,14 @@ static void grouped_dilated_transposed(ir_module *m) {
     check(m, OP_CONV2D_TRANSPOSE, (int[]){x, wt}, 2, (int64_t[IR_MAX_IATTR]){2, 2, 0, 0, 0, 0, 1, 1}, NULL, NULL, 1e-4);
 }
 
+/* issue 13: one_hot of i32 ids in [0, CLASSES) at depth CLASSES and at
+ * depth 5 (ids 5 and 6 outside: zero rows) */
+static void one_hot(ir_module *m) {
+    int ids = input(m, IR_I32, 2, 4, 9, 0, 0);
+    check(m, OP_ONE_HOT, (int[]){ids}, 1, (int64_t[IR_MAX_IATTR]){CLASSES}, NULL, NULL, 0);
+    check(m, OP_ONE_HOT, (int[]){ids}, 1, (int64_t[IR_MAX_IATTR]){5}, NULL, NULL, 0);
+}
+
 int main(void) {
     char why[256];
     if (rt_cuda_device_count(why, sizeof why) == 0) {
@@ -201,6 +209,7 @@ int main(void) {
     dense_and_conv(m);
     optimizers(m);
     grouped_dilated_transposed(m);
+    one_hot(m);
     ir_module_free(m);
     gpu->i->shutdown(gpu);
     free(gpu);

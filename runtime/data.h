@@ -87,6 +87,23 @@ const char *rt_dataset_source(const rt_dataset *ds, int i);
  * "FILE: WHAT V of example E is outside [0, LIMIT)" in err. */
 int rt_dataset_check_range(const rt_dataset *ds, int i, int64_t limit, const char *what, char *err, size_t cap);
 
+/* ---- text (docs/runtime.md, "Text data") ----
+ * The bytes of path as tokens 0..255; path may be a directory: its regular
+ * files in name order, concatenated, skipping symlinks and files holding a
+ * NUL byte (not text). The last RT_TEXT_VALID_PERCENT of the bytes
+ * (rt_text_valid_bytes) are the "test" split, the rest "train". A part of P
+ * bytes gives rt_text_examples(P, T) = floor((P - 1) / T) examples: example e
+ * holds tokens p[eT, eT+T) and labels p[eT+1, eT+T+1), each i32 [T].
+ * inputs: two i32 [T] specs, labels the index of the labels one; or one
+ * (tokens only) with labels -1. path NULL or "" means RT_DEFAULT_TEXT_DIR. */
+#define RT_DEFAULT_TEXT_DIR "/usr/share/games/fortunes"
+#define RT_TEXT_VALID_PERCENT 10
+#define RT_TEXT_MAX_CONTEXT 65536
+rt_dataset *rt_dataset_from_text(const char *path, const char *split, int64_t context, const rt_input_spec *inputs,
+                                 int n_inputs, int labels, char *err, size_t cap);
+int64_t rt_text_valid_bytes(int64_t len);
+int64_t rt_text_examples(int64_t part, int64_t context);
+
 /* ---- batch loader ----
  * Yields global batches of `batch` examples, one contiguous host buffer per
  * input ([batch, per-example...]). Order within an epoch is rt_permutation(seed,

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake flex bison zlib1g-dev libopenblas-dev libdnnl-dev libcjson-dev
           libopenmpi-dev openmpi-bin graphviz dataset-fashion-mnist python3 python3-torch
-          clang libclang-rt-14-dev)
+          clang libclang-rt-14-dev fortunes)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -26,3 +26,10 @@ add_executable(test_fashion ${CMAKE_CURRENT_SOURCE_DIR}/data/test_fashion.c)
 target_link_libraries(test_fashion PRIVATE mgc_runtime)
 add_test(NAME data_fashion_mnist COMMAND test_fashion)
 set_tests_properties(data_fashion_mnist PROPERTIES SKIP_RETURN_CODE 77)
+
+# issue 13: text data (--data text:PATH): windows, next-byte labels, the validation tail, directories, errors
+add_executable(test_text ${CMAKE_CURRENT_SOURCE_DIR}/data/test_text.c)
+target_link_libraries(test_text PRIVATE mgc_runtime)
+foreach(case cut directory errors)
+  add_test(NAME data_text_${case} COMMAND test_text ${case})
+endforeach()

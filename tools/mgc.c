@@ -15,6 +15,7 @@ static const struct {
     {"run", cmd_run, "train a plan"},
     {"eval", cmd_eval, "test loss and metrics of trained weights"},
     {"predict", cmd_predict, "model outputs for given inputs, as .npy"},
+    {"generate", cmd_generate, "sample text from a trained character model"},
 };
 
 static void usage(FILE *out) {

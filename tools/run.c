@@ -19,26 +19,11 @@
 #include "../runtime/resume.h"
 #include "../runtime/train.h"
 #include "cli.h"
+#include "run_impl.h"
 
-typedef struct {
-    int64_t epochs, steps;
-    bool epochs_given;         /* else the plan's train block `epochs = N`, else 1 */
-    uint64_t seed;
-    const char *save, *load, *history, *data, *out;
-    const char *checkpoint_dir;
-    int64_t save_every, keep;
-    bool save_every_epochs;
-    char resumed[4096];   /* the checkpoint of checkpoint_dir a run resumes from, "" none */
-    int64_t resumed_step;
-    const char *bindings[IR_MAX_INPUTS];
-    int n_bindings;
-    int threads, check_replicas;
-    double timeout;
-    bool json, check_numerics, strict_devices, seed_given;
-} run_options;
 
 enum { O_EPOCHS = 256, O_STEPS, O_SEED, O_SAVE, O_LOAD, O_HISTORY, O_DATA, O_INPUT, O_THREADS, O_TIMEOUT,
-       O_CHECK_REPLICAS, O_CHECK_NUMERICS, O_JSON, O_STRICT, O_CKPT_DIR, O_SAVE_EVERY, O_KEEP };
+       O_CHECK_REPLICAS, O_CHECK_NUMERICS, O_JSON, O_STRICT, O_CKPT_DIR, O_SAVE_EVERY, O_KEEP, O_CONTEXT };
 
 /* mgc run's status when a signal stopped it after a checkpoint (EX_TEMPFAIL:
  * run the same command again to resume). */
@@ -58,6 +43,11 @@ static const char run_help[] =
     "  --keep K                   checkpoints kept in DIR, the newest (default 3)\n"
     "  --history FILE             one JSON object per epoch, the file rewritten whole at each epoch\n"
     "  --data DIR                 IDX files train-*/t10k-* (default " RT_DEFAULT_DATA_DIR ")\n"
+    "  --data text:PATH           the bytes of a file (or of a directory's text files) as tokens 0..255:\n"
+    "                             the model's two i32 inputs [batch, T] get T bytes and the T bytes\n"
+    "                             after them; the last 10% is the validation part (text: alone is\n"
+    "                             " RT_DEFAULT_TEXT_DIR ")\n"
+    "  --context T                window of text data (default: the model's T; must equal it)\n"
     "  --input NAME=FILE          bind a model input to an IDX or NPY file (instead of --data)\n"
     "  --threads-per-device T     CPU threads of each device's kernels (default 1)\n"
     "  --collective-timeout S     seconds a collective waits for every device (default 60)\n"
@@ -67,7 +57,9 @@ static const char run_help[] =
     "SIGINT or SIGTERM: the step in progress finishes, a checkpoint is written (DIR, else --save) and\n"
     "mgc exits with status 75; a second signal ends it at once.\n";
 static const char eval_help[] =
-    "usage: mgc eval PLAN.mgx --load CKPT [--json] [--data DIR | --input NAME=FILE ...]\n";
+    "usage: mgc eval PLAN.mgx --load CKPT [--json] [--data DIR | --data text:PATH [--context T] |\n"
+    "                                            --input NAME=FILE ...]\n"
+    "  text data: evaluates on the validation part (the last 10% of the bytes)\n";
 static const char predict_help[] =
     "usage: mgc predict PLAN.mgx --load CKPT --input NAME=FILE ... -o OUT.npy\n"
     "  writes each model output for every example, as .npy: a model with one output writes\n"
@@ -107,7 +99,7 @@ static int parse_run_options(int argc, char **argv, run_options *o, const char *
         {"check-numerics", no_argument, 0, O_CHECK_NUMERICS}, {"json", no_argument, 0, O_JSON},
         {"strict-devices", no_argument, 0, O_STRICT}, {"checkpoint-dir", required_argument, 0, O_CKPT_DIR},
         {"save-every", required_argument, 0, O_SAVE_EVERY}, {"keep", required_argument, 0, O_KEEP},
-        {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"context", required_argument, 0, O_CONTEXT}, {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     *o = (run_options){.epochs = 1, .seed = 1, .threads = 1, .timeout = 60, .keep = 3};
     optind = 1;
     int64_t v;
@@ -163,11 +155,21 @@ static int parse_run_options(int argc, char **argv, run_options *o, const char *
         case O_CKPT_DIR: o->checkpoint_dir = optarg; break;
         case O_KEEP: if (!cli_parse_int("--keep", optarg, 1, 1000000, &o->keep)) return -1; break;
         case O_SAVE_EVERY: if (!parse_every(optarg, o)) return -1; break;
+        case O_CONTEXT: if (!cli_parse_int("--context", optarg, 1, RT_TEXT_MAX_CONTEXT, &o->context)) return -1; break;
         default: fputs(help, stderr); return -1;
         }
     }
     if (optind != argc - 1) {
         fputs(help, stderr);
+        return -1;
+    }
+    bool text = o->data && !strncmp(o->data, "text:", 5);
+    if (o->context && !text) {
+        fprintf(stderr, "mgc: --context %lld needs --data text:PATH\n", (long long)o->context);
+        return -1;
+    }
+    if (text && o->n_bindings) {
+        fprintf(stderr, "mgc: --data %s and --input both bind the model's inputs; give one\n", o->data);
         return -1;
     }
     return optind;
@@ -186,45 +188,47 @@ static int64_t label_classes(const ir_module *m, int input) {
     return 0;
 }
 
-/* The inputs `program` reads, from --input bindings or the --data directory;
- * labels are checked against the classes of the model, and there must be
- * `need` examples at least. */
-/* The dataset of `split` bound to the model's inputs, or NULL with a message in err. */
+/* --data text:PATH: the labels are the input that the loss reads as labels,
+ * else the second; T is --context, else the tokens input's. */
+static rt_dataset *open_text(const ir_module *m, const run_options *o, const char *split, const rt_input_spec *specs,
+                             const int *which, int n, char *err, size_t cap) {
+    int labels = n == 2 ? 1 : -1;
+    if (n == 2 && label_classes(m, m->inputs[which[0]]) > 0 && !label_classes(m, m->inputs[which[1]])) labels = 0;
+    const rt_input_spec *tokens = &specs[labels == 0 ? 1 : 0];
+    int64_t T = o->context ? o->context : n >= 1 && tokens->shape.rank == 1 ? tokens->shape.dim[0] : 1;
+    return rt_dataset_from_text(o->data + 5, split, T, specs, n, labels, err, cap);
+}
+
+/* The inputs `program` reads, from --input bindings, text or the --data
+ * directory; labels are checked against the classes of the model, and
+ * there must be `need` examples at least. NULL with a message in err. */
 static rt_dataset *open_data(const ir_module *m, const run_options *o, const char *split, unsigned program,
                              int64_t need, char *err, size_t cap) {
     rt_input_spec specs[m->n_inputs + 1];
     int which[m->n_inputs + 1];
     int n = rt_input_specs(m, program, specs, which);
+    bool text = o->data && !strncmp(o->data, "text:", 5);
     rt_dataset *ds = o->n_bindings ? rt_dataset_from_bindings((const char *const *)o->bindings, o->n_bindings, specs,
                                                               n, err, cap)
-                                   : rt_dataset_from_dir(o->data, split, specs, n, err, cap);
+                     : text ? open_text(m, o, split, specs, which, n, err, cap)
+                            : rt_dataset_from_dir(o->data, split, specs, n, err, cap);
     for (int k = 0; ds && k < n; k++) {
         int64_t classes = label_classes(m, m->inputs[which[k]]);
         if (classes > 0 && rt_dataset_check_range(ds, k, classes, "label", err, cap)) rt_dataset_free(ds), ds = NULL;
     }
     if (ds && n > 0 && rt_dataset_count(ds) < need) {
         if (need > 1)
-            snprintf(err, cap, "%s: %lld examples, fewer than one global batch of %lld", rt_dataset_source(ds, 0),
-                     (long long)rt_dataset_count(ds), (long long)need);
+            snprintf(err, cap, "%s: %lld examples%s, fewer than one global batch of %lld", rt_dataset_source(ds, 0),
+                     (long long)rt_dataset_count(ds), text ? " of text in its training part" : "", (long long)need);
         else snprintf(err, cap, "%s: holds no examples", rt_dataset_source(ds, 0));
         rt_dataset_free(ds), ds = NULL;
     }
     return ds;
 }
 
-typedef struct {
-    ir_module *m;
-    rt_session *s;
-    uint64_t seed;
-    rt_interprocess *ip;  /* the job's processes under mpirun, else NULL */
-    int first, local;     /* the replicas this process runs */
-    rt_worker_facts facts;/* what this worker is about to do, or why it cannot (runtime/agree.h) */
-    bool stopped;         /* the workers stopped together at an agreement: no abort needed */
-} bound_plan;
-
 /* A failure before the first step: said here, and told to the other workers
  * at the next agreement so that they stop too. */
-static void fail_local(bound_plan *bp, const char *msg) {
+void cli_fail_local(bound_plan *bp, const char *msg) {
     fprintf(stderr, "mgc: %s\n", msg);
     if (!bp->facts.failed) rt_facts_fail(&bp->facts, msg);
 }
@@ -260,7 +264,7 @@ static void plan_facts(bound_plan *bp, const char *path, const run_options *o) {
     char err[512];
     size_t len;
     unsigned char *bytes = rt_read_file(o->load, &len, err, sizeof err);
-    if (!bytes) return fail_local(bp, err);
+    if (!bytes) return cli_fail_local(bp, err);
     snprintf(f->load, sizeof f->load, "%s", o->load);
     f->load_crc = crc_of(crc32(0, NULL, 0), bytes, len);
     free(bytes);
@@ -365,7 +369,7 @@ static bool fits_memory(const bound_plan *bp, const char *path, char *err, size_
 /* Loads the plan and fits it to this worker. Under mpirun the workers first
  * agree on the plan, options and checkpoint; a later local failure is kept
  * in bp->facts for start_plan's agreement. Returns false when nothing runs. */
-static bool bind_plan(const char *path, const run_options *o, bound_plan *bp) {
+bool cli_bind_plan(const char *path, const run_options *o, bound_plan *bp) {
     char err[640] = "";
     *bp = (bound_plan){.seed = o->seed};
     rt_facts_init(&bp->facts);
@@ -379,7 +383,7 @@ static bool bind_plan(const char *path, const run_options *o, bound_plan *bp) {
     bp->m = mgx_read(path, err, sizeof err);
     if (bp->m && mgx_check_runnable(bp->m, path, err, sizeof err)) ir_module_free(bp->m), bp->m = NULL;
     if (bp->m) bp->m = fit_devices(bp->m, path, o->strict_devices, err, sizeof err);
-    if (!bp->m) fail_local(bp, err);
+    if (!bp->m) cli_fail_local(bp, err);
     else plan_facts(bp, path, o);
     if (!agree(bp, o->timeout > 0 ? o->timeout : 60)) {
         ir_module_free(bp->m);
@@ -391,7 +395,7 @@ static bool bind_plan(const char *path, const run_options *o, bound_plan *bp) {
         rt_mpi_finalize(bp->ip);
         return false;
     }
-    if (!fits_memory(bp, path, err, sizeof err)) fail_local(bp, err);
+    if (!fits_memory(bp, path, err, sizeof err)) cli_fail_local(bp, err);
     return true;
 }
 
@@ -399,7 +403,7 @@ static bool bind_plan(const char *path, const run_options *o, bound_plan *bp) {
  * plan are refused before its arenas are allocated), the workers agree on
  * their data and that none failed since bind_plan, then the variables are
  * set: initializers or --load. */
-static bool start_plan(bound_plan *bp, const char *path, const run_options *o, const rt_dataset *ds) {
+bool cli_start_plan(bound_plan *bp, const char *path, const run_options *o, const rt_dataset *ds) {
     char err[640];
     const char *absent = getenv("MGC_FAULT_ABSENT_REPLICA"); /* tests: a replica that never arrives */
     rt_session_options so = {.threads_per_device = o->threads, .collective_timeout = o->timeout, .ip = bp->ip,
@@ -409,7 +413,7 @@ static bool start_plan(bound_plan *bp, const char *path, const run_options *o, c
     if (!bp->facts.failed && !(bp->s = rt_session_new(bp->m, &so, err, sizeof err))) {
         char msg[700];
         snprintf(msg, sizeof msg, "%s: %s", path, err);
-        fail_local(bp, msg);
+        cli_fail_local(bp, msg);
     }
     if (ds) data_facts(bp, ds);
     if (!agree(bp, o->timeout > 0 ? o->timeout : 60)) return false;
@@ -423,7 +427,7 @@ static bool start_plan(bound_plan *bp, const char *path, const run_options *o, c
 
 /* After a failure a peer may be gone: finalizing MPI could then wait for it
  * forever, so the job is ended instead. */
-static int unbind_plan(bound_plan *bp, int rc) {
+int cli_unbind_plan(bound_plan *bp, int rc) {
     rt_session_free(bp->s);
     ir_module_free(bp->m);
     if (rc && bp->ip && !bp->stopped) rt_mpi_abort(bp->ip, rc);
@@ -492,19 +496,19 @@ int cmd_run(int argc, char **argv) {
     if (!outputs_writable(&o) || !find_resume(&o)) return 1;
     catch_stop_signals();
     bound_plan bp;
-    if (!bind_plan(argv[k], &o, &bp)) return 1;
+    if (!cli_bind_plan(argv[k], &o, &bp)) return 1;
     if (!o.epochs_given && bp.m && bp.m->epochs) o.epochs = bp.m->epochs; /* the train block's */
     char err[640];
     rt_dataset *train = NULL, *test = NULL;
     if (!bp.facts.failed && !bp.m->has_train) {
         snprintf(err, sizeof err, "%s: model '%s' has no train block", argv[k], bp.m->model_name);
-        fail_local(&bp, err);
+        cli_fail_local(&bp, err);
     }
     if (!bp.facts.failed && !(train = open_data(bp.m, &o, "train", 0, bp.m->global_batch, err, sizeof err)))
-        fail_local(&bp, err);
+        cli_fail_local(&bp, err);
     if (!bp.facts.failed && !o.n_bindings && !(test = open_data(bp.m, &o, "test", 0, 1, err, sizeof err)))
-        fail_local(&bp, err);
-    int rc = start_plan(&bp, argv[k], &o, train) ? 0 : 1;
+        cli_fail_local(&bp, err);
+    int rc = cli_start_plan(&bp, argv[k], &o, train) ? 0 : 1;
     rt_train_options to = {.epochs = o.epochs, .steps = o.steps, .seed = bp.seed, .check_replicas = o.check_replicas,
                            .check_numerics = o.check_numerics, .quiet = bp.ip && bp.ip->rank != 0,
                            .history = o.history, .history_append = *o.resumed != 0, .checkpoint_dir = o.checkpoint_dir, .save_every = o.save_every,
@@ -526,7 +530,7 @@ int cmd_run(int argc, char **argv) {
                 o.checkpoint_dir || o.save ? ", run again to resume" : "");
     rt_dataset_free(train);
     rt_dataset_free(test);
-    rc = unbind_plan(&bp, rc);
+    rc = cli_unbind_plan(&bp, rc);
     return !rc && trained == RT_STOPPED ? EXIT_INTERRUPTED : rc;
 }
 
@@ -539,12 +543,12 @@ int cmd_eval(int argc, char **argv) {
         return 1;
     }
     bound_plan bp;
-    if (!bind_plan(argv[k], &o, &bp)) return 1;
+    if (!cli_bind_plan(argv[k], &o, &bp)) return 1;
     char err[640];
     rt_dataset *test = NULL;
-    if (!bp.facts.failed && !(test = open_data(bp.m, &o, "test", 0, 1, err, sizeof err))) fail_local(&bp, err);
+    if (!bp.facts.failed && !(test = open_data(bp.m, &o, "test", 0, 1, err, sizeof err))) cli_fail_local(&bp, err);
     rt_scores v;
-    int rc = start_plan(&bp, argv[k], &o, test) ? 0 : 1;
+    int rc = cli_start_plan(&bp, argv[k], &o, test) ? 0 : 1;
     if (!rc && rt_evaluate(bp.s, test, &v, err, sizeof err)) {
         fprintf(stderr, "mgc: %s\n", err);
         rc = 1;
@@ -562,7 +566,7 @@ int cmd_eval(int argc, char **argv) {
         }
     }
     rt_dataset_free(test);
-    return unbind_plan(&bp, rc);
+    return cli_unbind_plan(&bp, rc);
 }
 
 /* The file of output j: OUT itself for a model with one output, else
@@ -591,22 +595,22 @@ int cmd_predict(int argc, char **argv) {
     }
     if (!outputs_writable(&o)) return 1;
     bound_plan bp;
-    if (!bind_plan(argv[k], &o, &bp)) return 1;
+    if (!cli_bind_plan(argv[k], &o, &bp)) return 1;
     char err[640];
     rt_dataset *ds = NULL;
     int n_out = bp.facts.failed ? 0 : bp.m->n_outputs;
     char (*paths)[PATH_MAX] = calloc((size_t)n_out + 1, sizeof *paths);
     if (!bp.facts.failed && !n_out) {
         snprintf(err, sizeof err, "%s: model '%s' has no output to predict", argv[k], bp.m->model_name);
-        fail_local(&bp, err);
+        cli_fail_local(&bp, err);
     }
     for (int j = 0; j < n_out && !bp.facts.failed; j++)
         if (!output_path(o.out, bp.m, j, paths[j], sizeof paths[j], err, sizeof err) ||
             ir_check_output(paths[j], err, sizeof err))
-            fail_local(&bp, err);
-    if (!bp.facts.failed && !(ds = open_data(bp.m, &o, "test", PROG_PREDICT, 1, err, sizeof err))) fail_local(&bp, err);
+            cli_fail_local(&bp, err);
+    if (!bp.facts.failed && !(ds = open_data(bp.m, &o, "test", PROG_PREDICT, 1, err, sizeof err))) cli_fail_local(&bp, err);
     rt_tensor *out = calloc((size_t)n_out + 1, sizeof *out);
-    int rc = start_plan(&bp, argv[k], &o, ds) ? 0 : 1;
+    int rc = cli_start_plan(&bp, argv[k], &o, ds) ? 0 : 1;
     bool failed = !rc && rt_predict(bp.s, ds, out, err, sizeof err) != 0;
     for (int j = 0; j < n_out && !rc && !failed && rt_session_rank(bp.s) == 0; j++)
         failed = rt_save_npy(paths[j], &out[j], err, sizeof err) != 0;
@@ -618,5 +622,5 @@ int cmd_predict(int argc, char **argv) {
     free(out);
     free(paths);
     rt_dataset_free(ds);
-    return unbind_plan(&bp, rc);
+    return cli_unbind_plan(&bp, rc);
 }

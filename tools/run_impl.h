@@ -1,0 +1,49 @@
+/* run_impl.h - what mgc run, eval, predict (run.c) and generate (generate.c) share: options and a plan bound to this process's devices. */
+#ifndef MGC_RUN_IMPL_H
+#define MGC_RUN_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../runtime/agree.h"
+#include "../runtime/mpi.h"
+#include "../runtime/train.h"
+
+typedef struct {
+    int64_t epochs, steps;
+    bool epochs_given;         /* else the plan's train block `epochs = N`, else 1 */
+    uint64_t seed;
+    const char *save, *load, *history, *data, *out;
+    const char *checkpoint_dir;
+    int64_t save_every, keep;
+    bool save_every_epochs;
+    char resumed[4096];   /* the checkpoint of checkpoint_dir a run resumes from, "" none */
+    int64_t resumed_step;
+    int64_t context;      /* --context T of --data text:FILE, 0 not given */
+    const char *bindings[IR_MAX_INPUTS];
+    int n_bindings;
+    int threads, check_replicas;
+    double timeout;
+    bool json, check_numerics, strict_devices, seed_given;
+} run_options;
+
+typedef struct {
+    ir_module *m;
+    rt_session *s;
+    uint64_t seed;
+    rt_interprocess *ip;  /* the job's processes under mpirun, else NULL */
+    int first, local;     /* the replicas this process runs */
+    rt_worker_facts facts;/* what this worker is about to do, or why it cannot (runtime/agree.h) */
+    bool stopped;         /* the workers stopped together at an agreement: no abort needed */
+} bound_plan;
+
+/* Loads the plan and fits it to this worker (devices, mpirun). Returns false when nothing runs. */
+bool cli_bind_plan(const char *path, const run_options *o, bound_plan *bp);
+/* Starts the session (the workers agree on ds, which may be NULL) and sets the variables: initializers or --load. */
+bool cli_start_plan(bound_plan *bp, const char *path, const run_options *o, const rt_dataset *ds);
+/* Frees the session and plan and ends MPI; returns rc. */
+int cli_unbind_plan(bound_plan *bp, int rc);
+/* A failure before the first step, printed and told to the other workers. */
+void cli_fail_local(bound_plan *bp, const char *msg);
+
+#endif

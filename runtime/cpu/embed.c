@@ -1,4 +1,5 @@
-/* embed.c - gather (embedding lookup) and its gradient scatter_add on the CPU (issue 13). */
+/* embed.c - gather (embedding lookup), its gradient scatter_add and the
+ * all_gather of the sparse gradient exchange on the CPU (issue 13). */
 #include <string.h>
 
 #include "kernels_impl.h"
@@ -35,5 +36,15 @@ int cpu_k_scatter_add(const rt_kernel_args *k, char *err, size_t cap) {
         float *row = out + ids[i] * D;
         for (int64_t j = 0; j < D; j++) row[j] += dy[i * D + j];
     }
+    return 0;
+}
+
+/* all_gather, before the collective: x into this replica's block of out
+ * [replicas * n, ...]; the collective fills the other blocks */
+int cpu_k_all_gather(const rt_kernel_args *k, char *err, size_t cap) {
+    (void)err, (void)cap;
+    size_t bytes = (size_t)ir_node_bytes(k->in_nodes[0]);
+    char *dst = (char *)k->out + (size_t)k->replica * bytes;
+    if (dst != (const char *)k->in[0]) memcpy(dst, k->in[0], bytes);
     return 0;
 }

@@ -122,12 +122,13 @@ static const cpu_kernel_fn kernels[OP_COUNT] = {
     [OP_IN_TOP_K] = cpu_k_in_top_k,
     /* issue 13: sequence models (matmul.c, embed.c) */
     [OP_GATHER] = cpu_k_gather, [OP_SCATTER_ADD] = cpu_k_scatter_add,
+    [OP_ALL_GATHER] = cpu_k_all_gather, /* issue 13: sparse gradient exchange (embed.c) */
 };
 
 /* ops whose kernels read f32 data only (CAST, SHARD, RESHAPE, VIEW and the
  * label inputs of the softmax family are checked by their kernels) */
 static bool f32_only(ir_op op) {
-    return op != OP_CAST && op != OP_SHARD && op != OP_RESHAPE && op != OP_VIEW;
+    return op != OP_CAST && op != OP_SHARD && op != OP_RESHAPE && op != OP_VIEW && op != OP_ALL_GATHER;
 }
 
 /* --check-numerics: the first non-finite element of an f32 output, named

@@ -380,6 +380,14 @@ static int op_scatter_add(const ctx *c) {
     return 0;
 }
 
+/* all_gather's launch copies x into this replica's block; collective() gathers the rest (ncclAllGather in place) */
+static int op_all_gather(const ctx *c) {
+    size_t bytes = (size_t)ir_node_bytes(c->k->in_nodes[0]);
+    char *dst = (char *)c->k->out + (size_t)c->k->replica * bytes;
+    if (bytes) CUDA_CHECK(c->b, cudaMemcpyAsync(dst, c->k->in[0], bytes, cudaMemcpyDefault, c->s));
+    return 0;
+}
+
 /* The kernel of each op; sources have none (cuda_supports reports the rest). */
 static int (*const kernels[OP_COUNT])(const ctx *c) = {
     [OP_ADD] = op_binary, [OP_SUB] = op_binary, [OP_MUL] = op_binary, [OP_DIV] = op_binary,
@@ -418,6 +426,7 @@ static int (*const kernels[OP_COUNT])(const ctx *c) = {
     [OP_IN_TOP_K] = op_in_top_k,
     /* issue 13 */
     [OP_GATHER] = op_gather, [OP_SCATTER_ADD] = op_scatter_add,
+    [OP_ALL_GATHER] = op_all_gather, /* issue 13: sparse gradient exchange */
 };
 
 bool cuda_supports(const ir_node *n, char *why, size_t cap) {

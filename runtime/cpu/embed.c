@@ -1,15 +1,35 @@
 /* embed.c - gather (embedding lookup), its gradient scatter_add and the
  * all_gather of the sparse gradient exchange on the CPU (issue 13). */
+#include <stdio.h>
 #include <string.h>
 
 #include "kernels_impl.h"
 
-/* ids i32[n] must lie in [0, rows) */
-static int check_ids(const rt_kernel_args *k, char *err, size_t cap, const int32_t *ids, int64_t n, int64_t rows) {
-    for (int64_t i = 0; i < n; i++)
-        if (ids[i] < 0 || ids[i] >= rows)
+/* The model input that ids (input `k` of node) come from, through shard,
+ * reshape, view, cast and all_gather; NULL when they are computed. */
+static const ir_node *ids_source(const ir_module *m, const ir_node *node, int k) {
+    const ir_node *x = &m->g.nodes[node->in[k]];
+    while (x->op == OP_SHARD || x->op == OP_RESHAPE || x->op == OP_VIEW || x->op == OP_CAST || x->op == OP_ALL_GATHER)
+        x = &m->g.nodes[x->in[0]];
+    return x->op == OP_INPUT && x->name ? x : NULL;
+}
+
+/* ids i32[n] (input `which` of the node) must lie in [0, rows); a bad id of
+ * a model input is named with the input and the source position of the op
+ * (the embedding call; docs/errors.md) */
+static int check_ids(const rt_kernel_args *k, char *err, size_t cap, int which, const int32_t *ids, int64_t n,
+                     int64_t rows) {
+    for (int64_t i = 0; i < n; i++) {
+        if (ids[i] >= 0 && ids[i] < rows) continue;
+        const ir_node *src = k->m ? ids_source(k->m, k->node, which) : NULL;
+        if (!src)
             return cpu_kerr(k, err, cap, "id %d at index %lld is outside [0, %lld)", (int)ids[i], (long long)i,
                             (long long)rows);
+        const ir_loc *at = k->node->loc.file ? &k->node->loc : &src->loc; /* the embedding call, else the input */
+        snprintf(err, cap, "%s:%d:%d: embedding id %d outside the table [0, %lld) in input '%s'",
+                 at->file ? at->file : "?", at->line, at->col, (int)ids[i], (long long)rows, src->name);
+        return -1;
+    }
     return 0;
 }
 
@@ -18,7 +38,7 @@ int cpu_k_gather(const rt_kernel_args *k, char *err, size_t cap) {
     const ir_shape *t = IN_SHAPE(k, 0);
     const int32_t *ids = (const int32_t *)k->in[1]; /* [n] flattened */
     int64_t n = IN_NUMEL(k, 1), V = t->dim[0], D = t->dim[1];
-    if (check_ids(k, err, cap, ids, n, V)) return -1;
+    if (check_ids(k, err, cap, 1, ids, n, V)) return -1;
     float *out = k->out; /* [n, D] */
     for (int64_t i = 0; i < n; i++) memcpy(out + i * D, IN_F32(k, 0) + ids[i] * D, (size_t)D * sizeof *out);
     return 0;
@@ -29,7 +49,7 @@ int cpu_k_scatter_add(const rt_kernel_args *k, char *err, size_t cap) {
     const int32_t *ids = (const int32_t *)k->in[0];
     const float *dy = IN_F32(k, 1); /* [n, D] */
     int64_t n = IN_NUMEL(k, 0), V = k->node->shape.dim[0], D = k->node->shape.dim[1];
-    if (check_ids(k, err, cap, ids, n, V)) return -1;
+    if (check_ids(k, err, cap, 0, ids, n, V)) return -1;
     float *out = k->out;
     memset(out, 0, (size_t)(V * D) * sizeof *out);
     for (int64_t i = 0; i < n; i++) {

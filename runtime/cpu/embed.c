@@ -1,35 +1,15 @@
 /* embed.c - gather (embedding lookup), its gradient scatter_add and the
  * all_gather of the sparse gradient exchange on the CPU (issue 13). */
-#include <stdio.h>
 #include <string.h>
 
+#include "../bad_id.h"
 #include "kernels_impl.h"
 
-/* The model input that ids (input `k` of node) come from, through shard,
- * reshape, view, cast and all_gather; NULL when they are computed. */
-static const ir_node *ids_source(const ir_module *m, const ir_node *node, int k) {
-    const ir_node *x = &m->g.nodes[node->in[k]];
-    while (x->op == OP_SHARD || x->op == OP_RESHAPE || x->op == OP_VIEW || x->op == OP_CAST || x->op == OP_ALL_GATHER)
-        x = &m->g.nodes[x->in[0]];
-    return x->op == OP_INPUT && x->name ? x : NULL;
-}
-
-/* ids i32[n] (input `which` of the node) must lie in [0, rows); a bad id of
- * a model input is named with the input and the source position of the op
- * (the embedding call; docs/errors.md) */
+/* ids i32[n] (input `which` of the node) must lie in [0, rows) (runtime/bad_id.h) */
 static int check_ids(const rt_kernel_args *k, char *err, size_t cap, int which, const int32_t *ids, int64_t n,
                      int64_t rows) {
-    for (int64_t i = 0; i < n; i++) {
-        if (ids[i] >= 0 && ids[i] < rows) continue;
-        const ir_node *src = k->m ? ids_source(k->m, k->node, which) : NULL;
-        if (!src)
-            return cpu_kerr(k, err, cap, "id %d at index %lld is outside [0, %lld)", (int)ids[i], (long long)i,
-                            (long long)rows);
-        const ir_loc *at = k->node->loc.file ? &k->node->loc : &src->loc; /* the embedding call, else the input */
-        snprintf(err, cap, "%s:%d:%d: embedding id %d outside the table [0, %lld) in input '%s'",
-                 at->file ? at->file : "?", at->line, at->col, (int)ids[i], (long long)rows, src->name);
-        return -1;
-    }
+    for (int64_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= rows) return rt_bad_id_message(k->m, k->node, which, ids[i], i, rows, err, cap);
     return 0;
 }
 

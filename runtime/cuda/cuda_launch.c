@@ -368,8 +368,9 @@ static int op_in_top_k(const ctx *c) {
 static int op_gather(const ctx *c) {
     TRY(need_f32(c));
     const ir_shape *t = in_shape(c, 0);
+    cuda_st(c->b)->m = c->k->m; /* for the message of a bad id (cuda_backend.c) */
     CUDA_CHECK(c->b, cuda_k_gather(inf(c, 0), c->k->in[1], outf(c), ir_shape_numel(in_shape(c, 1)), t->dim[0],
-                                   t->dim[1], c->s));
+                                   t->dim[1], c->dev->bad_id, (int32_t)(c->n - c->k->m->g.nodes), c->s));
     return 0;
 }
 

@@ -56,6 +56,9 @@ np.save(f"{d}/lab.npy", (np.arange(64) % 10).astype(np.int32))
 PY
 "$MGC" run "$tmp/s.mgx" --input tokens="$tmp/tok.npy" --input label="$tmp/lab.npy" --steps 2 >/dev/null 2>&1 \
   || fail "training with good ids failed"
+# --check-numerics looks at all_gather's output only once the collective has filled it
+"$MGC" run "$tmp/s.mgx" --input tokens="$tmp/tok.npy" --input label="$tmp/lab.npy" --steps 2 --check-numerics \
+  >/dev/null 2>"$tmp/cn.err" || fail "--check-numerics with sparse exchange: $(cat "$tmp/cn.err")"
 for plan in s n; do
   expect_fail "mgc: $seq:10:7: embedding id 10 outside the table [0, 10) in input 'tokens'" \
     "$MGC" run "$tmp/$plan.mgx" --input tokens="$tmp/bad.npy" --input label="$tmp/lab.npy" --steps 2

@@ -8,6 +8,7 @@
 #define COLOR_ALL_REDUCE "orange"
 #define COLOR_BROADCAST "palegreen"
 #define COLOR_VARIABLE "lightyellow"
+#define COLOR_ALL_GATHER "plum" /* issue 13: sparse gradient exchange */
 
 /* Writes s as the inside of a double-quoted DOT string. */
 static void put_escaped(const char *s, FILE *out) {
@@ -23,6 +24,7 @@ static const char *fill_of(const ir_node *n) {
     case OP_SHARD: return COLOR_SHARD;
     case OP_ALL_REDUCE: return COLOR_ALL_REDUCE;
     case OP_BROADCAST: return COLOR_BROADCAST;
+    case OP_ALL_GATHER: return COLOR_ALL_GATHER;
     case OP_PARAM: case OP_VAR: case OP_STATE: return COLOR_VARIABLE;
     default: return NULL;
     }
@@ -76,9 +78,10 @@ static void put_legend(FILE *out) {
     fputs("    legend_shard [label=\"shard (batch split)\", style=filled, fillcolor=" COLOR_SHARD "];\n", out);
     fputs("    legend_ar [label=\"all_reduce (bucket)\", style=filled, fillcolor=" COLOR_ALL_REDUCE "];\n", out);
     fputs("    legend_bc [label=\"broadcast (init)\", style=filled, fillcolor=" COLOR_BROADCAST "];\n", out);
+    fputs("    legend_ag [label=\"all_gather (sparse gradient)\", style=filled, fillcolor=" COLOR_ALL_GATHER "];\n", out);
     fputs("    legend_var [label=\"variable\", style=filled, fillcolor=" COLOR_VARIABLE "];\n", out);
     fputs("    legend_comm [label=\"comm stream\", style=dashed];\n", out);
-    fputs("    legend_shard -> legend_ar -> legend_bc -> legend_var -> legend_comm [style=invis];\n  }\n", out);
+    fputs("    legend_shard -> legend_ar -> legend_bc -> legend_ag -> legend_var -> legend_comm [style=invis];\n  }\n", out);
 }
 
 void ir_print_dot(const ir_module *m, FILE *out, bool replicated) {

@@ -24,6 +24,7 @@ int ir_init_fattr(ir_init init) {
 const char *const ir_optimizer_names[OPT_COUNT] = {"sgd", "adam", "adamw", "rmsprop", "adagrad", "nadam", "lamb"};
 const char *const ir_lr_names[LR_COUNT] = {"constant", "cosine_decay", "exponential_decay", "piecewise_constant"};
 const char *const ir_cross_device_names[XDEV_COUNT] = {"ring", "one-device", "hierarchical"};
+const char *const ir_sparse_grads_names[SPARSE_COUNT] = {"auto", "always", "never"};
 const char *const ir_program_names[IR_PROGRAM_COUNT] = {"train", "eval", "predict", "init"};
 
 static void *xrealloc(void *p, size_t n) {

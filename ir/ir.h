@@ -160,6 +160,21 @@ double ir_learning_rate(const ir_optimizer *o, int64_t step);
 typedef enum { XDEV_RING, XDEV_ONE_DEVICE, XDEV_HIERARCHICAL, XDEV_COUNT } ir_cross_device;
 extern const char *const ir_cross_device_names[XDEV_COUNT];
 
+/* --sparse-grads (issue 13): how replicate exchanges the gradient of a table
+ * read by one gather: auto = as (ids, rows) when that sends fewer bytes */
+typedef enum { SPARSE_AUTO, SPARSE_ALWAYS, SPARSE_NEVER, SPARSE_COUNT } ir_sparse_grads;
+extern const char *const ir_sparse_grads_names[SPARSE_COUNT];
+
+/* One param exchanged sparsely: the bytes each replica sends per step, as
+ * (ids, rows) and as the dense table (ir/sparse.c). */
+typedef struct {
+    const char *param;      /* its name */
+    int ids, rows;          /* replica 0's all_gather nodes */
+    int64_t sparse_bytes;   /* replicas * ids per replica * (4 + 4 * D) */
+    int64_t dense_bytes;    /* 4 * V * D */
+} ir_sparse_info;
+
+
 typedef struct {
     const char *name;  /* "cpu" or "gpu" */
     int index;
@@ -233,6 +248,7 @@ typedef struct ir_module {
     ir_device *devices;
     ir_cross_device cross_device;
     int64_t bucket_bytes;
+    ir_sparse_grads sparse_grads; /* the choice it was compiled with (kept when re-planned) */
     int n_buckets;
     ir_bucket *buckets;
 
@@ -323,5 +339,9 @@ int ir_verify(const ir_module *m, ir_report_fn report, void *ctx);
 void ir_print(const ir_module *m, FILE *out);
 /* Graphviz. replicated: one cluster per device, collectives coloured. */
 void ir_print_dot(const ir_module *m, FILE *out, bool replicated);
+
+/* The k-th sparsely exchanged param of a replicated module (k from 0);
+ * false when there are no more. */
+bool ir_sparse_exchange(const ir_module *m, int k, ir_sparse_info *out);
 
 #endif

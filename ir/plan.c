@@ -189,7 +189,7 @@ static void enc_train(buf *b, wstrings *t, const ir_module *m) {
 static void enc_devices(buf *b, wstrings *t, const ir_module *m) {
     put_u32(b, (uint32_t)m->n_devices);
     for (int d = 0; d < m->n_devices; d++) put_str(b, t, m->devices[d].name), put_i32(b, m->devices[d].index);
-    put_u32(b, m->cross_device), put_i64(b, m->bucket_bytes);
+    put_u32(b, m->cross_device), put_i64(b, m->bucket_bytes), put_u32(b, m->sparse_grads);
     put_u32(b, (uint32_t)m->n_buckets);
     for (int k = 0; k < m->n_buckets; k++) {
         put_i64(b, m->buckets[k].bytes);
@@ -499,6 +499,7 @@ static void dec_devices(rd *r) {
     for (int d = 0; d < m->n_devices; d++) m->devices[d].name = get_str(r), m->devices[d].index = get_i32(r);
     m->cross_device = get_enum(r, XDEV_COUNT, "cross-device algorithm");
     m->bucket_bytes = get_i64(r);
+    m->sparse_grads = get_enum(r, SPARSE_COUNT, "sparse gradient choice");
     int n = get_count(r, 12, "bucket");
     m->buckets = calloc((size_t)n + 1, sizeof *m->buckets);
     if (!m->buckets) abort();

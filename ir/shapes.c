@@ -563,6 +563,22 @@ static bool rule_one_hot(rule *r) {
     return true;
 }
 
+/* ---- issue 13: sparse gradient exchange ---- */
+
+/* all_gather: x [n, ...] f32 or i32 -> [replicas * n, ...] (replicas >= 1) */
+static bool rule_all_gather(rule *r) {
+    char b[96];
+    const ir_node *x = r->x;
+    int64_t replicas = r->n->iattr[1];
+    if ((x->dtype != IR_F32 && x->dtype != IR_I32) || x->shape.rank < 1)
+        return fail(r, "'all_gather' needs an f32 or i32 tensor of rank >= 1, got %s", tstr(x, b));
+    if (replicas < 1 || replicas > (int64_t)1 << 20 || x->shape.dim[0] > ((int64_t)1 << 40) / replicas)
+        return fail(r, "'all_gather' of %s over %lld replicas is out of range", tstr(x, b), (long long)replicas);
+    same_as(r, x);
+    r->n->shape.dim[0] *= replicas;
+    return true;
+}
+
 typedef bool (*shape_rule)(rule *r);
 
 static const shape_rule rules[OP_COUNT] = {

@@ -115,14 +115,18 @@ static void print_replication(const ir_module *m, FILE *out) {
     if (m->n_devices == 0) return;
     fputs("# devices", out);
     for (int d = 0; d < m->n_devices; d++) fputc(' ', out), print_device(m, d, out);
-    fprintf(out, " cross_device=%s bucket_bytes=%lld\n",
+    fprintf(out, " cross_device=%s bucket_bytes=%lld sparse_grads=%s\n",
             (unsigned)m->cross_device < XDEV_COUNT ? ir_cross_device_names[m->cross_device] : "?",
-            (long long)m->bucket_bytes);
+            (long long)m->bucket_bytes, (unsigned)m->sparse_grads < SPARSE_COUNT ? ir_sparse_grads_names[m->sparse_grads] : "?");
     for (int b = 0; b < m->n_buckets; b++) {
         fprintf(out, "# bucket %d bytes=%lld grads", b, (long long)m->buckets[b].bytes);
         for (int j = 0; j < m->buckets[b].n_grads; j++) fprintf(out, " %%%d", m->buckets[b].grads[j]);
         fputc('\n', out);
     }
+    ir_sparse_info si;
+    for (int k = 0; ir_sparse_exchange(m, k, &si); k++)
+        fprintf(out, "# sparse %s ids=%%%d rows=%%%d sparse_bytes=%lld dense_bytes=%lld\n", si.param, si.ids, si.rows,
+                (long long)si.sparse_bytes, (long long)si.dense_bytes);
     for (int d = 0; m->arena_bytes && d < m->n_devices; d++) {
         fputs("# memory ", out);
         print_device(m, d, out);

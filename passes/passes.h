@@ -18,6 +18,7 @@ typedef struct {
     int64_t global_batch;         /* --global-batch B, 0 = from the model */
     ir_cross_device cross_device; /* --cross-device-ops */
     int64_t bucket_bytes;         /* --bucket-bytes, default 4 MiB */
+    ir_sparse_grads sparse_grads; /* --sparse-grads, default auto (replicate.c) */
     int n_devices;                /* resolved device list (the CLI resolves --devices) */
     const ir_device *devices;
     bool quiet;                   /* no announcements */

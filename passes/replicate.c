@@ -5,6 +5,8 @@
  *   gradients --(buckets)--> all_reduce(mean) --view--> optimizer updates
  *   loss, metric means --> all_reduce(mean)  (the "report" bucket)
  *   every variable --broadcast from replica 0--> all  (the init program)
+ *   an embedding table's gradient, when sparse: all_gather(ids), all_gather(rows)
+ *       --> scatter_add / replicas --> its update, outside the buckets
  *   all_reduce of the model itself (synchronized batch statistics): cloned,
  *   a collective of its own on the communication stream
  *
@@ -25,6 +27,7 @@ typedef struct {
     int **map;      /* map[r][i]: replica r's copy of old node i, -1 if none */
     int **shard;    /* shard[r][i]: replica r's SHARD of old INPUT node i */
     int *host;      /* host[i]: new host INPUT node of old INPUT node i */
+    bool *sparse;   /* sparse[p]: param p's gradient is exchanged as (ids, rows) */
 } replicator;
 
 static bool is_update(const ir_node *n) { return ir_ops[n->op].flags & OPF_UPDATE; }
@@ -80,12 +83,20 @@ static int operand(replicator *R, int r, int k) {
     return R->shard[r][k];
 }
 
-/* Clones every node but inputs and the optimizer's onto replica r. */
+/* Whether old node i is a gradient exchanged sparsely (not cloned: its
+ * replicas' scatter_add works on the gathered ids and rows instead). */
+static bool sparse_grad(const replicator *R, int i) {
+    for (int p = 0; R->sparse && p < R->m->n_params; p++)
+        if (R->sparse[p] && R->m->grads[p] == i) return true;
+    return false;
+}
+
+/* Clones every node but inputs, the optimizer's and sparse gradients onto replica r. */
 static void clone_replica(replicator *R, int r) {
     int in[64];
     for (int i = 0; i < R->old.n; i++) {
         const ir_node *o = &R->old.nodes[i];
-        if (o->op == OP_INPUT || reads_reduced(o)) continue;
+        if (o->op == OP_INPUT || reads_reduced(o) || sparse_grad(R, i)) continue;
         for (int k = 0; k < o->n_in; k++) in[k] = operand(R, r, o->in[k]);
         int c = add(R, o->op, in, o->n_in, o->loc, r, o->op == OP_ALL_REDUCE ? comm_stream(R) : STREAM_COMPUTE);
         ir_node *n = ir_node_at(R->m, c);
@@ -103,7 +114,7 @@ static void clone_replica(replicator *R, int r) {
  * backward pass of the first layers, and only a small tail waits at its end. */
 #define FIRST_BUCKET_BYTES (1 << 20)
 
-static void make_buckets(ir_module *m, const ir_graph *old, int64_t bucket_bytes) {
+static void make_buckets(ir_module *m, const ir_graph *old, int64_t bucket_bytes, const bool *sparse) {
     int n = m->n_params, *order = malloc((size_t)n * sizeof *order);
     for (int i = 0; i < n; i++) { /* insertion sort by gradient node: few params */
         int j = i;
@@ -114,6 +125,7 @@ static void make_buckets(ir_module *m, const ir_graph *old, int64_t bucket_bytes
     m->n_buckets = 0;
     ir_bucket *open = NULL;
     for (int k = 0; k < n; k++) {
+        if (sparse[order[k]]) continue;
         if (!open) {
             open = &m->buckets[m->n_buckets++];
             open->grads = malloc((size_t)n * sizeof *open->grads);
@@ -153,6 +165,76 @@ static int **reduce_gradients(replicator *R) {
         }
     }
     return view;
+}
+
+/* ---- issue 13: sparse gradient exchange (TF's IndexedSlices) ----
+ * A param whose one-replica gradient is one scatter_add(ids, dy) -- a table
+ * read by exactly one gather; a shared table's gradient is a sum and stays
+ * dense -- may be exchanged as (ids, rows) instead of through a bucket:
+ *
+ *   all_gather(ids), all_gather(dy) --> scatter_add --> / replicas --> update
+ *
+ * --sparse-grads auto picks that when each replica sends fewer bytes so:
+ *   replicas * numel(ids) * (4 + 4 D)  <  4 V D      (table f32[V, D])
+ * The gathers concatenate in replica order, which is the global batch's, so
+ * the scatter_add sums the rows in one device's order. */
+
+/* Whether every reader of old node g is the optimizer's (so it need not be cloned). */
+static bool only_optimizer_reads(const ir_graph *old, int g) {
+    for (int i = 0; i < old->n; i++)
+        for (int k = 0; k < old->nodes[i].n_in; k++)
+            if (old->nodes[i].in[k] == g && !reads_reduced(&old->nodes[i])) return false;
+    return true;
+}
+
+static void choose_sparse(replicator *R, ir_sparse_grads mode) {
+    ir_module *m = R->m;
+    R->sparse = calloc((size_t)m->n_params + 1, sizeof *R->sparse);
+    for (int p = 0; p < m->n_params && mode != SPARSE_NEVER; p++) {
+        const ir_node *g = &R->old.nodes[m->grads[p]];
+        if (g->op != OP_SCATTER_ADD || !only_optimizer_reads(&R->old, m->grads[p])) continue;
+        int64_t ids = ir_shape_numel(&R->old.nodes[g->in[0]].shape), V = g->shape.dim[0], D = g->shape.dim[1];
+        int64_t sparse_bytes = R->n_dev * ids * (4 + 4 * D), dense_bytes = 4 * V * D;
+        R->sparse[p] = mode == SPARSE_ALWAYS || sparse_bytes < dense_bytes;
+    }
+}
+
+static int infer_at(replicator *R, int i) {
+    infer_or_die(R->m, i);
+    return i;
+}
+
+/* Replica r's all_gather of x, number `group`, named after the param. */
+static int gather(replicator *R, int r, int x, int64_t group, const char *name, ir_loc loc) {
+    int ag = add(R, OP_ALL_GATHER, &x, 1, loc, r, comm_stream(R));
+    ir_node *n = ir_node_at(R->m, ag);
+    n->iattr[0] = group, n->iattr[1] = R->n_dev, n->name = name;
+    return infer_at(R, ag);
+}
+
+/* The sparse params' exchanges; sets view[r][p] to each replica's mean gradient. */
+static void sparse_gradients(replicator *R, int **view) {
+    ir_module *m = R->m;
+    int64_t group = 0;
+    for (int p = 0; p < m->n_params; p++) {
+        if (!R->sparse[p]) continue;
+        const ir_node *g = &R->old.nodes[m->grads[p]];
+        const char *name = R->old.nodes[m->params[p]].name;
+        for (int r = 0; r < R->n_dev; r++) {
+            int ids = gather(R, r, operand(R, r, g->in[0]), group, name, g->loc);
+            int rows = gather(R, r, operand(R, r, g->in[1]), group + 1, name, g->loc);
+            int sc = add(R, OP_SCATTER_ADD, (int[]){ids, rows}, 2, g->loc, r, STREAM_COMPUTE);
+            ir_node_at(m, sc)->shape = g->shape;
+            view[r][p] = infer_at(R, sc);
+            if (R->n_dev == 1) continue;
+            int n = add(R, OP_CONST, NULL, 0, g->loc, r, STREAM_COMPUTE); /* the mean, as all_reduce's */
+            ir_node_at(m, n)->dtype = IR_F32, ir_node_at(m, n)->fattr[0] = R->n_dev;
+            ir_node_at(m, n)->shape = (ir_shape){0};
+            infer_at(R, n);
+            view[r][p] = infer_at(R, add(R, OP_DIV, (int[]){sc, n}, 2, g->loc, r, STREAM_COMPUTE));
+        }
+        group += 2;
+    }
 }
 
 /* Batch means of loss and metrics, averaged over replicas for reporting. */
@@ -279,15 +361,18 @@ bool pass_replicate(ir_module *m, ir_diag *d, const pass_options *o) {
                                    : (ir_device){ir_intern(m, "cpu"), r};
     m->cross_device = o->cross_device;
     m->bucket_bytes = o->bucket_bytes;
+    m->sparse_grads = o->sparse_grads;
 
     add_host_inputs(&R);
+    if (m->has_train && m->grads) choose_sparse(&R, o->sparse_grads);
     for (int r = 0; r < R.n_dev; r++) clone_replica(&R, r);
     int **view = NULL;
     int old_metrics[m->n_metrics + 1];
     for (int k = 0; k < m->n_metrics; k++) old_metrics[k] = m->metrics[k].node;
     if (m->has_train && m->grads) {
-        make_buckets(m, &R.old, m->bucket_bytes);
+        make_buckets(m, &R.old, m->bucket_bytes, R.sparse);
         view = reduce_gradients(&R);
+        sparse_gradients(&R, view);
         reduce_report(&R, old_metrics, m->loss);
         clone_updates(&R, view);
     }
@@ -311,7 +396,7 @@ bool pass_replicate(ir_module *m, ir_diag *d, const pass_options *o) {
         free(R.map[r]), free(R.shard[r]);
         if (view) free(view[r]);
     }
-    free(view), free(R.map), free(R.shard), free(R.host);
+    free(view), free(R.map), free(R.shard), free(R.host), free(R.sparse);
     for (int i = 0; i < R.old.n; i++) free(R.old.nodes[i].in);
     free(R.old.nodes);
     return true;

@@ -39,11 +39,14 @@ static inline double rt_update_rate(const rt_kernel_args *k) {
     return ir_learning_rate(&o, *k->step - 1);
 }
 
-typedef enum { COLL_ALL_REDUCE, COLL_BROADCAST } rt_coll_kind;
+/* all_gather (issue 13): buf holds count elements, replica_total blocks of
+ * count / replica_total; each device has written its own global replica's
+ * block, the collective fills in the others */
+typedef enum { COLL_ALL_REDUCE, COLL_BROADCAST, COLL_ALL_GATHER } rt_coll_kind;
 
 typedef struct {
     rt_coll_kind kind;
-    int group;                  /* bucket index (all_reduce) or broadcast group */
+    int group;                  /* bucket index (all_reduce), broadcast group or gather number */
     const char *label;          /* for errors: "all_reduce bucket 3" */
     void *buf;                  /* this device's buffer, reduced / broadcast in place */
     int64_t count;              /* elements */

@@ -7,6 +7,8 @@
  * until every counter reaches k. Waits spin briefly, then sleep on one
  * condition variable, and every wait ends at the meeting's deadline.
  *
+ * all_gather (issue 13) copies each device's block to the others.
+ *
  * Every algorithm sums the devices' values in device order (ring and
  * one-device give the same bits; hierarchical sums groups first), and every
  * device ends with a copy of the same bytes. */
@@ -461,6 +463,31 @@ static int broadcast(part *p, char *err, size_t cap) {
     return 0;
 }
 
+/* all_gather (issue 13): every device holds its own global replica's block;
+ * each copies that block into every other local device's buffer (one writer
+ * per block, so no waits but the barrier). Across processes, device 0 zeroes
+ * the blocks of the other processes' replicas and sums its buffer over the
+ * processes: every element has one nonzero contributor, so the sum is the
+ * gather, bit for bit (-0.0 becomes +0.0); then the local devices copy it. */
+static int all_gather(part *p) {
+    rt_coll *c = p->c;
+    int64_t block = p->a->count / c->total;
+    size_t bytes = (size_t)block * p->esize;
+    const char *mine = at(p, p->me, (int64_t)(c->base + p->me) * block);
+    for (int j = 0; j < c->n; j++)
+        if (j != p->me) memcpy(at(p, j, (int64_t)(c->base + p->me) * block), mine, bytes);
+    if (barrier(p)) return -1;
+    if (!c->ip || c->ip->size <= 1) return 0;
+    if (p->me == 0) {
+        memset(p->s->buf[0], 0, (size_t)c->base * bytes);
+        int64_t after = (int64_t)(c->base + c->n) * block;
+        memset(at(p, 0, after), 0, (size_t)(p->a->count - after) * p->esize);
+    }
+    if (across_processes(p)) return -1;
+    if (p->me) memcpy(p->s->buf[p->me], p->s->buf[0], (size_t)p->a->count * p->esize);
+    return 0;
+}
+
 int rt_coll_run(rt_coll *c, int device, const rt_coll_args *a, double timeout_s, char *err, size_t cap) {
     if (device < 0 || device >= c->n) {
         snprintf(err, cap, "%s: device %d is not one of %d local devices", a->label, device, c->n);
@@ -470,13 +497,18 @@ int rt_coll_run(rt_coll *c, int device, const rt_coll_args *a, double timeout_s,
         snprintf(err, cap, "%s: cannot sum %s elements", a->label, ir_dtype_name(a->dtype));
         return -1;
     }
+    if (a->kind == COLL_ALL_GATHER && (a->count % c->total || c->base + c->n > c->total)) {
+        snprintf(err, cap, "%s: %lld elements do not split into %d replicas' blocks", a->label, (long long)a->count,
+                 c->total);
+        return -1;
+    }
     slot *s = arrive(c, device, a, err, cap);
     if (!s) return -1;
     part p = {.c = c, .s = s, .a = a, .me = device, .esize = ir_dtype_size(a->dtype), .timeout = timeout_s};
     p.deadline = now_s() + timeout_s;
     int rc = wait_for(&p, -1, 0);
     p.deadline = now_s() + timeout_s; /* each later wait has the whole timeout again */
-    if (!rc) rc = a->kind == COLL_BROADCAST ? broadcast(&p, err, cap) : all_reduce(&p);
+    if (!rc) rc = a->kind == COLL_BROADCAST ? broadcast(&p, err, cap) : a->kind == COLL_ALL_GATHER ? all_gather(&p) : all_reduce(&p);
     if (!rc) rc = barrier(&p); /* nobody reads another's buffer after this */
     if (rc) snprintf(err, cap, "%s", s->msg);
     leave(&p);

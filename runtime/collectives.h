@@ -1,4 +1,4 @@
-/* collectives.h - all-reduce and broadcast among the local devices of one
+/* collectives.h - all-reduce, all-gather and broadcast among the local devices of one
  * process over shared memory (ring, one-device, hierarchical), with an
  * optional step across processes (rt_interprocess) and a timeout.
  *

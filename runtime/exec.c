@@ -77,6 +77,8 @@ static void collective_label(rt_session *s, int i) {
     char buf[256];
     if (n->op == OP_BROADCAST)
         snprintf(buf, sizeof buf, "broadcast of '%s'", s->m->g.nodes[n->in[0]].name ? s->m->g.nodes[n->in[0]].name : "?");
+    else if (n->op == OP_ALL_GATHER)
+        snprintf(buf, sizeof buf, "all_gather of the %s of '%s'", n->dtype == IR_I32 ? "ids" : "rows", n->name ? n->name : "?");
     else if (n->iattr[0] == s->m->n_buckets)
         snprintf(buf, sizeof buf, "all_reduce of loss and metrics");
     else
@@ -112,7 +114,7 @@ static void bind_nodes(rt_session *s) {
         if (ir_ops[n->op].flags & OPF_COLLECTIVE && rt_session_is_local(s, n->device)) {
             collective_label(s, i);
             s->coll[i] = (rt_coll_args){
-                .kind = n->op == OP_BROADCAST ? COLL_BROADCAST : COLL_ALL_REDUCE,
+                .kind = n->op == OP_BROADCAST ? COLL_BROADCAST : n->op == OP_ALL_GATHER ? COLL_ALL_GATHER : COLL_ALL_REDUCE,
                 .group = (int)n->iattr[0], .label = s->labels[i], .buf = s->ptr[i],
                 .count = ir_shape_numel(&n->shape), .dtype = n->dtype,
                 .mean = n->op == OP_ALL_REDUCE && n->iattr[1], .root = (int)n->iattr[1], .algo = m->cross_device};
@@ -231,6 +233,7 @@ static int issue(rt_session *s, int i) {
         return b->i->upload(b, dev, n->stream, s->ptr[i], src, bytes);
     }
     case OP_ALL_REDUCE: /* pack the gradients into the bucket, then reduce it */
+    case OP_ALL_GATHER: /* copy x into this replica's block, then gather the others */
         if (b->i->launch(b, dev, n->stream, &s->args[i])) return -1;
         return b->i->collective(b, dev, n->stream, &s->coll[i]);
     case OP_BROADCAST:

@@ -152,6 +152,7 @@ ir_module *cli_replan(const ir_module *plan, const ir_device *devices, int n_dev
     o.pass.global_batch = plan->global_batch;
     o.pass.cross_device = plan->cross_device;
     o.pass.bucket_bytes = plan->bucket_bytes;
+    o.pass.sparse_grads = plan->sparse_grads;
     o.pass.sources = plan->sources, o.pass.n_sources = plan->n_sources;
     return cli_compile(plan->source_file, &o, NULL);
 }
@@ -168,7 +169,7 @@ static bool ends_with(const char *s, const char *suffix) {
     return a >= b && !strcmp(s + a - b, suffix);
 }
 
-enum { OPT_DEVICES = 256, OPT_REPLICAS, OPT_GLOBAL_BATCH, OPT_XDEV, OPT_BUCKET, OPT_STRICT, OPT_DUMP_AFTER, OPT_TIME };
+enum { OPT_DEVICES = 256, OPT_REPLICAS, OPT_GLOBAL_BATCH, OPT_XDEV, OPT_BUCKET, OPT_STRICT, OPT_DUMP_AFTER, OPT_TIME, OPT_SPARSE };
 
 static const char compile_help[] =
     "usage: mgc compile MODEL.mg [-o PLAN.mgx] [options]\n"
@@ -179,6 +180,8 @@ static const char compile_help[] =
     "  --cross-device-ops ALG    ring (default), one-device or hierarchical\n"
     "  --bucket-bytes N          a gradient bucket closes once it holds N bytes\n"
     "                            (default 4194304; the first bucket at 1 MiB)\n"
+    "  --sparse-grads MODE       auto (default), always or never: exchange an embedding table's\n"
+    "                            gradient as (ids, rows) instead of all-reducing the table\n"
     "  --strict-devices          fail instead of falling back to CPU devices\n"
     "  --dump-after PASS         print the IR after PASS (elaborate, shapes, autodiff, optimizer,\n"
     "                            replicate, schedule, memplan)\n"
@@ -193,7 +196,7 @@ static int parse_compile_options(int argc, char **argv, cli_compile_options *o, 
         {"global-batch", required_argument, 0, OPT_GLOBAL_BATCH},
         {"cross-device-ops", required_argument, 0, OPT_XDEV}, {"bucket-bytes", required_argument, 0, OPT_BUCKET},
         {"strict-devices", no_argument, 0, OPT_STRICT}, {"dump-after", required_argument, 0, OPT_DUMP_AFTER},
-        {"time-passes", no_argument, 0, OPT_TIME},
+        {"time-passes", no_argument, 0, OPT_TIME}, {"sparse-grads", required_argument, 0, OPT_SPARSE},
         {"format", required_argument, 0, 'f'}, {"replicated", no_argument, 0, 'r'},
         {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
@@ -228,6 +231,16 @@ static int parse_compile_options(int argc, char **argv, cli_compile_options *o, 
                 return -1;
             }
             o->pass.cross_device = (ir_cross_device)k;
+            break;
+        }
+        case OPT_SPARSE: {
+            int k = 0;
+            while (k < SPARSE_COUNT && strcmp(optarg, ir_sparse_grads_names[k])) k++;
+            if (k == SPARSE_COUNT) {
+                fprintf(stderr, "mgc: --sparse-grads: '%s' is not one of auto, always, never\n", optarg);
+                return -1;
+            }
+            o->pass.sparse_grads = (ir_sparse_grads)k;
             break;
         }
         default:
@@ -447,6 +460,16 @@ static void inspect(const char *path, const ir_module *m) {
         print_bytes(m->buckets[b].bytes);
         printf(",");
         for (int j = 0; j < m->buckets[b].n_grads; j++) printf(" %s", m->g.nodes[m->buckets[b].grads[j]].name);
+        printf("\n");
+    }
+    ir_sparse_info si;
+    for (int k = 0; ir_sparse_exchange(m, k, &si); k++) {
+        if (!k) printf("sparse gradients (--sparse-grads %s; bytes each replica sends per step)\n",
+                       ir_sparse_grads_names[m->sparse_grads]);
+        printf("  %s: ids and rows ", si.param);
+        print_bytes(si.sparse_bytes);
+        printf(" instead of the table's ");
+        print_bytes(si.dense_bytes);
         printf("\n");
     }
     printf("memory per device (planned arena vs. every tensor on its own)\n");

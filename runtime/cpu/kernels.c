@@ -124,12 +124,13 @@ static const cpu_kernel_fn kernels[OP_COUNT] = {
     [OP_GATHER] = cpu_k_gather, [OP_SCATTER_ADD] = cpu_k_scatter_add,
     /* issue 13: one_hot (onehot.c) */
     [OP_ONE_HOT] = cpu_k_one_hot,
+    [OP_ALL_GATHER] = cpu_k_all_gather, /* issue 13: sparse gradient exchange (embed.c) */
 };
 
 /* ops whose kernels read f32 data only (CAST, SHARD, RESHAPE, VIEW and the
  * label inputs of the softmax family are checked by their kernels) */
 static bool f32_only(ir_op op) {
-    return op != OP_CAST && op != OP_SHARD && op != OP_RESHAPE && op != OP_VIEW;
+    return op != OP_CAST && op != OP_SHARD && op != OP_RESHAPE && op != OP_VIEW && op != OP_ALL_GATHER;
 }
 
 /* --check-numerics: the first non-finite element of an f32 output, named
@@ -160,6 +161,8 @@ int cpu_kernel_run(const rt_kernel_args *k, char *err, size_t cap) {
     if (f32_only(op) && k->node->dtype != IR_F32)
         return cpu_kerr(k, err, cap, "the CPU kernel takes f32, got %s", ir_dtype_name(k->node->dtype));
     int rc = kernels[op](k, err, cap);
-    if (!rc && k->check_numerics && *k->check_numerics && k->node->dtype == IR_F32) rc = check_finite(k, err, cap);
+    /* all_gather's kernel fills only its own block; the collective brings the rest */
+    if (!rc && k->check_numerics && *k->check_numerics && k->node->dtype == IR_F32 && op != OP_ALL_GATHER)
+        rc = check_finite(k, err, cap);
     return rc;
 }

@@ -35,6 +35,7 @@ int cpu_k_matmul(const rt_kernel_args *k, char *err, size_t cap);
 /* embed.c (issue 13): embedding lookup and its gradient */
 int cpu_k_gather(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_scatter_add(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_all_gather(const rt_kernel_args *k, char *err, size_t cap); /* f32 or i32 */
 
 /* onehot.c (issue 13) */
 int cpu_k_one_hot(const rt_kernel_args *k, char *err, size_t cap);

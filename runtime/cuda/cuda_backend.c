@@ -18,6 +18,7 @@
 
 #include "../../ir/devices.h"
 #include "cuda_backend.h"
+#include "../bad_id.h"
 #include "cuda_impl.h"
 
 int cuda_fail(rt_backend *b, const char *call, const char *what, const char *file, int line) {
@@ -68,6 +69,8 @@ static int device_init(rt_backend *b, cuda_device *d, int n_events) {
     CUDA_CHECK(b, cudaStreamCreateWithFlags(&d->nccl_stream, cudaStreamNonBlocking));
     CUDA_CHECK(b, cudaMalloc((void **)&d->flags, CUDA_MAX_PENDING * sizeof *d->flags));
     CUDA_CHECK(b, cudaMemset(d->flags, 0, CUDA_MAX_PENDING * sizeof *d->flags));
+    CUDA_CHECK(b, cudaMalloc((void **)&d->bad_id, 3 * sizeof *d->bad_id));
+    CUDA_CHECK(b, cudaMemset(d->bad_id, 0, 3 * sizeof *d->bad_id));
     d->events = calloc((size_t)(n_events > 0 ? n_events : 1), sizeof *d->events);
     if (!d->events) return cuda_fail(b, "calloc(events)", "out of memory", __FILE__, __LINE__);
     for (int e = 0; e < n_events; e++) CUDA_CHECK(b, cudaEventCreateWithFlags(&d->events[e], cudaEventDisableTiming));
@@ -88,6 +91,7 @@ static void device_free(cuda_device *d, int n_events) {
     }
     if (d->nccl_stream) cudaStreamDestroy(d->nccl_stream);
     if (d->flags) cudaFree(d->flags);
+    if (d->bad_id) cudaFree(d->bad_id);
 }
 
 static void cuda_shutdown(rt_backend *b) {
@@ -243,6 +247,29 @@ static int device_idle(rt_backend *b, cuda_device *d) {
     return 1;
 }
 
+/* After the streams are idle: an embedding id outside its table, recorded by
+ * a gather kernel, fails the step as the CPU kernel does (runtime/bad_id.h). */
+static int check_bad_ids(rt_backend *b) {
+    cuda_state *st = cuda_st(b);
+    for (int d = 0; d < st->n; d++) {
+        int32_t bad[3];
+        TRY(cuda_use(b, d));
+        CUDA_CHECK(b, cudaMemcpy(bad, st->dev[d].bad_id, sizeof bad, cudaMemcpyDeviceToHost));
+        if (!bad[0]) continue;
+        CUDA_CHECK(b, cudaMemset(st->dev[d].bad_id, 0, sizeof bad));
+        if (!st->m || bad[0] > st->m->g.n) {
+            snprintf(b->err, sizeof b->err, "gather: id %d is outside its table", bad[1]);
+            return -1;
+        }
+        const ir_node *n = &st->m->g.nodes[bad[0] - 1];
+        char msg[sizeof b->err];
+        rt_bad_id_message(st->m, n, 1, bad[1], bad[2], st->m->g.nodes[n->in[0]].shape.dim[0], msg, sizeof msg);
+        snprintf(b->err, sizeof b->err, "%s", msg);
+        return -1;
+    }
+    return 0;
+}
+
 /* Polls every stream until idle; past the collective timeout names the
  * devices still busy (a peer that never joined a collective hangs NCCL). */
 static int cuda_sync(rt_backend *b) {
@@ -256,7 +283,7 @@ static int cuda_sync(rt_backend *b) {
             if ((rc = device_idle(b, &st->dev[d])) < 0) return -1;
             if (rc == 0 && busy < 0) busy = d;
         }
-        if (busy < 0) return 0;
+        if (busy < 0) return check_bad_ids(b);
         TRY(cuda_nccl_poll(b));
         if (now_s() - start > limit) {
             cuda_nccl_abort(b);

@@ -5,13 +5,16 @@
 
 #include "cuda_device.cuh"
 
-/* out[i, j] = table[ids[i], j]; NaN for an id outside [0, V) (as sparse_xent's labels) */
+/* out[i, j] = table[ids[i], j]; an id outside [0, V): a NaN row, and the
+ * first such id on the device recorded in bad = (node + 1, id, index) */
 __global__ static void gather_kernel(const float *table, const int32_t *ids, float *out, int64_t n, int64_t V,
-                                     int64_t D) {
+                                     int64_t D, int32_t *bad, int32_t node) {
     FOR_EACH(e, n * D) {
         int64_t i = e / D, j = e % D;
         int32_t id = ids[i];
-        out[e] = id >= 0 && id < V ? table[id * D + j] : NAN;
+        bool ok = id >= 0 && id < V;
+        out[e] = ok ? table[id * D + j] : NAN;
+        if (!ok && j == 0 && atomicCAS(bad, 0, node + 1) == 0) bad[1] = id, bad[2] = (int32_t)i;
     }
 }
 
@@ -28,8 +31,8 @@ __global__ static void scatter_add_kernel(const int32_t *ids, const float *dy, f
 }
 
 extern "C" cudaError_t cuda_k_gather(const float *table, const int32_t *ids, float *out, int64_t n, int64_t V,
-                                     int64_t D, cudaStream_t s) {
-    gather_kernel<<<blocks_for(n * D), THREADS, 0, s>>>(table, ids, out, n, V, D);
+                                     int64_t D, int32_t *bad, int32_t node, cudaStream_t s) {
+    gather_kernel<<<blocks_for(n * D), THREADS, 0, s>>>(table, ids, out, n, V, D, bad, node);
     return cudaGetLastError();
 }
 

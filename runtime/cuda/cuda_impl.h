@@ -66,6 +66,8 @@ typedef struct {
     cudaEvent_t *events;                /* [n_events] */
     uint32_t *flags;                    /* [CUDA_MAX_PENDING] device words: sequence of the slot's last collective done */
     ncclComm_t comm;
+    int32_t *bad_id;                    /* [3] device words: gather node + 1 that met an id outside its table
+                                           (0: none), the id, its index (cuda_embed.cu; checked after each step) */
 } cuda_device;
 
 /* A collective call waiting for the other local devices of its group. */
@@ -87,6 +89,7 @@ typedef struct {
     cuda_pending pending[CUDA_MAX_PENDING];
     cuda_wait_value_fn wait_value;
     cuda_write_value_fn write_value;
+    const ir_module *m;                 /* the plan, for naming a bad embedding id (set by the first gather) */
 } cuda_state;
 
 static inline cuda_state *cuda_st(rt_backend *b) { return (cuda_state *)b->impl; }

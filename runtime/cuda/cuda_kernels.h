@@ -102,10 +102,11 @@ cudaError_t cuda_k_activation_grad(int op, const float *x, const float *dy, floa
 cudaError_t cuda_k_in_top_k(const float *logits, const int32_t *labels, float *out, int64_t rows, int64_t c,
                             int64_t k, cudaStream_t s);
 
-/* issue 13 (cuda_embed.cu): gather rows of table [V, D] by ids i32[n] -> [n, D] (NaN
- * rows for ids outside [0, V)); scatter_add (ids [n], dy [n, D]) -> [V, D], deterministic */
+/* issue 13 (cuda_embed.cu): gather rows of table [V, D] by ids i32[n] -> [n, D]; an id
+ * outside [0, V) gives a NaN row and, first on the device, writes (node + 1, id, index)
+ * to bad[3] (the backend fails the step); scatter_add (ids [n], dy [n, D]) -> [V, D], deterministic */
 cudaError_t cuda_k_gather(const float *table, const int32_t *ids, float *out, int64_t n, int64_t V, int64_t D,
-                          cudaStream_t s);
+                          int32_t *bad, int32_t node, cudaStream_t s);
 cudaError_t cuda_k_scatter_add(const int32_t *ids, const float *dy, float *out, int64_t n, int64_t V, int64_t D,
                                cudaStream_t s);
 

@@ -368,8 +368,9 @@ static int op_in_top_k(const ctx *c) {
 static int op_gather(const ctx *c) {
     TRY(need_f32(c));
     const ir_shape *t = in_shape(c, 0);
+    cuda_st(c->b)->m = c->k->m; /* for the message of a bad id (cuda_backend.c) */
     CUDA_CHECK(c->b, cuda_k_gather(inf(c, 0), c->k->in[1], outf(c), ir_shape_numel(in_shape(c, 1)), t->dim[0],
-                                   t->dim[1], c->s));
+                                   t->dim[1], c->dev->bad_id, (int32_t)(c->n - c->k->m->g.nodes), c->s));
     return 0;
 }
 
@@ -385,6 +386,14 @@ static int op_scatter_add(const ctx *c) {
 static int op_one_hot(const ctx *c) {
     TRY(need_f32(c));
     CUDA_CHECK(c->b, cuda_k_one_hot(c->k->in[0], outf(c), ir_shape_numel(in_shape(c, 0)), c->n->iattr[0], c->s));
+    return 0;
+}
+
+/* all_gather's launch copies x into this replica's block; collective() gathers the rest (ncclAllGather in place) */
+static int op_all_gather(const ctx *c) {
+    size_t bytes = (size_t)ir_node_bytes(c->k->in_nodes[0]);
+    char *dst = (char *)c->k->out + (size_t)c->k->replica * bytes;
+    if (bytes) CUDA_CHECK(c->b, cudaMemcpyAsync(dst, c->k->in[0], bytes, cudaMemcpyDefault, c->s));
     return 0;
 }
 
@@ -428,6 +437,7 @@ static int (*const kernels[OP_COUNT])(const ctx *c) = {
     [OP_GATHER] = op_gather, [OP_SCATTER_ADD] = op_scatter_add,
     /* issue 13: one_hot */
     [OP_ONE_HOT] = op_one_hot,
+    [OP_ALL_GATHER] = op_all_gather, /* issue 13: sparse gradient exchange */
 };
 
 bool cuda_supports(const ir_node *n, char *why, size_t cap) {

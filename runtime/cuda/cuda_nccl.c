@@ -106,6 +106,10 @@ static int issue_one(rt_backend *b, cuda_pending *q, int d) {
     if (c->kind == COLL_BROADCAST) {
         NCCL_CHECK(b, ncclBroadcast(buf, buf, (size_t)c->count, nccl_type(c->dtype), c->root, dev->comm,
                                     dev->nccl_stream));
+    } else if (c->kind == COLL_ALL_GATHER) { /* in place: this replica's block is already in buf */
+        size_t block = (size_t)(c->count / b->replica_total);
+        char *mine = (char *)buf + (size_t)(b->replica_base + d) * block * ir_dtype_size(c->dtype);
+        NCCL_CHECK(b, ncclAllGather(mine, buf, block, nccl_type(c->dtype), dev->comm, dev->nccl_stream));
     } else {
         NCCL_CHECK(b, ncclAllReduce(buf, buf, (size_t)c->count, nccl_type(c->dtype), c->mean ? ncclAvg : ncclSum,
                                     dev->comm, dev->nccl_stream));

@@ -177,7 +177,7 @@ import struct, sys; print(struct.unpack_from("<Q", open(sys.argv[1], "rb").read(
 edit "$tmp/m.mgx" "$tmp/crc.mgx" crc 2
 expect_fail "mgc: $tmp/crc.mgx: section 'graph': CRC mismatch" "$MGC" run "$tmp/crc.mgx"
 edit "$tmp/m.mgx" "$tmp/v1.mgx" version 1
-expect_fail "mgc: $tmp/v1.mgx: plan format version 1, this mgc reads version 4 (compile the model again)" \
+expect_fail "mgc: $tmp/v1.mgx: plan format version 1, this mgc reads version 5 (compile the model again)" \
   "$MGC" inspect "$tmp/v1.mgx"
 edit "$tmp/m2.mgx" "$tmp/gpu.mgx" device-kind gpu
 "$MGC" inspect "$tmp/gpu.mgx" | grep -q 'gpu:0 gpu:1' || fail "the edited plan is not for gpu:0 gpu:1"

@@ -597,6 +597,7 @@ static void eval_node(ref_eval *e, int i, int64_t step, bool training) {
         return;
     case OP_IN_TOP_K: eval_in_top_k(&t); return;
     case OP_ONE_HOT: eval_one_hot(&t); return; /* issue 13 */
+    case OP_ALL_GATHER: memcpy(t.out, t.a, (size_t)t.len * sizeof *t.out); return; /* issue 13: one replica, a copy */
     case OP_SHARD: case OP_BROADCAST: case OP_COUNT: break;
     }
     die("no reference for op '%s'", n->op < OP_COUNT ? ir_ops[n->op].name : "?");

@@ -226,7 +226,7 @@ static void test_version_magic(const bytes *orig) {
     bytes b = {malloc(orig->n + 3), orig->n};
     memcpy(b.p, orig->p, b.n);
     set_le32(b.p + 8, 7);
-    expect_error(&b, b.n, "plan format version 7, this mgc reads version 4 (compile the model again)");
+    expect_error(&b, b.n, "plan format version 7, this mgc reads version 5 (compile the model again)");
     memcpy(b.p, orig->p, b.n);
     memcpy(b.p, "GIF89a\0\0", 8);
     expect_error(&b, b.n, "not an mgc plan (bad magic)");

@@ -32,7 +32,7 @@ static void test_text(void) {
     expect_line(t, "# metric accuracy %9");
     expect_line(t, "# train adamw lr=0.002 beta1=0.85 beta2=0.99 epsilon=1e-07 weight_decay=0.01 momentum=0.5 rho=0.8 "
                    "nesterov=1 global_clipnorm=1.5 batch_per_replica=4 global_batch=8");
-    expect_line(t, "# devices cpu:0 cpu:3 cross_device=hierarchical bucket_bytes=1024");
+    expect_line(t, "# devices cpu:0 cpu:3 cross_device=hierarchical bucket_bytes=1024 sparse_grads=auto");
     expect_line(t, "# bucket 0 bytes=60 grads %4 %5");
     expect_line(t, "# source stdlib/nn.mg (28 bytes)");
     expect_line(t, "%0 = input() : f32[8,4] @host {train,eval,predict} \"image\" # tiny.mg:2:5");

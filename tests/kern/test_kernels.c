@@ -588,6 +588,9 @@ static const tcase cases[] = {
     {"reshape", OP_RESHAPE, 1, {"4,6"}, .given = "2,12", .ref = ref_copy},
     {"view", OP_VIEW, 1, {"40"}, .iattr = {7}, .given = "3,5", .ref = ref_copy},
     {"all_reduce pack", OP_ALL_REDUCE, 3, {"3,4", "5", "2,1,3"}, .iattr = {0, 1}, .ref = ref_pack},
+    /* issue 13: all_gather's kernel copies x into its replica's block (one replica: all of it) */
+    {"all_gather f32", OP_ALL_GATHER, 1, {"3,4,2"}, .iattr = {0, 1}, .ref = ref_copy},
+    {"all_gather i32", OP_ALL_GATHER, 1, {"6,2"}, .dtype = {IR_I32}, .fill = {R_LABELS}, .iattr = {1, 1}, .ref = ref_copy},
     {"shard f32", OP_SHARD, 1, {"12,5"}, .iattr = {2, 3}, .ref = ref_copy},
     {"shard i32", OP_SHARD, 1, {"12"}, .dtype = {IR_I32}, .fill = {R_LABELS}, .iattr = {1, 4}, .ref = ref_copy},
     {"reduce_sum axis 0", OP_REDUCE_SUM, 1, {"64,10"}, .iattr = {1}, .ref = ref_reduce},
@@ -962,8 +965,27 @@ static int test_coverage(int n) {
     return missing;
 }
 
+/* issue 13: all_gather on replica 2 of 3 writes block 2 and nothing else */
+static int test_all_gather_block(void) {
+    ir_shape s = kh_shape("2,3");
+    one_op t;
+    char err[256] = "";
+    int bad = kh_build(&t, OP_ALL_GATHER, 1, &s, (ir_dtype[]){IR_I32}, (int64_t[IR_MAX_IATTR]){4, 3}, (double[6]){0}, NULL,
+                       0, err, sizeof err);
+    int32_t *x = t.in[0], *out = t.out;
+    for (int i = 0; i < 6; i++) x[i] = 10 + i;
+    for (int i = 0; !bad && i < 18; i++) out[i] = -7;
+    t.args.replica = 2, t.args.replicas = 3;
+    bad = bad || onode(&t)->shape.dim[0] != 6 || kh_run(&t, err, sizeof err);
+    for (int i = 0; !bad && i < 18; i++) bad = out[i] != (i < 12 ? -7 : 10 + i - 12);
+    if (bad) fprintf(stderr, "FAIL all_gather block of replica 2 of 3 %s\n", err);
+    kh_free(&t);
+    return bad;
+}
+
 int main(void) {
     int n = (int)(sizeof cases / sizeof *cases), failed = 0;
+    failed += test_all_gather_block();
     failed += test_coverage(n);
     for (int i = 0; i < n; i++) failed += run_case(&cases[i]);
     failed += test_two_threads(&n);

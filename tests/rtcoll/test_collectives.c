@@ -266,7 +266,100 @@ static void test_ring_matches_one_device(void) {
     free(ring);
 }
 
+/* ---- issue 13: all_gather ---- */
+
+/* Element i of global replica r's block, as the bits of an f32 or an i32. */
+static uint32_t gathered(int r, int64_t i) {
+    float f = input(r, i);
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+/* n local devices (global replicas base..base+n of total) gather blocks of
+ * `block` 4-byte elements; every device ends with every block, bit for bit. */
+static void check_all_gather(rt_coll *c, int n, int base, int total, int64_t block, ir_dtype dtype, job *jobs,
+                             uint32_t **bufs) {
+    int64_t count = block * total;
+    for (int d = 0; d < n; d++) {
+        for (int64_t i = 0; i < count; i++) bufs[d][i] = 0xdeadbeef; /* garbage where others' blocks go */
+        for (int64_t i = 0; i < block; i++) bufs[d][(base + d) * block + i] = gathered(base + d, i);
+        jobs[d] = (job){.c = c, .device = d, .timeout = 5,
+                        .a = {.kind = COLL_ALL_GATHER, .group = 0, .label = "all_gather of the ids of 'e'",
+                              .buf = bufs[d], .count = count, .dtype = dtype}};
+    }
+    run_jobs(jobs, n);
+    for (int d = 0; d < n; d++) {
+        CHECK(jobs[d].rc == 0, "%s", jobs[d].err);
+        int64_t wrong = 0;
+        for (int r = 0; r < total; r++)
+            for (int64_t i = 0; i < block; i++) wrong += bufs[d][r * block + i] != gathered(r, i);
+        CHECK(!wrong, "all_gather n=%d block=%lld: cpu:%d has %lld wrong elements", n, (long long)block, base + d,
+              (long long)wrong);
+    }
+}
+
+/* The other process (replicas 0 and 1) adds its blocks to the zeros left for them. */
+static int fake_gather_sum(void *ctx, void *buf, int64_t count, ir_dtype dtype, double timeout_s, const char *label,
+                           char *err, size_t cap) {
+    (void)ctx, (void)timeout_s, (void)label, (void)err, (void)cap;
+    int64_t block = count / 4;
+    for (int r = 0; r < 2; r++)
+        for (int64_t i = 0; i < block; i++) {
+            uint32_t *u = (uint32_t *)buf + r * block + i, v = gathered(r, i);
+            if (dtype == IR_F32) {
+                float a, b;
+                memcpy(&a, u, 4), memcpy(&b, &v, 4);
+                a += b;
+                memcpy(u, &a, 4);
+            } else {
+                *u += v;
+            }
+        }
+    return 0;
+}
+
+static void test_all_gather(void) {
+    enum { MAX = 5 };
+    const int64_t blocks[] = {1, 17, 5003};
+    uint32_t *bufs[MAX];
+    job jobs[MAX];
+    for (int d = 0; d < MAX; d++) bufs[d] = malloc(5003 * MAX * sizeof(uint32_t));
+    for (int n = 1; n <= MAX; n++) {
+        rt_coll *c = rt_coll_new(n, 0, n, NULL);
+        for (int b = 0; b < 3; b++)
+            for (int k = 0; k < 3; k++) /* repeated, in both dtypes */
+                check_all_gather(c, n, 0, n, blocks[b], k % 2 ? IR_I32 : IR_F32, jobs, bufs);
+        rt_coll_free(c);
+    }
+    /* this process runs replicas 2 and 3 of 4; the process level sums zero-padded blocks */
+    rt_interprocess ip = {.rank = 1, .size = 2, .all_reduce_sum = fake_gather_sum, .broadcast = fake_bcast};
+    rt_coll *c = rt_coll_new(2, 2, 4, &ip);
+    check_all_gather(c, 2, 2, 4, 777, IR_F32, jobs, bufs);
+    check_all_gather(c, 2, 2, 4, 777, IR_I32, jobs, bufs);
+    rt_coll_free(c);
+    /* a device that never arrives is named; a count that does not split is refused */
+    c = rt_coll_new(3, 0, 3, NULL);
+    for (int d = 0; d < 3; d++)
+        jobs[d] = (job){.c = c, .device = d == 1 ? -1 : d, .timeout = 0.3,
+                        .a = {.kind = COLL_ALL_GATHER, .group = 2, .label = "all_gather of the rows of 'e'",
+                              .buf = bufs[d], .count = 30, .dtype = IR_F32}};
+    run_jobs(jobs, 3);
+    const char *want = "collective timeout after 0.3 s: all_gather of the rows of 'e' is missing cpu:1";
+    for (int d = 0; d < 3; d += 2)
+        CHECK(jobs[d].rc == -1 && !strcmp(jobs[d].err, want), "cpu:%d got %d '%s'", d, jobs[d].rc, jobs[d].err);
+    rt_coll_reset(c);
+    char err[256] = "";
+    jobs[0].a.count = 31;
+    CHECK(rt_coll_run(c, 0, &jobs[0].a, 1, err, sizeof err) == -1 &&
+              !strcmp(err, "all_gather of the rows of 'e': 31 elements do not split into 3 replicas' blocks"),
+          "got '%s'", err);
+    rt_coll_free(c);
+    for (int d = 0; d < MAX; d++) free(bufs[d]);
+}
+
 int main(void) {
+    test_all_gather();
     test_timeout();
     test_dtypes();
     test_broadcast();

@@ -5,13 +5,17 @@
  * one bit flipped on the last replica must make the replica check name it,
  * and a second 2-device run must end with the same bits as the first.
  *   test_equivalence MODEL.mg STDLIB_DIR [cross-device-ops] [--bucket-bytes N] [--steps S]
- *                    [--synthetic CLASSES] [--expect-differ]
+ *                    [--synthetic CLASSES] [--expect-differ] [--sparse-grads MODE] [--sparse-vs-dense]
  * State (moving statistics) is compared after averaging over replicas, as
  * saved. --expect-differ: a model whose replicas normalize by their own
  * batch (batch_norm without sync) must differ from one device by more than
  * 1e-3 somewhere (the documented difference), and still agree run after run.
  * Data: Fashion-MNIST, or with --synthetic, 256 random examples (f32 inputs
- * in [-1, 1), i32 labels in [0, CLASSES)). */
+ * in [-1, 1), i32 labels in [0, CLASSES)).
+ * --sparse-grads MODE compiles every plan so (issue 13) and checks that the
+ * multi-device plans exchange some gradient sparsely (always) or none (never).
+ * --sparse-vs-dense: 2 devices with --sparse-grads always against never,
+ * every variable within 1e-6; says which params equal 1 device bit for bit. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +30,8 @@ static int64_t steps = 20;
 
 static int64_t bucket_bytes = 256 << 10; /* several buckets, so overlap and packing are exercised */
 static bool expect_differ;                /* --expect-differ: batch_norm without sync must not match */
+static ir_sparse_grads sparse_mode = SPARSE_AUTO; /* --sparse-grads */
+static double limit = 1e-5;               /* relative difference allowed per variable */
 
 static ir_module *compile(const char *path, const char *stdlib, int n_dev, ir_cross_device xdev) {
     pass_options o;
@@ -33,7 +39,7 @@ static ir_module *compile(const char *path, const char *stdlib, int n_dev, ir_cr
     ir_device dev[8];
     for (int k = 0; k < n_dev; k++) dev[k] = (ir_device){"cpu", k};
     o.devices = dev, o.n_devices = n_dev, o.global_batch = GLOBAL_BATCH, o.cross_device = xdev;
-    o.bucket_bytes = bucket_bytes;
+    o.bucket_bytes = bucket_bytes, o.sparse_grads = sparse_mode;
     ir_diag *d = ir_diag_new(stderr);
     ir_module *m = pass_elaborate(path, stdlib, d, &o);
     if (!m || !pass_run_all(m, d, &o, NULL, NULL)) {
@@ -41,6 +47,14 @@ static ir_module *compile(const char *path, const char *stdlib, int n_dev, ir_cr
         exit(1);
     }
     ir_diag_free(d);
+    ir_sparse_info si;
+    int sparse = 0;
+    while (ir_sparse_exchange(m, sparse, &si)) sparse++;
+    if (n_dev > 1 && ((sparse_mode == SPARSE_ALWAYS && !sparse) || (sparse_mode == SPARSE_NEVER && sparse))) {
+        fprintf(stderr, "FAIL: --sparse-grads %s, but the %d-device plan exchanges %d gradients sparsely\n",
+                ir_sparse_grads_names[sparse_mode], n_dev, sparse);
+        exit(1);
+    }
     return m;
 }
 
@@ -137,9 +151,9 @@ static int compare(const ir_module *m, const float *a, const float *b, int devic
         for (int64_t k = 0; k < len; k++) diff += (a[k] - b[k]) * (double)(a[k] - b[k]), norm += a[k] * (double)a[k];
         double rel = sqrt(diff / (norm > 0 ? norm : 1));
         printf("%d devices  %-32s relative difference %.2e\n", devices, x->name, rel);
-        within += rel < 1e-5, worst = rel > worst ? rel : worst;
-        if (!(rel < 1e-5) && !expect_differ) {
-            printf("FAIL: %s differs by %.2e (limit 1e-5)\n", x->name, rel);
+        within += rel < limit, worst = rel > worst ? rel : worst;
+        if (!(rel < limit) && !expect_differ) {
+            printf("FAIL: %s differs by %.2e (limit %.0e)\n", x->name, rel, limit);
             failures++;
         }
         a += len, b += len;
@@ -152,8 +166,38 @@ static int compare(const ir_module *m, const float *a, const float *b, int devic
     return failures;
 }
 
+/* Which variables of b equal a bit for bit (printed, not a condition). */
+static void report_bits(const ir_module *m, const float *a, const float *b, const char *what) {
+    int n_vars, *vars = compared(m, &n_vars);
+    for (int v = 0; v < n_vars; v++) {
+        size_t len = (size_t)ir_shape_numel(&m->g.nodes[vars[v]].shape);
+        printf("%-32s %s %s\n", m->g.nodes[vars[v]].name, memcmp(a, b, len * sizeof *a) ? "differs from" : "bit-equal to", what);
+        a += len, b += len;
+    }
+    free(vars);
+}
+
+/* 2 devices, sparse against dense exchange, within 1e-6 (issue 13). */
+static int sparse_vs_dense(const char *path, const char *stdlib, ir_cross_device xdev, const rt_dataset *ds,
+                           const float *one) {
+    int64_t n;
+    sparse_mode = SPARSE_ALWAYS;
+    ir_module *ms = compile(path, stdlib, 2, xdev);
+    float *sparse = train(ms, ds, &n);
+    sparse_mode = SPARSE_NEVER;
+    ir_module *md = compile(path, stdlib, 2, xdev);
+    float *dense = train(md, ds, &n);
+    limit = 1e-6;
+    int failures = compare(md, dense, sparse, 2);
+    report_bits(ms, one, sparse, "1 device (sparse, 2 devices)");
+    free(sparse), free(dense);
+    ir_module_free(ms), ir_module_free(md);
+    return failures;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) return 2;
+    bool vs_dense = false;
     ir_cross_device xdev = XDEV_RING;
     int64_t classes = 0;
     for (int a = 3; a < argc; a++) {
@@ -163,6 +207,13 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[a], "--synthetic") && a + 1 < argc) classes = atoll(argv[++a]);
         else if (!strcmp(argv[a], "--steps") && a + 1 < argc) steps = atoll(argv[++a]);
         else if (!strcmp(argv[a], "--expect-differ")) expect_differ = true;
+        else if (!strcmp(argv[a], "--sparse-vs-dense")) vs_dense = true;
+        else if (!strcmp(argv[a], "--sparse-grads") && a + 1 < argc) {
+            int k = 0;
+            while (k < SPARSE_COUNT && strcmp(argv[a + 1], ir_sparse_grads_names[k])) k++;
+            if (k == SPARSE_COUNT) return fprintf(stderr, "test_equivalence: bad --sparse-grads '%s'\n", argv[a + 1]), 2;
+            sparse_mode = (ir_sparse_grads)k, a++;
+        }
         else return fprintf(stderr, "test_equivalence: unknown argument '%s'\n", argv[a]), 2;
     }
     char err[640];
@@ -178,6 +229,11 @@ int main(int argc, char **argv) {
     int64_t n;
     float *ref = train(m1, ds, &n);
     int failures = 0;
+    if (vs_dense) {
+        failures = sparse_vs_dense(argv[1], argv[2], xdev, ds, ref);
+        free(ref), ir_module_free(m1), rt_dataset_free(ds);
+        return failures ? 1 : 0;
+    }
     for (int devices = 2; devices <= 4; devices *= 2) {
         ir_module *m = compile(argv[1], argv[2], devices, xdev);
         float *got = train(m, ds, &n);

@@ -27,7 +27,7 @@ PY
 grep -qxF "mgc: --trace: no step of this run is in 2:4; $tmp/e.json holds no events" "$tmp/err" || fail "no note: $(cat "$tmp/err")"
 expect_line "$tmp/log" "^profile: no step was profiled \(--profile counts the steps after the run's first\)$"
 # bad options
-for bad in 0:3 3:2 2 a:b 2:x 1:1000 :4 2:; do
+for bad in 0:3 3:2 2 a:b 2:x 1:1001 :4 2:; do
   expect_fail "mgc: --trace-steps: '$bad' is not A:B with 1 <= A <= B and at most 1000 steps" \
     "$MGC" run "$tmp/m.mgx" --trace "$tmp/t.json" --trace-steps "$bad"
 done

@@ -58,6 +58,13 @@ typedef struct {
 
 typedef struct rt_backend rt_backend;
 
+/* One piece of a node's work timed where it ran (runtime/trace.c). */
+typedef struct {
+    int node;                   /* plan node index */
+    int device, stream;         /* local device, STREAM_COMPUTE or STREAM_COMM */
+    int64_t start_ns, end_ns;   /* CLOCK_MONOTONIC of this process */
+} rt_trace_span;
+
 typedef struct {
     const char *name;
     int (*init)(rt_backend *b);
@@ -78,6 +85,18 @@ typedef struct {
     int (*collective)(rt_backend *b, int device, int stream, const rt_coll_args *c);
     /* waits for every stream; returns -1 if any queued work failed */
     int (*sync)(rt_backend *b);
+    /* Tracing (`mgc run --trace/--profile`; NULL: this backend cannot).
+     * trace_arm(b, cap) with cap > 0, called while every stream is idle,
+     * makes the work queued from then on while b->trace_node >= 0 timed
+     * where it runs (a CPU stream's thread reads the clock around the item; a
+     * CUDA stream records an event pair), as spans of that node, in buffers
+     * of cap spans per stream allocated here (no lock or allocation on the
+     * hot path; spans past cap are dropped). trace_arm(b, 0) stops and frees.
+     * trace_take(b, out, cap), after sync, moves the spans into out and
+     * empties the buffers; returns their count (at most cap) or -1. When
+     * not armed a backend does nothing more than test one flag per item. */
+    int (*trace_arm)(rt_backend *b, int cap);
+    int (*trace_take)(rt_backend *b, rt_trace_span *out, int cap);
 } rt_backend_i;
 
 /* Optional hook for the process-level step of a hierarchical all-reduce
@@ -101,6 +120,7 @@ struct rt_backend {
     const int *device_index;    /* (n_devices) the plan's index of each local device (gpu:N -> N) */
     double collective_timeout;  /* seconds */
     const rt_interprocess *ip;  /* NULL in one process */
+    int trace_node;             /* while tracing: the node whose work the executor queues now, -1 none */
     char err[512];
     void *impl;                 /* backend state */
 };

@@ -9,6 +9,7 @@
 #include "../ir/devices.h"
 #include "../ir/order.h"
 #include "session.h"
+#include "trace.h"
 
 struct rt_session {
     const ir_module *m;
@@ -28,6 +29,9 @@ struct rt_session {
     int absent;                /* replica that skips collectives (fault injection), -1 none */
     int check_numerics;
     uint64_t generation;
+    rt_trace *trace;           /* train steps it wants are timed into it (NULL: none) */
+    rt_trace_span *spans;      /* (span_cap) one step's spans taken from the backend */
+    int span_cap;
     char err[640];
 };
 
@@ -210,7 +214,7 @@ void rt_session_free(rt_session *s) {
     free(s->b);
     for (int i = 0; i < s->m->g.n; i++) free(s->host[i]), free(s->labels[i]);
     free(s->arena), free(s->host), free(s->ptr), free(s->args), free(s->coll), free(s->labels), free(s->device_index);
-    free(s->in_nodes), free(s->in_ptrs);
+    free(s->in_nodes), free(s->in_ptrs), free(s->spans);
     free(s);
 }
 
@@ -221,7 +225,7 @@ void rt_session_set_input(rt_session *s, int k, const void *host) {
 }
 
 /* One node's work on its stream. */
-static int issue(rt_session *s, int i) {
+static int issue_work(rt_session *s, int i) {
     const ir_node *n = &s->m->g.nodes[i];
     rt_backend *b = s->b;
     int dev = n->device - s->first;
@@ -243,9 +247,18 @@ static int issue(rt_session *s, int i) {
     }
 }
 
+/* The work of node i, timed under its index while a traced step is issued. */
+static int issue(rt_session *s, int i, bool traced) {
+    if (!traced) return issue_work(s, i);
+    s->b->trace_node = i;
+    int rc = issue_work(s, i);
+    s->b->trace_node = -1;
+    return rc;
+}
+
 /* Issues the program's lists merged in graph order, so that every event is
  * recorded before any stream is told to wait for it (CUDA needs that). */
-static int issue_program(rt_session *s, int p) {
+static int issue_program(rt_session *s, int p, bool traced) {
     const ir_module *m = s->m;
     int per = m->n_devices * STREAM_COUNT, at[per];
     const ir_sched_list *lists = &m->sched[p * per];
@@ -268,7 +281,7 @@ static int issue_program(rt_session *s, int p) {
             const ir_sched_item *it = &l->items[at[best]];
             if (it->kind == SCHED_KERNEL && kernel_done) break;
             if (it->kind == SCHED_WAIT && kernel_done) break;
-            int rc = it->kind == SCHED_KERNEL ? issue(s, it->arg)
+            int rc = it->kind == SCHED_KERNEL ? issue(s, it->arg, traced)
                    : it->kind == SCHED_RECORD ? s->b->i->record(s->b, dev, l->stream, it->arg, s->generation)
                                               : s->b->i->wait(s->b, dev, l->stream, it->arg, s->generation);
             if (rc) return -1;
@@ -291,19 +304,49 @@ static int queue_copy(rt_session *s, int i, void *dst, const void *src) {
     return 0;
 }
 
+int rt_session_set_trace(rt_session *s, rt_trace *t) {
+    rt_backend *b = s->b;
+    free(s->spans), s->spans = NULL, s->span_cap = 0, s->trace = NULL;
+    if (!b->i->trace_arm) {
+        if (!t) return 0;
+        snprintf(s->err, sizeof s->err, "the %s backend cannot trace", b->i->name);
+        return -1;
+    }
+    int per_stream = 2 * s->m->g.n + 2; /* every node at most twice (an all_reduce: pack, collective) */
+    if (b->i->trace_arm(b, t ? per_stream : 0)) return fail(s, b->err);
+    if (!t) return 0;
+    s->span_cap = per_stream * s->local * STREAM_COUNT;
+    s->spans = malloc((size_t)s->span_cap * sizeof *s->spans);
+    if (!s->spans) {
+        b->i->trace_arm(b, 0);
+        return fail(s, "out of memory for the trace spans");
+    }
+    s->trace = t, b->trace_node = -1;
+    return 0;
+}
+
+/* The spans of a traced step, to the trace (after sync). */
+static int take_spans(rt_session *s) {
+    int n = s->b->i->trace_take(s->b, s->spans, s->span_cap);
+    if (n < 0) return fail(s, s->b->err);
+    rt_trace_add(s->trace, s->step, s->spans, n);
+    return 0;
+}
+
 int rt_session_run_read(rt_session *s, ir_program program, int read, void *dst) {
     int p = 0;
     while (p < IR_PROGRAM_COUNT && program_bits[p] != (unsigned)program) p++;
     if (program == PROG_TRAIN) s->step++;
     s->training = program == PROG_TRAIN;
     s->generation++;
-    int issued = issue_program(s, p);
+    bool traced = s->trace && program == PROG_TRAIN && rt_trace_wants(s->trace, s->step);
+    int issued = issue_program(s, p, traced);
     if (!issued && read >= 0 && queue_copy(s, read, dst, NULL)) {
         s->b->i->sync(s->b);
         return -1;
     }
     if (s->b->i->sync(s->b) || issued) return fail(s, s->b->err);
-    return 0;
+    return traced ? take_spans(s) : 0;
 }
 
 int rt_session_run(rt_session *s, ir_program program) { return rt_session_run_read(s, program, -1, NULL); }

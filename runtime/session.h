@@ -76,6 +76,12 @@ int rt_session_sum_processes(rt_session *s, double *v, int n);
  * process wrote its own disjoint part and left the rest zero (a byte-wise
  * sum, so every bit survives, -0.0 included). No-op in one process. */
 int rt_session_merge_processes(rt_session *s, void *buf, int64_t bytes, const char *label);
+/* Times the train steps t wants (runtime/trace.h) where they run, adding
+ * each step's spans to t after the step; NULL stops. t outlives the
+ * session's use of it. -1 (rt_session_error) when the backend cannot trace. */
+typedef struct rt_trace rt_trace;
+int rt_session_set_trace(rt_session *s, rt_trace *t);
+
 /* Process rank and count (0 and 1 in one process). */
 int rt_session_rank(const rt_session *s);
 

@@ -17,13 +17,14 @@
 #include "../runtime/agree.h"
 #include "../runtime/mpi.h"
 #include "../runtime/resume.h"
+#include "../runtime/trace.h"
 #include "../runtime/train.h"
 #include "cli.h"
 #include "run_impl.h"
 
-
 enum { O_EPOCHS = 256, O_STEPS, O_SEED, O_SAVE, O_LOAD, O_HISTORY, O_DATA, O_INPUT, O_THREADS, O_TIMEOUT,
-       O_CHECK_REPLICAS, O_CHECK_NUMERICS, O_JSON, O_STRICT, O_CKPT_DIR, O_SAVE_EVERY, O_KEEP, O_CONTEXT };
+       O_CHECK_REPLICAS, O_CHECK_NUMERICS, O_JSON, O_STRICT, O_CKPT_DIR, O_SAVE_EVERY, O_KEEP, O_CONTEXT,
+       O_TRACE, O_TRACE_STEPS, O_PROFILE };
 
 /* mgc run's status when a signal stopped it after a checkpoint (EX_TEMPFAIL:
  * run the same command again to resume). */
@@ -54,6 +55,10 @@ static const char run_help[] =
     "  --check-replicas K         compare every replica's variables bit for bit every K steps\n"
     "  --check-numerics           stop at the first op whose output holds NaN or Inf, naming it\n"
     "  --strict-devices           fail if the plan's GPUs are not here (default: run on CPU devices)\n"
+    "  --trace FILE.json          a Chrome/Perfetto trace of some steps: a track per device stream\n"
+    "                             (compute, comm), every op and collective (under mpirun: FILE.rankN.json)\n"
+    "  --trace-steps A:B          the steps of this run traced, 1 = its first (default 2:4)\n"
+    "  --profile                  after training, the top ops by time over every step after the first\n"
     "SIGINT or SIGTERM: the step in progress finishes, a checkpoint is written (DIR, else --save) and\n"
     "mgc exits with status 75; a second signal ends it at once.\n";
 static const char eval_help[] =
@@ -86,6 +91,22 @@ static bool parse_every(const char *s, run_options *o) {
     return true;
 }
 
+/* --trace-steps A:B, 1 <= A <= B, at most MAX_TRACE_STEPS steps */
+#define MAX_TRACE_STEPS 1000
+static bool parse_trace_steps(const char *s, run_options *o) {
+    char *mid, *end;
+    errno = 0;
+    long long a = strtoll(s, &mid, 10), b = *mid == ':' ? strtoll(mid + 1, &end, 10) : 0;
+    if (mid == s || *mid != ':' || end == mid + 1 || *end || errno == ERANGE || a < 1 || b < a ||
+        b - a >= MAX_TRACE_STEPS) {
+        fprintf(stderr, "mgc: --trace-steps: '%s' is not A:B with 1 <= A <= B and at most %d steps\n", s,
+                MAX_TRACE_STEPS);
+        return false;
+    }
+    o->trace_from = a, o->trace_to = b, o->trace_steps_given = true;
+    return true;
+}
+
 /* Returns the operand index, -1 on error, -2 after --help. */
 static int parse_run_options(int argc, char **argv, run_options *o, const char *help) {
     static const struct option longs[] = {
@@ -99,8 +120,11 @@ static int parse_run_options(int argc, char **argv, run_options *o, const char *
         {"check-numerics", no_argument, 0, O_CHECK_NUMERICS}, {"json", no_argument, 0, O_JSON},
         {"strict-devices", no_argument, 0, O_STRICT}, {"checkpoint-dir", required_argument, 0, O_CKPT_DIR},
         {"save-every", required_argument, 0, O_SAVE_EVERY}, {"keep", required_argument, 0, O_KEEP},
-        {"context", required_argument, 0, O_CONTEXT}, {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    *o = (run_options){.epochs = 1, .seed = 1, .threads = 1, .timeout = 60, .keep = 3};
+        {"context", required_argument, 0, O_CONTEXT},
+        {"trace", required_argument, 0, O_TRACE}, {"trace-steps", required_argument, 0, O_TRACE_STEPS},
+        {"profile", no_argument, 0, O_PROFILE},
+        {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    *o = (run_options){.epochs = 1, .seed = 1, .threads = 1, .timeout = 60, .keep = 3, .trace_from = 2, .trace_to = 4};
     optind = 1;
     int64_t v;
     for (int c; (c = getopt_long(argc, argv, "o:h", longs, NULL)) != -1;) {
@@ -156,11 +180,18 @@ static int parse_run_options(int argc, char **argv, run_options *o, const char *
         case O_KEEP: if (!cli_parse_int("--keep", optarg, 1, 1000000, &o->keep)) return -1; break;
         case O_SAVE_EVERY: if (!parse_every(optarg, o)) return -1; break;
         case O_CONTEXT: if (!cli_parse_int("--context", optarg, 1, RT_TEXT_MAX_CONTEXT, &o->context)) return -1; break;
+        case O_TRACE: o->trace = optarg; break;
+        case O_TRACE_STEPS: if (!parse_trace_steps(optarg, o)) return -1; break;
+        case O_PROFILE: o->profile = true; break;
         default: fputs(help, stderr); return -1;
         }
     }
     if (optind != argc - 1) {
         fputs(help, stderr);
+        return -1;
+    }
+    if (o->trace_steps_given && !o->trace) {
+        fprintf(stderr, "mgc: --trace-steps needs --trace FILE.json\n");
         return -1;
     }
     bool text = o->data && !strncmp(o->data, "text:", 5);
@@ -463,7 +494,7 @@ static void catch_stop_signals(void) {
  * found after training would throw the trained weights away. */
 static bool outputs_writable(const run_options *o) {
     char err[600];
-    const char *files[] = {o->save, o->history, o->out};
+    const char *files[] = {o->save, o->history, o->out, o->trace};
     for (size_t k = 0; k < sizeof files / sizeof *files; k++)
         if (files[k] && ir_check_output(files[k], err, sizeof err)) return fprintf(stderr, "mgc: %s\n", err), false;
     struct stat st; /* the checkpoint directory is made now, so a bad one is found now */
@@ -487,6 +518,47 @@ static bool find_resume(run_options *o) {
     if (found < 0) fprintf(stderr, "mgc: %s\n", err);
     if (found == 1) o->load = o->resumed;
     return found >= 0;
+}
+
+/* ---- --trace and --profile (runtime/trace.h) ---- */
+
+/* The trace of this run's steps, set on the session; NULL when none is asked
+ * for or it cannot be made (said on stderr, *failed set). */
+static rt_trace *start_trace(const bound_plan *bp, const run_options *o, bool *failed) {
+    if ((!o->trace && !o->profile) || *failed) return NULL;
+    int64_t at = rt_session_step(bp->s); /* steps count from the run's start (a resumed run) */
+    rt_trace *t = rt_trace_new(bp->m, rt_session_first_replica(bp->s), rt_session_local_replicas(bp->s),
+                               o->trace ? at + o->trace_from : 1, o->trace ? at + o->trace_to : 0,
+                               o->profile ? at + 2 : 0);
+    if (!t || rt_session_set_trace(bp->s, t)) {
+        fprintf(stderr, "mgc: --%s: %s\n", o->trace ? "trace" : "profile", t ? rt_session_error(bp->s) : "out of memory");
+        rt_trace_free(t);
+        *failed = true;
+        return NULL;
+    }
+    return t;
+}
+
+/* Writes the trace (FILE.rankN.json under mpirun) and prints the profile. */
+static int finish_trace(const bound_plan *bp, const run_options *o, rt_trace *t) {
+    if (!t) return 0;
+    rt_session_set_trace(bp->s, NULL);
+    int rank = bp->ip ? bp->ip->rank : 0, ranks = bp->ip ? bp->ip->size : 1, rc = 0;
+    if (o->profile && rank == 0) rt_trace_profile(t, 15, stdout);
+    if (o->trace) {
+        char path[PATH_MAX], err[640];
+        size_t n = strlen(o->trace);
+        int base = (int)(n >= 5 && !strcmp(o->trace + n - 5, ".json") ? n - 5 : n);
+        if (ranks > 1) snprintf(path, sizeof path, "%.*s.rank%d.json", base, o->trace, rank);
+        else snprintf(path, sizeof path, "%s", o->trace);
+        if (!rt_trace_kept_steps(t))
+            fprintf(stderr, "mgc: --trace: no step of this run is in %lld:%lld; %s holds no events\n",
+                    (long long)o->trace_from, (long long)o->trace_to, path);
+        rc = rt_trace_write(t, path, rank, ranks, err, sizeof err);
+        if (rc) fprintf(stderr, "mgc: %s\n", err);
+    }
+    rt_trace_free(t);
+    return rc ? 1 : 0;
 }
 
 int cmd_run(int argc, char **argv) {
@@ -513,11 +585,15 @@ int cmd_run(int argc, char **argv) {
                            .check_numerics = o.check_numerics, .quiet = bp.ip && bp.ip->rank != 0,
                            .history = o.history, .history_append = *o.resumed != 0, .checkpoint_dir = o.checkpoint_dir, .save_every = o.save_every,
                            .save_every_epochs = o.save_every_epochs, .keep = (int)o.keep, .stop = &stop_signal};
+    bool trace_failed = rc != 0;
+    rt_trace *trace = start_trace(&bp, &o, &trace_failed);
+    rc = trace_failed ? 1 : rc;
     int trained = rc ? 0 : rt_train(bp.s, train, test, &to, err, sizeof err);
     if (trained < 0) {
         fprintf(stderr, "mgc: %s\n", err);
         rc = 1;
     }
+    if (finish_trace(&bp, &o, trace)) rc = 1;
     /* stopped by a signal: the checkpoint directory has the state; else --save gets it */
     if (!rc && o.save && (!trained || !o.checkpoint_dir) && rt_save_variables(bp.s, o.save, bp.seed, err, sizeof err)) {
         fprintf(stderr, "mgc: %s\n", err);

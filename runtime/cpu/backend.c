@@ -105,6 +105,22 @@ static int run_item(cpu_stream *s, const cpu_work *w, char *msg, size_t cap) {
     return 0;
 }
 
+static int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* run_item, timed into the stream's span buffer when the item is traced. */
+static int run_traced(cpu_stream *s, const cpu_work *w, char *msg, size_t cap) {
+    if (w->trace < 0) return run_item(s, w, msg, cap);
+    int64_t start = now_ns();
+    int rc = run_item(s, w, msg, cap);
+    if (s->n_spans < s->st->trace_cap)
+        s->spans[s->n_spans++] = (rt_trace_span){w->trace, s->device, s->stream, start, now_ns()};
+    return rc;
+}
+
 /* A stream's thread: runs its queue in order, skipping work after a failure. */
 static void *stream_main(void *arg) {
     cpu_stream *s = arg;
@@ -119,7 +135,7 @@ static void *stream_main(void *arg) {
         }
         cpu_work w = s->items[s->head];
         pthread_mutex_unlock(&s->mu);
-        if (!atomic_load(&s->st->failed) && run_item(s, &w, msg, sizeof msg)) set_failure(s->st, msg);
+        if (!atomic_load(&s->st->failed) && run_traced(s, &w, msg, sizeof msg)) set_failure(s->st, msg);
         pthread_mutex_lock(&s->mu);
         s->head = (s->head + 1) % s->cap, s->count--;
         if (!s->count) pthread_cond_broadcast(&s->idle);
@@ -134,8 +150,11 @@ static int check_place(rt_backend *b, int device, int stream) {
 }
 
 /* Appends w to (device, stream)'s queue; the ring buffer doubles when full. */
-static int enqueue(rt_backend *b, int device, int stream, const cpu_work *w) {
+static int enqueue(rt_backend *b, int device, int stream, const cpu_work *in) {
     if (check_place(b, device, stream)) return -1;
+    cpu_work w[1] = {*in};
+    w->trace = state(b)->trace_cap && (w->kind == WORK_KERNEL || w->kind == WORK_COPY || w->kind == WORK_COLLECTIVE)
+                   ? b->trace_node : -1;
     cpu_stream *s = &state(b)->streams[device * STREAM_COUNT + stream];
     pthread_mutex_lock(&s->mu);
     if (s->count == s->cap) {
@@ -254,6 +273,35 @@ static int cpu_sync(rt_backend *b) {
     return -1;
 }
 
+/* ---- tracing (backend.h): each stream's thread fills its own buffer ---- */
+
+static int cpu_trace_arm(rt_backend *b, int cap) {
+    cpu_state *st = state(b);
+    st->trace_cap = 0;
+    for (int k = 0; k < b->n_devices * STREAM_COUNT; k++) {
+        cpu_stream *s = &st->streams[k];
+        free(s->spans);
+        s->spans = cap > 0 ? malloc((size_t)cap * sizeof *s->spans) : NULL, s->n_spans = 0;
+        if (cap > 0 && !s->spans) {
+            snprintf(b->err, sizeof b->err, "out of memory for %d trace spans per stream", cap);
+            return cpu_trace_arm(b, 0), -1;
+        }
+    }
+    st->trace_cap = cap; /* the streams read it after their queue's mutex, as they read the item */
+    return 0;
+}
+
+static int cpu_trace_take(rt_backend *b, rt_trace_span *out, int cap) {
+    cpu_state *st = state(b);
+    int n = 0;
+    for (int k = 0; k < b->n_devices * STREAM_COUNT; k++) {
+        cpu_stream *s = &st->streams[k];
+        for (int j = 0; j < s->n_spans && n < cap; j++) out[n++] = s->spans[j];
+        s->n_spans = 0;
+    }
+    return n;
+}
+
 /* ---- lifetime ---- */
 
 static void stop_streams(cpu_state *st, int n) {
@@ -269,7 +317,7 @@ static void stop_streams(cpu_state *st, int n) {
         if (s->started) pthread_join(s->thread, NULL);
         pthread_mutex_destroy(&s->mu);
         pthread_cond_destroy(&s->more), pthread_cond_destroy(&s->idle);
-        free(s->items);
+        free(s->items), free(s->spans);
     }
 }
 
@@ -355,6 +403,8 @@ static const rt_backend_i cpu_backend_i = {
     .wait = cpu_wait,
     .collective = cpu_collective,
     .sync = cpu_sync,
+    .trace_arm = cpu_trace_arm,
+    .trace_take = cpu_trace_take,
 };
 
 rt_backend *rt_backend_cpu(void) {

@@ -21,6 +21,7 @@ typedef enum {
 
 typedef struct {
     cpu_work_kind kind;
+    int trace;                /* node whose span this item is (tracing armed), -1: untimed */
     union {
         rt_kernel_args kernel;
         struct { void *dst; const void *src; size_t bytes; } copy;
@@ -42,6 +43,8 @@ typedef struct {
     cpu_work *items;          /* ring buffer (cap) */
     size_t head, cap;
     _Atomic size_t count;     /* items queued, with the one running now (changed under mu) */
+    rt_trace_span *spans;     /* (trace_cap) timed items, written by this stream's thread only */
+    int n_spans;
 } cpu_stream;
 
 typedef struct {
@@ -61,6 +64,7 @@ struct cpu_state {
     _Atomic int failed;       /* first error is in b->err; every stream skips its work */
     pthread_mutex_t err_mu;
     rt_coll *coll;
+    int trace_cap;            /* spans per stream while tracing is armed, 0: off */
 };
 
 #endif

@@ -98,6 +98,7 @@ static void cuda_shutdown(rt_backend *b) {
     cuda_state *st = cuda_st(b);
     if (!st) return;
     cuda_nccl_free(b);
+    cuda_trace_arm(b, 0);
     for (int d = 0; d < st->n; d++) device_free(&st->dev[d], b->n_events);
     for (int p = 0; p < CUDA_MAX_PENDING; p++)
         for (int d = 0; d < st->n; d++)
@@ -193,11 +194,11 @@ static int copy(rt_backend *b, int device, int stream, void *dst, const void *sr
     return 0;
 }
 
-static int cuda_upload(rt_backend *b, int device, int stream, void *dst, const void *src, size_t bytes) {
+int cuda_upload(rt_backend *b, int device, int stream, void *dst, const void *src, size_t bytes) {
     return copy(b, device, stream, dst, src, bytes, cudaMemcpyHostToDevice);
 }
 
-static int cuda_download(rt_backend *b, int device, int stream, void *dst, const void *src, size_t bytes) {
+int cuda_download(rt_backend *b, int device, int stream, void *dst, const void *src, size_t bytes) {
     return copy(b, device, stream, dst, src, bytes, cudaMemcpyDeviceToHost);
 }
 
@@ -302,14 +303,16 @@ static const rt_backend_i cuda_iface = {
     .shutdown = cuda_shutdown,
     .alloc = cuda_alloc,
     .dealloc = cuda_dealloc,
-    .upload = cuda_upload,
-    .download = cuda_download,
-    .launch = cuda_launch,
+    .upload = cuda_traced_upload,
+    .download = cuda_traced_download,
+    .launch = cuda_traced_launch,
     .supports = cuda_supports,
     .record = cuda_record,
     .wait = cuda_wait,
-    .collective = cuda_collective,
+    .collective = cuda_traced_collective,
     .sync = cuda_sync,
+    .trace_arm = cuda_trace_arm,
+    .trace_take = cuda_trace_take,
 };
 
 rt_backend *rt_backend_cuda(void) {

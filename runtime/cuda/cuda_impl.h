@@ -56,6 +56,12 @@ int cuda_fail(rt_backend *b, const char *call, const char *what, const char *fil
 typedef CUresult (*cuda_wait_value_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 typedef CUresult (*cuda_write_value_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 
+/* A traced piece of work: an event pair around it on its stream (cuda_trace.c). */
+typedef struct {
+    int node, stream;
+    cudaEvent_t start, end;
+} cuda_trace_rec;
+
 /* One local device (one replica). */
 typedef struct {
     int ordinal;                        /* CUDA device number */
@@ -68,6 +74,9 @@ typedef struct {
     ncclComm_t comm;
     int32_t *bad_id;                    /* [3] device words: gather node + 1 that met an id outside its table
                                            (0: none), the id, its index (cuda_embed.cu; checked after each step) */
+    cuda_trace_rec *trace;              /* [trace_cap * STREAM_COUNT] while tracing is armed */
+    int trace_n;                        /* used since the last trace_take */
+    cudaEvent_t trace_ref;              /* recorded at trace_take: device time of a known host time */
 } cuda_device;
 
 /* A collective call waiting for the other local devices of its group. */
@@ -90,6 +99,7 @@ typedef struct {
     cuda_wait_value_fn wait_value;
     cuda_write_value_fn write_value;
     const ir_module *m;                 /* the plan, for naming a bad embedding id (set by the first gather) */
+    int trace_cap;                      /* spans per stream while tracing, 0: off */
 } cuda_state;
 
 static inline cuda_state *cuda_st(rt_backend *b) { return (cuda_state *)b->impl; }
@@ -101,6 +111,18 @@ int cuda_use(rt_backend *b, int device); /* cudaSetDevice(ordinal) */
 int cuda_launch(rt_backend *b, int device, int stream, const rt_kernel_args *k);
 /* whether cuda_launch has a kernel for node n (rt_backend_i.supports) */
 bool cuda_supports(const ir_node *n, char *why, size_t cap);
+
+/* cuda_trace.c: rt_backend_i's launch, copies and collective, timed by an
+ * event pair each while tracing is armed and b->trace_node >= 0 */
+int cuda_traced_launch(rt_backend *b, int device, int stream, const rt_kernel_args *k);
+int cuda_traced_upload(rt_backend *b, int device, int stream, void *dst, const void *src, size_t bytes);
+int cuda_traced_download(rt_backend *b, int device, int stream, void *dst, const void *src, size_t bytes);
+int cuda_traced_collective(rt_backend *b, int device, int stream, const rt_coll_args *c);
+int cuda_trace_arm(rt_backend *b, int cap);
+int cuda_trace_take(rt_backend *b, rt_trace_span *out, int cap);
+/* copies without tracing (cuda_backend.c) */
+int cuda_upload(rt_backend *b, int device, int stream, void *dst, const void *src, size_t bytes);
+int cuda_download(rt_backend *b, int device, int stream, void *dst, const void *src, size_t bytes);
 
 /* cuda_dnn.c: cuDNN convolution and pooling */
 int cuda_conv(rt_backend *b, int device, int stream, const rt_kernel_args *k);

@@ -1,0 +1,38 @@
+# mgc run --trace / --trace-steps / --profile through the CLI: a valid trace of
+# the chosen steps on both devices' tracks, the profile's header and rows, and
+# the exact errors of bad options.
+. "$(dirname "$0")/lib.sh"
+"$MGC" compile "$SRC/examples/mlp.mg" --devices cpu:0,cpu:1 -o "$tmp/m.mgx"
+"$MGC" run "$tmp/m.mgx" --steps 6 --trace "$tmp/t.json" --trace-steps 3:4 --profile > "$tmp/log"
+expect_line "$tmp/log" '^profile: 5 steps, 2 devices, step [0-9.]+ ms \(mean wall time, first op start to last op end\)$'
+expect_line "$tmp/log" '^comm: [0-9.]+ ms per step per device, [0-9.]+% of it overlapped by compute on the same device$'
+expect_line "$tmp/log" '^op +stream +count +total ms +% step +mean us$'
+expect_line "$tmp/log" '^matmul +compute +[0-9]+ +[0-9.]+ +[0-9.]+% +[0-9.]+$'
+expect_line "$tmp/log" '^all_reduce +comm +20 +[0-9.]+ +[0-9.]+% +[0-9.]+$'
+"$PY" - "$tmp/t.json" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+x = [e for e in ev if e["ph"] == "X"]
+assert {e["args"]["step"] for e in x} == {3, 4}, {e["args"]["step"] for e in x}
+assert {(e["pid"], e["tid"]) for e in x} == {(0, 0), (0, 1), (1, 0), (1, 1)}
+names = {(e["pid"], e["tid"], e["name"], e["args"]["name"]) for e in ev if e["ph"] == "M"}
+assert (0, 0, "process_name", "cpu:0") in names and (1, 1, "thread_name", "comm") in names, names
+ar = [e for e in x if e["args"]["op"] == "all_reduce"]
+assert ar and all("bucket" in e["args"] and e["args"]["bytes"] > 0 for e in ar), ar[:2]
+PY
+# the default steps 2:4; a run shorter than them writes a trace without events, and says so
+"$MGC" run "$tmp/m.mgx" --steps 4 --trace "$tmp/d.json" > /dev/null
+"$PY" -c "import json,sys; s={e['args']['step'] for e in json.load(open(sys.argv[1]))['traceEvents'] if e['ph']=='X'}; assert s=={2,3,4}, s" "$tmp/d.json"
+"$MGC" run "$tmp/m.mgx" --steps 1 --trace "$tmp/e.json" --profile > "$tmp/log" 2> "$tmp/err"
+grep -qxF "mgc: --trace: no step of this run is in 2:4; $tmp/e.json holds no events" "$tmp/err" || fail "no note: $(cat "$tmp/err")"
+expect_line "$tmp/log" "^profile: no step was profiled \(--profile counts the steps after the run's first\)$"
+# bad options
+for bad in 0:3 3:2 2 a:b 2:x 1:1001 :4 2:; do
+  expect_fail "mgc: --trace-steps: '$bad' is not A:B with 1 <= A <= B and at most 1000 steps" \
+    "$MGC" run "$tmp/m.mgx" --trace "$tmp/t.json" --trace-steps "$bad"
+done
+expect_fail "mgc: --trace-steps needs --trace FILE.json" "$MGC" run "$tmp/m.mgx" --trace-steps 2:3
+mkdir "$tmp/dir"
+expect_fail "mgc: $tmp/dir: not a regular file (a directory); mgc writes only regular files" \
+  "$MGC" run "$tmp/m.mgx" --steps 1 --trace "$tmp/dir"
+echo ok

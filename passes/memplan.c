@@ -389,6 +389,23 @@ static int64_t place(placed *T, int k) {
     return cur;
 }
 
+/* The reference: the lowest offset found by trying every placed root until
+ * none moves it (quadratic; pass_options.memplan_rescan). */
+static int64_t place_rescan(const root *placed_roots, int n_placed, const root *t) {
+    int64_t offset = 0;
+    for (bool moved = true; moved;) {
+        moved = false;
+        for (int k = 0; k < n_placed; k++) {
+            const root *p = &placed_roots[k];
+            if (p->offset < offset + t->bytes && offset < end_of(p) && conflict(p, t)) {
+                offset = align_up(end_of(p));
+                moved = true;
+            }
+        }
+    }
+    return offset;
+}
+
 /* Variables first, then the roots; returns how many roots there are. */
 static int collect_roots(planner *P, int dev, int64_t *vars, int64_t *unplanned) {
     ir_module *m = P->m;
@@ -413,7 +430,7 @@ static int collect_roots(planner *P, int dev, int64_t *vars, int64_t *unplanned)
     return count;
 }
 
-static void plan_device(planner *P, int dev) {
+static void plan_device(planner *P, int dev, bool rescan) {
     ir_module *m = P->m;
     int64_t vars = 0, unplanned = 0, peak = 0;
     int count = collect_roots(P, dev, &vars, &unplanned);
@@ -427,7 +444,7 @@ static void plan_device(planner *P, int dev) {
     uint32_t seed = 12345;
     for (int k = 0; k < count; k++) {
         root *r = &P->roots[k];
-        r->offset = place(&T, k);
+        r->offset = rescan ? place_rescan(P->roots, k, r) : place(&T, k);
         seed = seed * 1664525u + 1013904223u;
         T.s[k] = (slot){.left = -1, .right = -1, .prio = seed};
         T.top = insert(&T, T.top, k);
@@ -446,7 +463,6 @@ static void plan_device(planner *P, int dev) {
 }
 
 bool pass_memplan(ir_module *m, ir_diag *d, const pass_options *o) {
-    (void)o;
     free(m->arena_bytes), free(m->unplanned_bytes);
     m->arena_bytes = calloc((size_t)m->n_devices, sizeof *m->arena_bytes);
     m->unplanned_bytes = calloc((size_t)m->n_devices, sizeof *m->unplanned_bytes);
@@ -465,7 +481,7 @@ bool pass_memplan(ir_module *m, ir_diag *d, const pass_options *o) {
     }
     if (ok) {
         find_packed(&P);
-        for (int dev = 0; dev < m->n_devices; dev++) plan_device(&P, dev);
+        for (int dev = 0; dev < m->n_devices; dev++) plan_device(&P, dev, o && o->memplan_rescan);
     }
     for (int p = 0; p < IR_PROGRAM_COUNT; p++) ir_order_free(P.order[p]);
     free(P.roots), free(P.root_of), free(P.over), free(P.packed_into), free(P.packed_at);

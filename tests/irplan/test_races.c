@@ -8,7 +8,8 @@
  * overlapping accesses that the check found ordered - so the sweep is not
  * vacuous - and gets the same problems and pairs as the pairwise reference
  * (ir_check_races_pairwise), as do mutants of it with moved bytes or
- * dropped waits.
+ * dropped waits; and memplan's first fit places every root of it where the
+ * quadratic rescan (pass_options.memplan_rescan) does.
  *   test_irplan_races STDLIB_DIR MODEL.mg... */
 #include <string.h>
 
@@ -175,7 +176,8 @@ static void test_in_place(const char *stdlib, const char *cnn) {
     ir_module_free(m);
 }
 
-static int broken; /* mutated plans with problems, all agreeing with the reference */
+static int broken;     /* mutated plans with problems, all agreeing with the reference */
+static int placements; /* plans placed the same by memplan's first fit and its rescan */
 
 static const int64_t bucket_sizes[] = {1, 64, 1 << 20, 0 /* default */};
 
@@ -226,6 +228,26 @@ static int mutants(ir_module *m, const char *path, unsigned *seed) {
     return bad;
 }
 
+/* memplan's first fit places every root where the quadratic rescan does. */
+static void same_placement(ir_module *m, ir_diag *d, pass_options *o, const char *path) {
+    int64_t *fast = malloc((size_t)m->g.n * sizeof *fast), arena[4];
+    CHECK(fast != NULL && m->n_devices <= 4);
+    for (int k = 0; k < m->n_devices; k++) arena[k] = m->arena_bytes[k];
+    for (int i = 0; i < m->g.n; i++) fast[i] = m->g.nodes[i].offset;
+    o->memplan_rescan = true;
+    CHECK(pass_memplan(m, d, o));
+    o->memplan_rescan = false;
+    for (int i = 0; i < m->g.n; i++)
+        if (m->g.nodes[i].offset != fast[i]) {
+            fprintf(stderr, "FAIL: %s: node %d at %lld by first fit, %lld by the rescan\n", path, i,
+                    (long long)fast[i], (long long)m->g.nodes[i].offset);
+            exit(1);
+        }
+    for (int k = 0; k < m->n_devices; k++) CHECK(m->arena_bytes[k] == arena[k]);
+    placements++;
+    free(fast);
+}
+
 /* Compiles `path` for n_dev devices; returns the pairs the check ordered. */
 static int64_t sweep_one(const char *path, const char *stdlib, int n_dev, int64_t bucket) {
     pass_options o;
@@ -243,6 +265,7 @@ static int64_t sweep_one(const char *path, const char *stdlib, int n_dev, int64_
     int64_t pairs = 0;
     CHECK(ir_check_races(m, NULL, NULL, &pairs) == 0);
     agree(m, path);
+    same_placement(m, d, &o, path);
     unsigned seed = (unsigned)(n_dev * 131 + bucket);
     if (!bucket) broken += mutants(m, path, &seed); /* the default buckets: enough, and quick */
     if (n_dev > 1 && m->has_train && pairs == 0) {
@@ -280,5 +303,7 @@ int main(int argc, char **argv) {
     printf("races: 6 hand-made bad plans rejected, %d compiled plans race-free; the check agrees with the pairwise "
            "reference on each and on mutants of those with the default buckets, %d mutants with problems\n", plans, broken);
     CHECK(broken > 0);
+    printf("memplan: first fit and the rescan place %d plans the same\n", placements);
+    CHECK(placements == plans);
     return 0;
 }

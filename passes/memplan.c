@@ -50,30 +50,58 @@ typedef struct {
     int *over;          /* elementwise node -> the input whose bytes it writes over, else -1 */
     int *packed_into;   /* gradient node -> the all_reduce whose bucket holds it, else -1 */
     int64_t *packed_at; /* its byte offset in that bucket */
+    int *chain_root;    /* node -> storage_root's answer, -1 not walked since `over` last changed */
+    int64_t *chain_extra;
+    int *walk;          /* (n) the chain storage_root is walking, and each step's offset */
+    int64_t *walk_step;
 } planner;
 
 static int64_t align_up(int64_t x) { return (x + ALIGN - 1) / ALIGN * ALIGN; }
 
 static bool aliases_input(const ir_node *n) { return ir_ops[n->op].flags & (OPF_ALIAS | OPF_INPLACE); }
 
+/* One step of the chain from node i to the bytes it uses: the bucket it is
+ * packed in, the input it writes over, or the input it aliases (false: i
+ * owns its bytes); *step is i's byte offset in the next node. */
+static bool next_in_chain(const planner *P, int i, int *next, int64_t *step) {
+    const ir_node *n = &P->m->g.nodes[i];
+    *step = 0;
+    if (P->packed_into[i] >= 0) *step = P->packed_at[i], *next = P->packed_into[i];
+    else if (P->over[i] >= 0) *next = P->over[i];
+    else if (aliases_input(n)) *step = n->op == OP_VIEW ? n->iattr[0] * (int64_t)ir_dtype_size(n->dtype) : 0, *next = n->in[0];
+    else return false;
+    return true;
+}
+
+/* Forgets the chains walked (after `over` changes). */
+static void forget_chains(planner *P) {
+    for (int i = 0; i < P->m->g.n; i++) P->chain_root[i] = -1;
+}
+
 /* The node whose bytes node i uses, following alias chains and packed
- * gradients; *extra is the byte offset of i within it. */
-static int storage_root(const planner *P, int i, int64_t *extra) {
-    *extra = 0;
-    for (;;) {
-        const ir_node *n = &P->m->g.nodes[i];
-        if (P->packed_into[i] >= 0) {
-            *extra += P->packed_at[i];
-            i = P->packed_into[i];
-        } else if (P->over[i] >= 0) {
-            i = P->over[i];
-        } else if (aliases_input(n)) {
-            if (n->op == OP_VIEW) *extra += n->iattr[0] * (int64_t)ir_dtype_size(n->dtype);
-            i = n->in[0];
-        } else {
-            return i;
+ * gradients; *extra is the byte offset of i within it. Every node walked
+ * remembers its answer, so long chains (a gradient accumulated in place over
+ * every step of an unrolled loop) are walked once, not once per access. */
+static int storage_root(planner *P, int i, int64_t *extra) {
+    int depth = 0, next;
+    int64_t step;
+    while (P->chain_root[i] < 0) {
+        if (!next_in_chain(P, i, &next, &step)) {
+            P->chain_root[i] = i, P->chain_extra[i] = 0;
+            break;
         }
+        P->walk[depth] = i, P->walk_step[depth++] = step;
+        i = next;
     }
+    int root = P->chain_root[i];
+    int64_t at = P->chain_extra[i];
+    while (depth > 0) {
+        depth--;
+        at += P->walk_step[depth];
+        P->chain_root[P->walk[depth]] = root, P->chain_extra[P->walk[depth]] = at;
+    }
+    *extra = at;
+    return root;
 }
 
 /* A gradient can live inside its bucket when it owns its bytes (not a
@@ -434,8 +462,11 @@ static void plan_device(planner *P, int dev, bool rescan) {
     ir_module *m = P->m;
     int64_t vars = 0, unplanned = 0, peak = 0;
     int count = collect_roots(P, dev, &vars, &unplanned);
+    forget_chains(P);
     for (int p = 0; p < IR_PROGRAM_COUNT; p++) find_lives(P, p, dev);
+    forget_chains(P); /* fold_in_place only adds links from a node to earlier ones */
     fold_in_place(P, dev);
+    forget_chains(P);
     first_clocks(P, count);
     qsort(P->roots, (size_t)count, sizeof *P->roots, cmp_size_desc);
     while (count > 0 && P->roots[count - 1].bytes == 0) count--; /* folded roots sort last */
@@ -469,8 +500,11 @@ bool pass_memplan(ir_module *m, ir_diag *d, const pass_options *o) {
     size_t n = (size_t)m->g.n + 1;
     planner P = {.m = m, .roots = malloc(n * sizeof *P.roots), .root_of = malloc(n * sizeof *P.root_of),
                  .over = malloc(n * sizeof *P.over), .packed_into = malloc(n * sizeof *P.packed_into),
-                 .packed_at = malloc(n * sizeof *P.packed_at)};
-    if (!m->arena_bytes || !m->unplanned_bytes || !P.roots || !P.root_of || !P.over || !P.packed_into || !P.packed_at)
+                 .packed_at = malloc(n * sizeof *P.packed_at), .chain_root = malloc(n * sizeof *P.chain_root),
+                 .chain_extra = malloc(n * sizeof *P.chain_extra), .walk = malloc(n * sizeof *P.walk),
+                 .walk_step = malloc(n * sizeof *P.walk_step)};
+    if (!m->arena_bytes || !m->unplanned_bytes || !P.roots || !P.root_of || !P.over || !P.packed_into || !P.packed_at ||
+        !P.chain_root || !P.chain_extra || !P.walk || !P.walk_step)
         abort();
     for (size_t i = 0; i < n; i++) P.over[i] = -1;
     bool ok = true;
@@ -485,5 +519,6 @@ bool pass_memplan(ir_module *m, ir_diag *d, const pass_options *o) {
     }
     for (int p = 0; p < IR_PROGRAM_COUNT; p++) ir_order_free(P.order[p]);
     free(P.roots), free(P.root_of), free(P.over), free(P.packed_into), free(P.packed_at);
+    free(P.chain_root), free(P.chain_extra), free(P.walk), free(P.walk_step);
     return ok;
 }

@@ -434,7 +434,8 @@ static int64_t place_rescan(const root *placed_roots, int n_placed, const root *
     return offset;
 }
 
-/* Variables first, then the roots; returns how many roots there are. */
+/* Variables first, then the roots; returns how many roots there are, and
+ * adds their bytes to *unplanned (the arena if no two shared bytes). */
 static int collect_roots(planner *P, int dev, int64_t *vars, int64_t *unplanned) {
     ir_module *m = P->m;
     int count = 0;
@@ -442,7 +443,6 @@ static int collect_roots(planner *P, int dev, int64_t *vars, int64_t *unplanned)
         ir_node *node = &m->g.nodes[i];
         P->root_of[i] = -1;
         if (node->device != dev) continue;
-        *unplanned += align_up(ir_node_bytes(node));
         if (ir_ops[node->op].flags & OPF_VARIABLE || node->op == OP_CONST) { /* set once, kept */
             node->offset = *vars;
             *vars += align_up(ir_node_bytes(node));
@@ -450,6 +450,7 @@ static int collect_roots(planner *P, int dev, int64_t *vars, int64_t *unplanned)
             root *r = &P->roots[count];
             memset(r, 0, sizeof *r);
             r->node = i, r->bytes = align_up(ir_node_bytes(node));
+            *unplanned += r->bytes;
             for (int p = 0; p < IR_PROGRAM_COUNT; p++)
                 for (int s = 0; s < STREAM_COUNT; s++) r->life[p].on[s] = (span){.first = -1, .last = -1};
             P->root_of[i] = count++;
@@ -490,7 +491,7 @@ static void plan_device(planner *P, int dev, bool rescan) {
             node->offset = m->g.nodes[storage_root(P, i, &extra)].offset + extra;
     }
     m->arena_bytes[dev] = vars + peak;
-    m->unplanned_bytes[dev] = unplanned;
+    m->unplanned_bytes[dev] = vars + unplanned; /* without reuse: every root in bytes of its own */
 }
 
 bool pass_memplan(ir_module *m, ir_diag *d, const pass_options *o) {

@@ -147,7 +147,7 @@ expect_fail "$mlp:5:20: error: dimension 4294967296 of input 'image' is out of r
 printf 'model m {\n  input x: f32[batch, 1048576, 524288]\n  y = x * 2.0 + x\n  output y\n}\n' > "$tmp/half.mg"  # x and x * 2.0 live at once
 "$MGC" compile "$tmp/half.mg" --devices cpu:0 -o "$tmp/half.mgx"
 "$MGC" inspect "$tmp/half.mgx" > "$tmp/inspect"
-expect_line "$tmp/inspect" '^  cpu:0  planned 4\.00 TiB   unplanned 6\.00 TiB$'
+expect_line "$tmp/inspect" '^  cpu:0  planned with reuse 4\.00 TiB   without reuse 6\.00 TiB$'
 start=$(date +%s%N)
 expect_fail "mgc: $tmp/half.mgx: the plan needs 6144.0 GiB of memory, this machine has $("$PY" -c '
 import os; print("%.1f" % ((os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") + int(open("/proc/meminfo").read().split("SwapTotal:")[1].split()[0]) * 1024) / 2**30))') GiB" \

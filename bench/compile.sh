@@ -6,7 +6,11 @@
 # the time `mgc help` takes (process start and loading the shared libraries,
 # CUDA's among them: the floor of every mgc command).
 # Issue 12's target: a 50-layer ResNet (N = 8) compiles in under 0.2 s.
-# Doubling the depth should about double the compiler's own time (linear).
+# Then stdlib's lstm unrolled over 128, 256 and 512 steps (about 5,000,
+# 10,000 and 20,000 nodes on one device): issue 14's target is a
+# 10,000-node graph in under 0.5 s. Doubling the depth or the steps should
+# about double the compiler's own time (linear; tests/irplan/test_scale.c
+# checks the ratio).
 #   bench/compile.sh [RUNS]     (default 7 runs each, the median is shown; needs build/mgc)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +40,27 @@ for n in 3 8 16; do
   for devices in cpu:0 cpu:0,cpu:1; do
     cmd=(build/mgc compile "$tmp/resnet$layers.mg" --devices "$devices" -o "$tmp/r.mgx")
     printf "%-36s %12s %10s %10s\n" "resnet, $layers layers ($n blocks/stage)" "$devices" \
+      "$(compiler_median "${cmd[@]}")" "$(median "${cmd[@]}")"
+  done
+done
+for steps in 128 256 512; do
+  cat >"$tmp/lstm$steps.mg" <<EOF
+use nn
+model long {
+  input x: f32[batch, $steps, 8]
+  input label: i32[batch]
+  logits = dense(lstm(x, 16), 5)
+  loss = sparse_softmax_cross_entropy(logits, label)
+}
+train long {
+  optimizer = adam(learning_rate: 0.01)
+  batch = 8 per replica
+}
+EOF
+  for devices in cpu:0 cpu:0,cpu:1; do
+    cmd=(build/mgc compile "$tmp/lstm$steps.mg" --devices "$devices" -o "$tmp/l.mgx")
+    nodes=$("${cmd[@]}" --time-passes 2>&1 >/dev/null | awk '$1 == "total" {print $4}')
+    printf "%-36s %12s %10s %10s\n" "lstm, $steps steps ($nodes nodes)" "$devices" \
       "$(compiler_median "${cmd[@]}")" "$(median "${cmd[@]}")"
   done
 done

@@ -254,7 +254,7 @@ typedef struct ir_module {
 
     /* memory plan: per device */
     int64_t *arena_bytes;     /* planned bytes per device (variables + peak scratch) */
-    int64_t *unplanned_bytes; /* sum of every tensor's size, for comparison */
+    int64_t *unplanned_bytes; /* the arena without reuse (variables + every tensor owning bytes), for comparison */
 
     /* schedule */
     int n_events;

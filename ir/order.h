@@ -49,6 +49,9 @@ bool ir_order_before(const ir_order *o, int a, int b);
  * and byte ranges) and returns their number; *pairs (may be NULL) gets the
  * number of cross-stream pairs of overlapping accesses found ordered. */
 int ir_check_races(const ir_module *m, ir_report_fn report, void *ctx, int64_t *pairs);
+/* The same check visiting every overlapping pair of accesses - quadratic
+ * where bytes are reused often; the tests hold ir_check_races to its answers. */
+int ir_check_races_pairwise(const ir_module *m, ir_report_fn report, void *ctx, int64_t *pairs);
 
 /* Whether the host reads node i's bytes after program p ends (the train
  * report, eval's loss and metrics, predict's output, on every replica): the

@@ -15,6 +15,7 @@
  * output joins the input's root. Placement is greedy by size (largest first,
  * lowest offset free of every placed root it conflicts with).
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,30 +50,58 @@ typedef struct {
     int *over;          /* elementwise node -> the input whose bytes it writes over, else -1 */
     int *packed_into;   /* gradient node -> the all_reduce whose bucket holds it, else -1 */
     int64_t *packed_at; /* its byte offset in that bucket */
+    int *chain_root;    /* node -> storage_root's answer, -1 not walked since `over` last changed */
+    int64_t *chain_extra;
+    int *walk;          /* (n) the chain storage_root is walking, and each step's offset */
+    int64_t *walk_step;
 } planner;
 
 static int64_t align_up(int64_t x) { return (x + ALIGN - 1) / ALIGN * ALIGN; }
 
 static bool aliases_input(const ir_node *n) { return ir_ops[n->op].flags & (OPF_ALIAS | OPF_INPLACE); }
 
+/* One step of the chain from node i to the bytes it uses: the bucket it is
+ * packed in, the input it writes over, or the input it aliases (false: i
+ * owns its bytes); *step is i's byte offset in the next node. */
+static bool next_in_chain(const planner *P, int i, int *next, int64_t *step) {
+    const ir_node *n = &P->m->g.nodes[i];
+    *step = 0;
+    if (P->packed_into[i] >= 0) *step = P->packed_at[i], *next = P->packed_into[i];
+    else if (P->over[i] >= 0) *next = P->over[i];
+    else if (aliases_input(n)) *step = n->op == OP_VIEW ? n->iattr[0] * (int64_t)ir_dtype_size(n->dtype) : 0, *next = n->in[0];
+    else return false;
+    return true;
+}
+
+/* Forgets the chains walked (after `over` changes). */
+static void forget_chains(planner *P) {
+    for (int i = 0; i < P->m->g.n; i++) P->chain_root[i] = -1;
+}
+
 /* The node whose bytes node i uses, following alias chains and packed
- * gradients; *extra is the byte offset of i within it. */
-static int storage_root(const planner *P, int i, int64_t *extra) {
-    *extra = 0;
-    for (;;) {
-        const ir_node *n = &P->m->g.nodes[i];
-        if (P->packed_into[i] >= 0) {
-            *extra += P->packed_at[i];
-            i = P->packed_into[i];
-        } else if (P->over[i] >= 0) {
-            i = P->over[i];
-        } else if (aliases_input(n)) {
-            if (n->op == OP_VIEW) *extra += n->iattr[0] * (int64_t)ir_dtype_size(n->dtype);
-            i = n->in[0];
-        } else {
-            return i;
+ * gradients; *extra is the byte offset of i within it. Every node walked
+ * remembers its answer, so long chains (a gradient accumulated in place over
+ * every step of an unrolled loop) are walked once, not once per access. */
+static int storage_root(planner *P, int i, int64_t *extra) {
+    int depth = 0, next;
+    int64_t step;
+    while (P->chain_root[i] < 0) {
+        if (!next_in_chain(P, i, &next, &step)) {
+            P->chain_root[i] = i, P->chain_extra[i] = 0;
+            break;
         }
+        P->walk[depth] = i, P->walk_step[depth++] = step;
+        i = next;
     }
+    int root = P->chain_root[i];
+    int64_t at = P->chain_extra[i];
+    while (depth > 0) {
+        depth--;
+        at += P->walk_step[depth];
+        P->chain_root[P->walk[depth]] = root, P->chain_extra[P->walk[depth]] = at;
+    }
+    *extra = at;
+    return root;
 }
 
 /* A gradient can live inside its bucket when it owns its bytes (not a
@@ -218,15 +247,186 @@ static int cmp_size_desc(const void *a, const void *b) {
     return x->node - y->node;
 }
 
-/* Lowest offset where t fits beside the placed roots it conflicts with. */
-static int64_t place(const root *placed, int n_placed, const root *t) {
+/* The placed roots in order of offset, as a treap (deterministic priorities)
+ * whose subtrees know what first fit needs to step over them whole: the
+ * lowest offset, the highest end, the widest gap before any entry but the
+ * first (from the ends before it in the subtree: never less than the true
+ * gap), and for each program and stream the positions every entry accesses
+ * (the latest first access, the earliest last): a root accessing one of
+ * those on that stream overlaps, hence conflicts with, every entry. */
+typedef struct {
+    int left, right;
+    uint32_t prio;
+    int64_t min_offset, max_end, gap;
+    int lo[IR_PROGRAM_COUNT][STREAM_COUNT], hi[IR_PROGRAM_COUNT][STREAM_COUNT];
+    /* for "no entry conflicts": the latest last access, the earliest first
+     * access and the least of what a first access has seen of each stream */
+    int max_last[IR_PROGRAM_COUNT][STREAM_COUNT], min_first[IR_PROGRAM_COUNT][STREAM_COUNT];
+    int min_seen[IR_PROGRAM_COUNT][STREAM_COUNT][STREAM_COUNT];
+    bool to_end[IR_PROGRAM_COUNT];
+} slot;
+
+typedef struct {
+    const root *roots;
+    slot *s; /* (count) one per root */
+    int top;
+} placed;
+
+static int64_t end_of(const root *r) { return r->offset + r->bytes; }
+
+static void pull(placed *T, int v) {
+    slot *n = &T->s[v];
+    const root *r = &T->roots[v];
+    n->min_offset = r->offset, n->max_end = end_of(r), n->gap = INT64_MIN;
+    for (int p = 0; p < IR_PROGRAM_COUNT; p++) {
+        n->to_end[p] = r->life[p].to_end;
+        for (int s = 0; s < STREAM_COUNT; s++) {
+            const span *sp = &r->life[p].on[s];
+            n->lo[p][s] = n->min_first[p][s] = sp->first >= 0 ? sp->first : INT_MAX;
+            n->hi[p][s] = n->max_last[p][s] = sp->first >= 0 ? sp->last : -1;
+            for (int u = 0; u < STREAM_COUNT; u++) n->min_seen[p][s][u] = sp->first >= 0 ? sp->seen[u] : INT_MAX;
+        }
+    }
+    int sides[2] = {n->left, n->right};
+    for (int k = 0; k < 2; k++) {
+        if (sides[k] < 0) continue;
+        const slot *c = &T->s[sides[k]];
+        for (int p = 0; p < IR_PROGRAM_COUNT; p++) {
+            n->to_end[p] |= c->to_end[p];
+            for (int s = 0; s < STREAM_COUNT; s++) {
+                if (c->lo[p][s] > n->lo[p][s]) n->lo[p][s] = c->lo[p][s];
+                if (c->hi[p][s] < n->hi[p][s]) n->hi[p][s] = c->hi[p][s];
+                if (c->max_last[p][s] > n->max_last[p][s]) n->max_last[p][s] = c->max_last[p][s];
+                if (c->min_first[p][s] < n->min_first[p][s]) n->min_first[p][s] = c->min_first[p][s];
+                for (int u = 0; u < STREAM_COUNT; u++)
+                    if (c->min_seen[p][s][u] < n->min_seen[p][s][u]) n->min_seen[p][s][u] = c->min_seen[p][s][u];
+            }
+        }
+        if (c->gap > n->gap) n->gap = c->gap;
+    }
+    int64_t end = end_of(r);
+    if (n->left >= 0) {
+        const slot *l = &T->s[n->left];
+        n->min_offset = l->min_offset;
+        if (r->offset - l->max_end > n->gap) n->gap = r->offset - l->max_end;
+        if (l->max_end > end) end = l->max_end;
+    }
+    if (n->right >= 0) {
+        const slot *g = &T->s[n->right];
+        if (g->min_offset - end > n->gap) n->gap = g->min_offset - end;
+        if (g->max_end > end) end = g->max_end;
+    }
+    n->max_end = end;
+}
+
+/* By offset, then by producer: the roots sharing bytes over time sit
+ * together in the order they run, so those all before or all after a root
+ * form few subtrees. */
+static bool before_in_offset(const placed *T, int a, int b) {
+    const root *x = &T->roots[a], *y = &T->roots[b];
+    return x->offset != y->offset ? x->offset < y->offset : x->node < y->node;
+}
+
+/* Splits subtree v into the entries before root k (*l) and the rest (*r). */
+static void split(placed *T, int v, int k, int *l, int *r) {
+    if (v < 0) {
+        *l = *r = -1;
+        return;
+    }
+    if (before_in_offset(T, v, k)) split(T, T->s[v].right, k, &T->s[v].right, r), *l = v;
+    else split(T, T->s[v].left, k, l, &T->s[v].left), *r = v;
+    pull(T, v);
+}
+
+/* Inserts root k (slot zeroed but for its priority) into subtree v; returns
+ * the subtree's new top. */
+static int insert(placed *T, int v, int k) {
+    if (v < 0 || T->s[k].prio > T->s[v].prio) {
+        split(T, v, k, &T->s[k].left, &T->s[k].right);
+        pull(T, k);
+        return k;
+    }
+    if (before_in_offset(T, k, v)) T->s[v].left = insert(T, T->s[v].left, k);
+    else T->s[v].right = insert(T, T->s[v].right, k);
+    pull(T, v);
+    return v;
+}
+
+/* A root accessing, on some stream in some program, a position that every
+ * entry of subtree v accesses too conflicts with all of them. */
+static bool conflicts_all(const slot *n, const root *t) {
+    for (int p = 0; p < IR_PROGRAM_COUNT; p++)
+        for (int s = 0; s < STREAM_COUNT; s++) {
+            const span *sp = &t->life[p].on[s];
+            if (sp->first >= 0 && n->lo[p][s] <= n->hi[p][s] && sp->first <= n->hi[p][s] && n->lo[p][s] <= sp->last)
+                return true;
+        }
+    return false;
+}
+
+/* In every program t runs in, every entry of subtree v accesses its bytes
+ * all before t (as all_before) or all after it: none conflicts with t. */
+static bool conflicts_none(const slot *n, const root *t) {
+    for (int p = 0; p < IR_PROGRAM_COUNT; p++) {
+        const life *l = &t->life[p];
+        if (!l->used) continue;
+        bool before = !n->to_end[p], after = !l->to_end;
+        for (int s1 = 0; s1 < STREAM_COUNT; s1++)
+            for (int s2 = 0; s2 < STREAM_COUNT; s2++) {
+                const span *f = &l->on[s2]; /* entries' last on s1 before t's first on s2 */
+                if (f->first >= 0 && n->max_last[p][s1] >= 0 &&
+                    (s1 == s2 ? n->max_last[p][s1] >= f->first : n->max_last[p][s1] > f->seen[s1]))
+                    before = false;
+                int last = l->on[s1].last; /* t's last on s1 before entries' first on s2 */
+                if (last >= 0 && n->min_first[p][s2] != INT_MAX &&
+                    (s1 == s2 ? last >= n->min_first[p][s2] : last > n->min_seen[p][s2][s1]))
+                    after = false;
+            }
+        if (!before && !after) return false;
+    }
+    return true;
+}
+
+/* First fit over subtree v in offset order: each placed root that overlaps
+ * [cur, cur + bytes) and conflicts with t moves cur past its end; true once
+ * an entry starts at or past cur + bytes (t fits at cur). A subtree that
+ * ends below cur, or whose entries all conflict with t with no gap t fits
+ * in, or whose entries none conflicts with, is stepped over whole. */
+static bool first_fit(const placed *T, int v, const root *t, int64_t *cur) {
+    if (v < 0) return false;
+    const slot *n = &T->s[v];
+    if (n->min_offset >= *cur + t->bytes) return true;
+    if (n->max_end <= *cur || conflicts_none(n, t)) return false;
+    if (n->gap < t->bytes && conflicts_all(n, t)) {
+        *cur = n->max_end; /* ends are aligned */
+        return false;
+    }
+    if (first_fit(T, n->left, t, cur)) return true;
+    const root *p = &T->roots[v];
+    if (p->offset >= *cur + t->bytes) return true;
+    if (end_of(p) > *cur && conflict(p, t)) *cur = align_up(end_of(p));
+    return first_fit(T, n->right, t, cur);
+}
+
+/* Lowest offset where root k fits beside the placed roots it conflicts
+ * with - the offset that trying every placed root until none moves it
+ * gives, found without visiting most of them; then k joins them. */
+static int64_t place(placed *T, int k) {
+    int64_t cur = 0;
+    first_fit(T, T->top, &T->roots[k], &cur);
+    return cur;
+}
+
+/* The reference: the lowest offset found by trying every placed root until
+ * none moves it (quadratic; pass_options.memplan_rescan). */
+static int64_t place_rescan(const root *placed_roots, int n_placed, const root *t) {
     int64_t offset = 0;
     for (bool moved = true; moved;) {
         moved = false;
         for (int k = 0; k < n_placed; k++) {
-            const root *p = &placed[k];
-            if (p->offset < offset + t->bytes && offset < p->offset + p->bytes && conflict(p, t)) {
-                offset = align_up(p->offset + p->bytes);
+            const root *p = &placed_roots[k];
+            if (p->offset < offset + t->bytes && offset < end_of(p) && conflict(p, t)) {
+                offset = align_up(end_of(p));
                 moved = true;
             }
         }
@@ -234,7 +434,8 @@ static int64_t place(const root *placed, int n_placed, const root *t) {
     return offset;
 }
 
-/* Variables first, then the roots; returns how many roots there are. */
+/* Variables first, then the roots; returns how many roots there are, and
+ * adds their bytes to *unplanned (the arena if no two shared bytes). */
 static int collect_roots(planner *P, int dev, int64_t *vars, int64_t *unplanned) {
     ir_module *m = P->m;
     int count = 0;
@@ -242,7 +443,6 @@ static int collect_roots(planner *P, int dev, int64_t *vars, int64_t *unplanned)
         ir_node *node = &m->g.nodes[i];
         P->root_of[i] = -1;
         if (node->device != dev) continue;
-        *unplanned += align_up(ir_node_bytes(node));
         if (ir_ops[node->op].flags & OPF_VARIABLE || node->op == OP_CONST) { /* set once, kept */
             node->offset = *vars;
             *vars += align_up(ir_node_bytes(node));
@@ -250,6 +450,7 @@ static int collect_roots(planner *P, int dev, int64_t *vars, int64_t *unplanned)
             root *r = &P->roots[count];
             memset(r, 0, sizeof *r);
             r->node = i, r->bytes = align_up(ir_node_bytes(node));
+            *unplanned += r->bytes;
             for (int p = 0; p < IR_PROGRAM_COUNT; p++)
                 for (int s = 0; s < STREAM_COUNT; s++) r->life[p].on[s] = (span){.first = -1, .last = -1};
             P->root_of[i] = count++;
@@ -258,21 +459,31 @@ static int collect_roots(planner *P, int dev, int64_t *vars, int64_t *unplanned)
     return count;
 }
 
-static void plan_device(planner *P, int dev) {
+static void plan_device(planner *P, int dev, bool rescan) {
     ir_module *m = P->m;
     int64_t vars = 0, unplanned = 0, peak = 0;
     int count = collect_roots(P, dev, &vars, &unplanned);
+    forget_chains(P);
     for (int p = 0; p < IR_PROGRAM_COUNT; p++) find_lives(P, p, dev);
+    forget_chains(P); /* fold_in_place only adds links from a node to earlier ones */
     fold_in_place(P, dev);
+    forget_chains(P);
     first_clocks(P, count);
     qsort(P->roots, (size_t)count, sizeof *P->roots, cmp_size_desc);
     while (count > 0 && P->roots[count - 1].bytes == 0) count--; /* folded roots sort last */
+    placed T = {P->roots, malloc(((size_t)count + 1) * sizeof *T.s), -1};
+    if (!T.s) abort();
+    uint32_t seed = 12345;
     for (int k = 0; k < count; k++) {
         root *r = &P->roots[k];
-        r->offset = place(P->roots, k, r);
+        r->offset = rescan ? place_rescan(P->roots, k, r) : place(&T, k);
+        seed = seed * 1664525u + 1013904223u;
+        T.s[k] = (slot){.left = -1, .right = -1, .prio = seed};
+        T.top = insert(&T, T.top, k);
         if (r->offset + r->bytes > peak) peak = r->offset + r->bytes;
         m->g.nodes[r->node].offset = vars + r->offset;
     }
+    free(T.s);
     for (int i = 0; i < m->g.n; i++) {
         ir_node *node = &m->g.nodes[i];
         int64_t extra;
@@ -280,19 +491,21 @@ static void plan_device(planner *P, int dev) {
             node->offset = m->g.nodes[storage_root(P, i, &extra)].offset + extra;
     }
     m->arena_bytes[dev] = vars + peak;
-    m->unplanned_bytes[dev] = unplanned;
+    m->unplanned_bytes[dev] = vars + unplanned; /* without reuse: every root in bytes of its own */
 }
 
 bool pass_memplan(ir_module *m, ir_diag *d, const pass_options *o) {
-    (void)o;
     free(m->arena_bytes), free(m->unplanned_bytes);
     m->arena_bytes = calloc((size_t)m->n_devices, sizeof *m->arena_bytes);
     m->unplanned_bytes = calloc((size_t)m->n_devices, sizeof *m->unplanned_bytes);
     size_t n = (size_t)m->g.n + 1;
     planner P = {.m = m, .roots = malloc(n * sizeof *P.roots), .root_of = malloc(n * sizeof *P.root_of),
                  .over = malloc(n * sizeof *P.over), .packed_into = malloc(n * sizeof *P.packed_into),
-                 .packed_at = malloc(n * sizeof *P.packed_at)};
-    if (!m->arena_bytes || !m->unplanned_bytes || !P.roots || !P.root_of || !P.over || !P.packed_into || !P.packed_at)
+                 .packed_at = malloc(n * sizeof *P.packed_at), .chain_root = malloc(n * sizeof *P.chain_root),
+                 .chain_extra = malloc(n * sizeof *P.chain_extra), .walk = malloc(n * sizeof *P.walk),
+                 .walk_step = malloc(n * sizeof *P.walk_step)};
+    if (!m->arena_bytes || !m->unplanned_bytes || !P.roots || !P.root_of || !P.over || !P.packed_into || !P.packed_at ||
+        !P.chain_root || !P.chain_extra || !P.walk || !P.walk_step)
         abort();
     for (size_t i = 0; i < n; i++) P.over[i] = -1;
     bool ok = true;
@@ -303,9 +516,10 @@ bool pass_memplan(ir_module *m, ir_diag *d, const pass_options *o) {
     }
     if (ok) {
         find_packed(&P);
-        for (int dev = 0; dev < m->n_devices; dev++) plan_device(&P, dev);
+        for (int dev = 0; dev < m->n_devices; dev++) plan_device(&P, dev, o && o->memplan_rescan);
     }
     for (int p = 0; p < IR_PROGRAM_COUNT; p++) ir_order_free(P.order[p]);
     free(P.roots), free(P.root_of), free(P.over), free(P.packed_into), free(P.packed_at);
+    free(P.chain_root), free(P.chain_extra), free(P.walk), free(P.walk_step);
     return ok;
 }

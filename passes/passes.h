@@ -25,6 +25,8 @@ typedef struct {
     int n_sources;                /* elaborate reads these texts (by path) instead */
     const ir_source *sources;     /*   of the files: re-planning a loaded plan */
     FILE *time_out;               /* --time-passes: each pass's wall time and node count here */
+    bool memplan_rescan;          /* tests: memplan places each root by rescanning every placed root
+                                   * until none moves it (quadratic), the reference its first fit must match */
 } pass_options;
 
 void pass_options_default(pass_options *o);

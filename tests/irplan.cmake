@@ -2,7 +2,7 @@
 # (tests/fuzz/fuzz_mgx.c and its corpus corpus_mgx/ are built and replayed by tests/fuzz.cmake.)
 add_library(irplan_fixture STATIC ${MGC_SRC}/tests/irplan/fixture.c)
 target_link_libraries(irplan_fixture PUBLIC mgc_ir)
-foreach(t plan verify text races devices)
+foreach(t plan verify text races devices scale)
   add_executable(test_irplan_${t} ${MGC_SRC}/tests/irplan/test_${t}.c)
   target_link_libraries(test_irplan_${t} PRIVATE irplan_fixture mgc_passes mgc_ir)
 endforeach()
@@ -21,3 +21,5 @@ file(GLOB RACE_MODELS ${MGC_SRC}/examples/*.mg ${MGC_SRC}/tests/frontend/good/*.
      ${MGC_SRC}/tests/cli/*.mg)
 add_test(NAME irplan_races COMMAND test_irplan_races ${MGC_SRC}/stdlib ${RACE_MODELS})
 add_test(NAME irplan_text COMMAND test_irplan_text)
+# compile time linear in the graph (issue 14): an unrolled lstm at two sizes
+add_test(NAME irplan_scale COMMAND test_irplan_scale ${MGC_SRC}/stdlib ${CMAKE_CURRENT_BINARY_DIR}/scale.mgx)

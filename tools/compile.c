@@ -472,11 +472,12 @@ static void inspect(const char *path, const ir_module *m) {
         print_bytes(si.dense_bytes);
         printf("\n");
     }
-    printf("memory per device (planned arena vs. every tensor on its own)\n");
+    printf("memory per device (the planned arena with reuse; without: variables and every tensor that owns bytes, "
+           "each in bytes of its own)\n");
     for (int d = 0; d < m->n_devices; d++) {
-        printf("  %s:%d  planned ", m->devices[d].name, m->devices[d].index);
+        printf("  %s:%d  planned with reuse ", m->devices[d].name, m->devices[d].index);
         print_bytes(m->arena_bytes ? m->arena_bytes[d] : 0);
-        printf("   unplanned ");
+        printf("   without reuse ");
         print_bytes(m->unplanned_bytes ? m->unplanned_bytes[d] : 0);
         printf("\n");
     }

@@ -9,7 +9,7 @@ expect_line "$tmp/inspect" '^  dense_1/bias +f32\[10\] +10$'
 expect_line "$tmp/inspect" 'image: f32\[128,28,28,1\]'
 expect_line "$tmp/inspect" '^devices +cpu:0 cpu:1'
 expect_line "$tmp/inspect" '^  bucket 0: '
-expect_line "$tmp/inspect" '^  cpu:1  planned [0-9.]+ MiB   unplanned [0-9.]+ MiB$'
+expect_line "$tmp/inspect" '^  cpu:1  planned with reuse [0-9.]+ MiB   without reuse [0-9.]+ MiB$'
 "$MGC" dump "$SRC/examples/mnist_cnn.mg" > "$tmp/ir"
 expect_line "$tmp/ir" 'conv2d\('
 "$MGC" dump "$SRC/examples/mnist_cnn.mg" --format dot | dot -Tsvg > "$tmp/one.svg"

@@ -6,7 +6,10 @@
  * 64, 1 MiB and the default, passes the check (which pass_run_all runs on
  * every compile) and, on several devices, has cross-stream pairs of
  * overlapping accesses that the check found ordered - so the sweep is not
- * vacuous.
+ * vacuous - and gets the same problems and pairs as the pairwise reference
+ * (ir_check_races_pairwise), as do mutants of it with moved bytes or
+ * dropped waits; and memplan's first fit places every root of it where the
+ * quadratic rescan (pass_options.memplan_rescan) does.
  *   test_irplan_races STDLIB_DIR MODEL.mg... */
 #include <string.h>
 
@@ -173,7 +176,77 @@ static void test_in_place(const char *stdlib, const char *cnn) {
     ir_module_free(m);
 }
 
+static int broken;     /* mutated plans with problems, all agreeing with the reference */
+static int placements; /* plans placed the same by memplan's first fit and its rescan */
+
 static const int64_t bucket_sizes[] = {1, 64, 1 << 20, 0 /* default */};
+
+/* The check and its pairwise reference agree on m: problems and pairs. */
+static void agree(const ir_module *m, const char *what) {
+    int64_t fast = -1, slow = -2;
+    int n_fast = ir_check_races(m, NULL, NULL, &fast), n_slow = ir_check_races_pairwise(m, NULL, NULL, &slow);
+    if (n_fast != n_slow || fast != slow) {
+        fprintf(stderr, "FAIL: %s: the race check finds %d problems and %lld ordered pairs, the pairwise reference "
+                "%d and %lld\n", what, n_fast, (long long)fast, n_slow, (long long)slow);
+        exit(1);
+    }
+}
+
+/* Plans broken on purpose agree with the reference too: a kernel's output
+ * moved onto another node's bytes (a clobber, a race or harmless), and a
+ * wait dropped from a list. Returns how many mutants had problems. */
+static int mutants(ir_module *m, const char *path, unsigned *seed) {
+    int bad = 0;
+    char what[600];
+    for (int k = 0; k < 24; k++) {
+        int a = (int)(rand_r(seed) % (unsigned)m->g.n), b = (int)(rand_r(seed) % (unsigned)m->g.n);
+        ir_node *x = &m->g.nodes[a];
+        if (x->device < 0 || x->offset < 0 || m->g.nodes[b].device != x->device || m->g.nodes[b].offset < 0) continue;
+        int64_t kept = x->offset;
+        x->offset = m->g.nodes[b].offset;
+        snprintf(what, sizeof what, "%s with node %d moved onto node %d", path, a, b);
+        agree(m, what);
+        bad += ir_check_races(m, NULL, NULL, NULL) > 0;
+        x->offset = kept;
+    }
+    for (int drops = 0, tries = 0; drops < 6 && tries < 1000; tries++) {
+        int l = (int)(rand_r(seed) % (unsigned)(IR_PROGRAM_COUNT * m->n_devices * STREAM_COUNT));
+        ir_sched_list *list = &m->sched[l];
+        for (int i = list->n ? (int)(rand_r(seed) % (unsigned)list->n) : 0; i < list->n; i++) {
+            if (list->items[i].kind != SCHED_WAIT) continue;
+            drops++;
+            ir_sched_item kept = list->items[i];
+            memmove(&list->items[i], &list->items[i + 1], (size_t)(list->n - i - 1) * sizeof *list->items);
+            list->n--;
+            snprintf(what, sizeof what, "%s with the wait at item %d of list %d dropped", path, i, l);
+            agree(m, what);
+            bad += ir_check_races(m, NULL, NULL, NULL) > 0;
+            insert_item(list, i, kept);
+            break;
+        }
+    }
+    return bad;
+}
+
+/* memplan's first fit places every root where the quadratic rescan does. */
+static void same_placement(ir_module *m, ir_diag *d, pass_options *o, const char *path) {
+    int64_t *fast = malloc((size_t)m->g.n * sizeof *fast), arena[4];
+    CHECK(fast != NULL && m->n_devices <= 4);
+    for (int k = 0; k < m->n_devices; k++) arena[k] = m->arena_bytes[k];
+    for (int i = 0; i < m->g.n; i++) fast[i] = m->g.nodes[i].offset;
+    o->memplan_rescan = true;
+    CHECK(pass_memplan(m, d, o));
+    o->memplan_rescan = false;
+    for (int i = 0; i < m->g.n; i++)
+        if (m->g.nodes[i].offset != fast[i]) {
+            fprintf(stderr, "FAIL: %s: node %d at %lld by first fit, %lld by the rescan\n", path, i,
+                    (long long)fast[i], (long long)m->g.nodes[i].offset);
+            exit(1);
+        }
+    for (int k = 0; k < m->n_devices; k++) CHECK(m->arena_bytes[k] == arena[k]);
+    placements++;
+    free(fast);
+}
 
 /* Compiles `path` for n_dev devices; returns the pairs the check ordered. */
 static int64_t sweep_one(const char *path, const char *stdlib, int n_dev, int64_t bucket) {
@@ -191,6 +264,10 @@ static int64_t sweep_one(const char *path, const char *stdlib, int n_dev, int64_
     }
     int64_t pairs = 0;
     CHECK(ir_check_races(m, NULL, NULL, &pairs) == 0);
+    agree(m, path);
+    same_placement(m, d, &o, path);
+    unsigned seed = (unsigned)(n_dev * 131 + bucket);
+    if (!bucket) broken += mutants(m, path, &seed); /* the default buckets: enough, and quick */
     if (n_dev > 1 && m->has_train && pairs == 0) {
         fprintf(stderr, "FAIL: %s on %d devices: no cross-stream pair checked\n", path, n_dev);
         exit(1);
@@ -223,6 +300,10 @@ int main(int argc, char **argv) {
                        (long long)bucket_sizes[b], (long long)pairs);
                 plans++;
             }
-    printf("races: 6 hand-made bad plans rejected, %d compiled plans race-free\n", plans);
+    printf("races: 6 hand-made bad plans rejected, %d compiled plans race-free; the check agrees with the pairwise "
+           "reference on each and on mutants of those with the default buckets, %d mutants with problems\n", plans, broken);
+    CHECK(broken > 0);
+    printf("memplan: first fit and the rescan place %d plans the same\n", placements);
+    CHECK(placements == plans);
     return 0;
 }

@@ -1,0 +1,86 @@
+/* test_scale.c - the compiler scales linearly (issue 14): an lstm unrolled
+ * over T and over 2T steps (about 5,000 and 10,000 nodes on one device; the
+ * same graph replicated on two devices at T/2 and T) compiles - elaborate,
+ * every pass, the plan check with its race proof, writing the plan - in at
+ * most 2.6 times the CPU time (linear: 2, quadratic: 4). Each size is
+ * compiled 3 times and the least CPU time kept, so a loaded machine does not
+ * decide; process CPU time, not wall time, for the same reason.
+ *   test_irplan_scale STDLIB_DIR OUT.mgx */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "../../ir/plan.h"
+#include "../../passes/passes.h"
+
+static const double MAX_RATIO = 2.6;
+
+static double cpu_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Compiles the lstm over `steps` steps for n_dev devices; returns the least
+ * CPU seconds of 3 compiles, *nodes the plan's node count. */
+static double compile_lstm(const char *stdlib, const char *out, int steps, int n_dev, int *nodes) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             "use nn\nmodel long {\n  input x: f32[batch, %d, 8]\n  input label: i32[batch]\n"
+             "  logits = dense(lstm(x, 16), 5)\n  loss = sparse_softmax_cross_entropy(logits, label)\n}\n"
+             "train long {\n  optimizer = adam(learning_rate: 0.01)\n  batch = 8 per replica\n}\n",
+             steps);
+    ir_source src = {.path = "long.mg", .text = text};
+    ir_device dev[2] = {{"cpu", 0}, {"cpu", 1}};
+    double best = 1e30;
+    for (int run = 0; run < 3; run++) {
+        pass_options o;
+        pass_options_default(&o);
+        o.n_sources = 1, o.sources = &src, o.devices = dev, o.n_devices = n_dev, o.quiet = true;
+        char err[512];
+        double start = cpu_seconds();
+        ir_diag *d = ir_diag_new(stderr);
+        ir_module *m = pass_elaborate("long.mg", stdlib, d, &o);
+        if (!m || !pass_run_all(m, d, &o, NULL, NULL) || mgx_write(m, out, err, sizeof err)) {
+            fprintf(stderr, "FAIL: the lstm over %d steps on %d devices does not compile\n", steps, n_dev);
+            exit(1);
+        }
+        double t = cpu_seconds() - start;
+        *nodes = m->g.n;
+        ir_module_free(m);
+        ir_diag_free(d);
+        if (t < best) best = t;
+    }
+    return best;
+}
+
+static int failures;
+
+static void check_doubling(const char *stdlib, const char *out, int steps, int n_dev) {
+    int n1, n2;
+    double t1 = compile_lstm(stdlib, out, steps, n_dev, &n1), t2 = compile_lstm(stdlib, out, 2 * steps, n_dev, &n2);
+    double ratio = t2 / t1;
+    printf("lstm on %d device%s: %d steps %6d nodes %7.1f ms, %d steps %6d nodes %7.1f ms: %.2f times the time for "
+           "%.2f times the nodes\n",
+           n_dev, n_dev > 1 ? "s" : "", steps, n1, 1e3 * t1, 2 * steps, n2, 1e3 * t2, ratio, (double)n2 / n1);
+    if ((double)n2 / n1 < 1.9 || (double)n2 / n1 > 2.1) {
+        fprintf(stderr, "FAIL: the graph does not double (%d -> %d nodes)\n", n1, n2);
+        failures++;
+    }
+    if (!(ratio < MAX_RATIO)) {
+        fprintf(stderr, "FAIL: doubling the graph takes %.2f times the compile time (at most %.1f)\n", ratio, MAX_RATIO);
+        failures++;
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: test_irplan_scale STDLIB_DIR OUT.mgx\n");
+        return 2;
+    }
+    check_doubling(argv[1], argv[2], 128, 1);
+    check_doubling(argv[1], argv[2], 64, 2);
+    if (failures) return 1;
+    printf("scale: compile time linear in the graph on 1 and 2 devices\n");
+    return 0;
+}

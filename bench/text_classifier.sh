@@ -41,7 +41,7 @@ print(f'{1000 * sum(e[\"seconds\"] for e in h) / h[-1][\"step\"]:.3f}')" "$tmp/h
 }
 # model devices -> the largest planned arena of a device, MiB (mgc inspect)
 mib() {
-  build/mgc inspect "$(plan "$1" "$2")" | awk '/planned/ { for (i = 1; i < NF; i++) if ($i == "planned" && $(i + 1) > m) m = $(i + 1) } END { print m }'
+  build/mgc inspect "$(plan "$1" "$2")" | awk '/planned with reuse/ { for (i = 1; i < NF; i++) if ($i == "planned" && $(i + 3) > m) m = $(i + 3) } END { print m }'
 }
 export -f plan ms_per_step; export tmp
 

@@ -696,6 +696,9 @@ fn attention_output(o: f32[b, t, heads, dim], units: int, use_bias: int,
 fn multi_head_attention(x: f32[b, t, d], heads: int, key_dim: int, value_dim: int = key_dim,
                         causal: int = false, dropout: float = 0.0, use_bias: int = true,
                         kernel_initializer = glorot_uniform, bias_initializer = zeros) {
+  if heads < 1 or key_dim < 1 or value_dim < 1 {
+    return error("multi_head_attention needs heads, key_dim and value_dim >= 1, got", heads, key_dim, value_dim)
+  }
   q = attention_projection(x, heads, key_dim, use_bias, kernel_initializer, bias_initializer, name: "query")
   k = attention_projection(x, heads, key_dim, use_bias, kernel_initializer, bias_initializer, name: "key")
   v = attention_projection(x, heads, value_dim, use_bias, kernel_initializer, bias_initializer, name: "value")

@@ -99,3 +99,8 @@ add_test(NAME train_equivalence_char_gpt
          COMMAND test_equivalence ${CMAKE_CURRENT_SOURCE_DIR}/train/char_gpt_small.mg ${MGC_SRC}/stdlib
                  --synthetic 256 --zero-gradient key/bias)
 set_tests_properties(train_equivalence_char_gpt PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+# issue 13: a causal and a full multi_head_attention (value_dim != key_dim),
+# positional_embedding, layer_norm and gelu: the whole model's gradient on the
+# CPU runtime (f32 kernels) against central differences
+add_test(NAME train_grad_attention
+         COMMAND test_model_grad ${CMAKE_CURRENT_SOURCE_DIR}/train/attention.mg ${MGC_SRC}/stdlib --classes 7)

@@ -647,3 +647,97 @@ fn causal_mask(t: int) {
 fn one_hot(ids: i32, depth: int) {
   return prim.one_hot(ids, depth: depth)
 }
+
+# ---- attention (issue 13): Keras MultiHeadAttention (self-attention) and a
+# learned position embedding, on batched matmul, softmax, transpose and dropout ----
+
+# 1 / sqrt(v) of a number v > 0, folded at compile time (Newton's iteration
+# for sqrt from v + 1 > sqrt(v): decreasing, exact to double within 64 steps
+# for any v < 2^60)
+fn inverse_sqrt(v: float) {
+  if v <= 0 {
+    return error("inverse_sqrt needs a number > 0, got", v)
+  }
+  r = v + 1.0
+  for i in range(64) {
+    r = 0.5 * (r + v / r)
+  }
+  return 1.0 / r
+}
+
+# Keras EinsumDense "abc,cde->abde" of MultiHeadAttention's query, key and
+# value: x [b, t, d] -> [b, t, heads, dim]; params kernel f32[d, heads, dim],
+# bias f32[heads, dim] (Keras' shapes, so Keras' fans: fan_in d * heads,
+# fan_out d * dim)
+fn attention_projection(x: f32[b, t, d], heads: int, dim: int, use_bias: int,
+                        kernel_initializer, bias_initializer) {
+  param kernel: f32[d, heads, dim] = kernel_initializer
+  y = prim.matmul(prim.reshape(x, b * t, d), prim.reshape(kernel, d, heads * dim))
+  if use_bias {
+    param bias: f32[heads, dim] = bias_initializer
+    y = y + prim.reshape(bias, heads * dim)
+  }
+  return prim.reshape(y, b, t, heads, dim)
+}
+
+# Keras EinsumDense "abcd,cde->abe" of MultiHeadAttention's output: o [b, t,
+# heads, dim] -> [b, t, units]; params kernel f32[heads, dim, units], bias f32[units]
+fn attention_output(o: f32[b, t, heads, dim], units: int, use_bias: int,
+                    kernel_initializer, bias_initializer) {
+  param kernel: f32[heads, dim, units] = kernel_initializer
+  y = prim.matmul(prim.reshape(o, b * t, heads * dim), prim.reshape(kernel, heads * dim, units))
+  if use_bias {
+    param bias: f32[units] = bias_initializer
+    y = y + bias
+  }
+  return prim.reshape(y, b, t, units)
+}
+
+# Keras MultiHeadAttention as self-attention (query = key = value = x [b, t, d]):
+# q, k, v = x W + bias per head ([b, heads, t, key_dim], v value_dim); scores
+# = (q / sqrt(key_dim)) k^T [b, heads, t, t]; causal: scores + (1 - mask) *
+# -1e9 above the diagonal (Keras' masked softmax), so position i attends to
+# j <= i; p = dropout(softmax(scores)) (rate `dropout`, training only);
+# y = (p v) W_o + bias_o [b, t, d]. Params multi_head_attention/query/kernel
+# f32[d, heads, key_dim], query/bias f32[heads, key_dim], key/... the same,
+# value/kernel f32[d, heads, value_dim], value/bias f32[heads, value_dim],
+# attention_output/kernel f32[heads, value_dim, d], attention_output/bias f32[d]
+fn multi_head_attention(x: f32[b, t, d], heads: int, key_dim: int, value_dim: int = key_dim,
+                        causal: int = false, dropout: float = 0.0, use_bias: int = true,
+                        kernel_initializer = glorot_uniform, bias_initializer = zeros) {
+  if heads < 1 or key_dim < 1 or value_dim < 1 {
+    return error("multi_head_attention needs heads, key_dim and value_dim >= 1, got", heads, key_dim, value_dim)
+  }
+  q = attention_projection(x, heads, key_dim, use_bias, kernel_initializer, bias_initializer, name: "query")
+  k = attention_projection(x, heads, key_dim, use_bias, kernel_initializer, bias_initializer, name: "key")
+  v = attention_projection(x, heads, value_dim, use_bias, kernel_initializer, bias_initializer, name: "value")
+  q = prim.transpose(q, perm: [0, 2, 1, 3]) * inverse_sqrt(key_dim)
+  k = prim.transpose(k, perm: [0, 2, 1, 3])
+  v = prim.transpose(v, perm: [0, 2, 1, 3])
+  scores = prim.matmul(q, k, trans_b: true)                        # [b, heads, t, t]
+  if causal {
+    scores = scores + (1.0 - causal_mask(t)) * -1e9
+  }
+  p = prim.softmax(scores, axis: -1)
+  if dropout > 0 {
+    p = prim.dropout(p, rate: dropout, seed: -1)
+  }
+  o = prim.transpose(prim.matmul(p, v), perm: [0, 2, 1, 3])        # [b, t, heads, value_dim]
+  return attention_output(o, d, use_bias, kernel_initializer, bias_initializer, name: "attention_output")
+}
+
+# a learned position embedding added to x [b, t, d]: x + the first t rows of
+# positional_embedding/embeddings f32[max_len, d] (glorot_uniform, as
+# keras_hub's PositionEmbedding, which returns the table's rows alone and
+# leaves the sum to its caller)
+fn positional_embedding(x: f32[b, t, d], max_len: int, initializer = glorot_uniform) {
+  if t > max_len {
+    return error("positional_embedding: the sequence length", t, "of", x, "exceeds max_len", max_len)
+  }
+  param embeddings: f32[max_len, d] = initializer
+  e = embeddings
+  if t < max_len {
+    e = prim.slice(embeddings, [t, d], begin: [0, 0])
+  }
+  return x + e
+}

@@ -153,3 +153,20 @@ frontend_good(recurrent ${FE_DIR}/good/recurrent.mg EXPECT
   "loss reduce_mean f32[4]"
   "metric perplexity exp f32[4]"
   "output mul f32[4,3]")
+
+# issue 13: char_gpt's checkpoint names and shapes: Keras MultiHeadAttention's
+# (query/key/value kernels [d, heads, key_dim] with Keras' fans d * heads and
+# d * key_dim, biases [heads, key_dim], attention_output kernel [heads, key_dim, d]):
+# 3 * (128 * 4 * 32 + 4 * 32) + 4 * 32 * 128 + 128 = 66,048 per layer, as Keras
+frontend_good(char_gpt ${MGC_SRC}/examples/char_gpt.mg EXPECT
+  "input tokens i32[16,128]" "input label i32[16,128]"
+  "param positional_embedding/embeddings f32[128,128] 16384 init=glorot_uniform fan_in=128 fan_out=128"
+  "param gpt_block/multi_head_attention/query/kernel f32[128,4,32] 16384 init=glorot_uniform fan_in=512 fan_out=4096"
+  "param gpt_block/multi_head_attention/query/bias f32[4,32] 128 init=zeros fan_in=4 fan_out=32"
+  "param gpt_block/multi_head_attention/key/kernel f32[128,4,32] 16384 init=glorot_uniform fan_in=512 fan_out=4096"
+  "param gpt_block/multi_head_attention/value/bias f32[4,32] 128 init=zeros fan_in=4 fan_out=32"
+  "param gpt_block_3/multi_head_attention/attention_output/kernel f32[4,32,128] 16384 init=glorot_uniform fan_in=128 fan_out=512"
+  "param gpt_block_3/multi_head_attention/attention_output/bias f32[128] 128 init=zeros fan_in=128 fan_out=128"
+  "param dense/kernel f32[128,256] 32768 init=glorot_uniform fan_in=128 fan_out=256"
+  "trainable parameters 875520"
+  "metric perplexity exp f32[16]")

@@ -103,3 +103,19 @@ add_test(NAME train_grad_recurrent
 add_test(NAME train_equivalence_text_classifier
          COMMAND test_equivalence ${CMAKE_CURRENT_SOURCE_DIR}/train/text_classifier.mg ${MGC_SRC}/stdlib --synthetic 10000)
 set_tests_properties(train_equivalence_text_classifier PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+# issue 13: multi_head_attention (causal, dropout 0.1 on the attention weights
+# and the residual branches), positional_embedding, layer_norm and gelu in
+# examples/char_gpt.mg's blocks, scaled down (tests/train/char_gpt_small.mg),
+# with adamw and a warmup cosine decay: 2 and 4 devices equal 1 device over 20
+# steps, dropout masks included (they follow the global example). The key
+# biases' gradient is 0 in exact arithmetic (softmax ignores a shift of a
+# row), so they only carry rounding noise: bounded near 0, not compared
+add_test(NAME train_equivalence_char_gpt
+         COMMAND test_equivalence ${CMAKE_CURRENT_SOURCE_DIR}/train/char_gpt_small.mg ${MGC_SRC}/stdlib
+                 --synthetic 256 --zero-gradient key/bias)
+set_tests_properties(train_equivalence_char_gpt PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+# issue 13: a causal and a full multi_head_attention (value_dim != key_dim),
+# positional_embedding, layer_norm and gelu: the whole model's gradient on the
+# CPU runtime (f32 kernels) against central differences
+add_test(NAME train_grad_attention
+         COMMAND test_model_grad ${CMAKE_CURRENT_SOURCE_DIR}/train/attention.mg ${MGC_SRC}/stdlib --classes 7)

@@ -1,6 +1,7 @@
 /* test_layers.c - the stdlib layers of issue 12 built from primitives
  * (layer_norm, upsampling2d, zero_padding2d, split, logsumexp) and the
- * sequence helpers of issue 13 (lstm, gru, causal_mask): each one
+ * sequence helpers of issue 13 (lstm, gru, causal_mask, multi_head_attention,
+ * positional_embedding): each one
  * elaborated from stdlib/nn.mg in a one-layer model, its output against a
  * hand-written double reference and its gradient (input and params) against
  * central differences, both through the reference evaluator.
@@ -62,7 +63,7 @@ static double fd_error(ref_eval *e, const ir_module *m) {
         loss(e, m);
         memcpy(g, ref_eval_data(e, m->grads[p]), (size_t)n * sizeof *g);
         for (int64_t k = 0; k < n; k++) {
-            double x0 = x[k], h = 1e-6;
+            double x0 = x[k], h = 1e-5; /* ~cbrt(eps): 1e-6 left 3e-9 of rounding in the 12-matmul attention */
             x[k] = x0 + h;
             double up = loss(e, m);
             x[k] = x0 - h;
@@ -220,6 +221,76 @@ static void ref_causal(const ir_shape *xs, const double *x, ref_eval *e, const i
             for (int64_t j = 0; j < t; j++, x++) *want++ = j <= i ? *x : 0;
 }
 
+/* ---- attention (issue 13) ---- */
+
+/* y = multi_head_attention(x [B, T, D], ...): Keras self-attention in doubles.
+ * Params (after x): query kernel [D, H, K] (+ bias [H, K]), key the same,
+ * value kernel [D, H, V] (+ bias), output kernel [H, V, D] (+ bias [D]); with
+ * use_bias false the biases are absent. Causal: position i sees j <= i only. */
+static void mha_ref(const ir_shape *xs, const double *x, ref_eval *e, const ir_module *m, double *want, bool causal) {
+    int64_t B = xs->dim[0], T = xs->dim[1], D = xs->dim[2];
+    bool bias = m->n_params == 9;
+    int step = bias ? 2 : 1, wo_at = 1 + 3 * step;
+    const ir_shape *qs = &m->g.nodes[m->params[1]].shape, *vs = &m->g.nodes[m->params[1 + 2 * step]].shape;
+    int64_t H = qs->dim[1], K = qs->dim[2], V = vs->dim[2];
+    const double *w[3], *bb[3], *wo = ref_eval_data(e, m->params[wo_at]);
+    const double *bo = bias ? ref_eval_data(e, m->params[wo_at + 1]) : NULL;
+    for (int k = 0; k < 3; k++) {
+        w[k] = ref_eval_data(e, m->params[1 + k * step]);
+        bb[k] = bias ? ref_eval_data(e, m->params[2 + k * step]) : NULL;
+    }
+    double *proj[3], *p = malloc((size_t)T * sizeof *p), *o = malloc((size_t)(T * H * V) * sizeof *o);
+    int64_t width[3] = {K, K, V};
+    for (int k = 0; k < 3; k++) proj[k] = malloc((size_t)(T * H * width[k]) * sizeof *proj[k]);
+    for (int64_t b = 0; b < B; b++) {
+        const double *xb = x + b * T * D;
+        for (int k = 0; k < 3; k++) /* proj[k][t, h, c] = x[t] . w[:, h, c] + bias[h, c] */
+            for (int64_t t = 0; t < T; t++)
+                for (int64_t hc = 0; hc < H * width[k]; hc++) {
+                    double s = bb[k] ? bb[k][hc] : 0;
+                    for (int64_t c = 0; c < D; c++) s += xb[t * D + c] * w[k][c * H * width[k] + hc];
+                    proj[k][t * H * width[k] + hc] = s;
+                }
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t i = 0; i < T; i++) {
+                double mx = -INFINITY, sum = 0;
+                int64_t seen = causal ? i + 1 : T;
+                for (int64_t j = 0; j < seen; j++) {
+                    double s = 0;
+                    for (int64_t c = 0; c < K; c++) s += proj[0][(i * H + h) * K + c] * proj[1][(j * H + h) * K + c];
+                    p[j] = s / sqrt((double)K), mx = fmax(mx, p[j]);
+                }
+                for (int64_t j = 0; j < seen; j++) p[j] = exp(p[j] - mx), sum += p[j];
+                for (int64_t c = 0; c < V; c++) {
+                    double s = 0;
+                    for (int64_t j = 0; j < seen; j++) s += p[j] / sum * proj[2][(j * H + h) * V + c];
+                    o[(i * H + h) * V + c] = s;
+                }
+            }
+        for (int64_t i = 0; i < T; i++) /* y[i, u] = o[i] . wo[:, :, u] + bo[u] */
+            for (int64_t u = 0; u < D; u++) {
+                double s = bo ? bo[u] : 0;
+                for (int64_t hc = 0; hc < H * V; hc++) s += o[i * H * V + hc] * wo[hc * D + u];
+                want[(b * T + i) * D + u] = s;
+            }
+    }
+    for (int k = 0; k < 3; k++) free(proj[k]);
+    free(p), free(o);
+}
+static void ref_mha(const ir_shape *xs, const double *x, ref_eval *e, const ir_module *m, double *want) {
+    mha_ref(xs, x, e, m, want, false);
+}
+static void ref_mha_causal(const ir_shape *xs, const double *x, ref_eval *e, const ir_module *m, double *want) {
+    mha_ref(xs, x, e, m, want, true);
+}
+
+/* y = positional_embedding(x [B, T, D], max_len): x[b, t] + embeddings[t] */
+static void ref_positional(const ir_shape *xs, const double *x, ref_eval *e, const ir_module *m, double *want) {
+    int64_t n = ir_shape_numel(xs), td = xs->dim[1] * xs->dim[2];
+    const double *table = ref_eval_data(e, m->params[1]);
+    for (int64_t k = 0; k < n; k++) want[k] = x[k] + table[k % td];
+}
+
 static void check(const char *x_type, const char *layer, reference ref) {
     ir_module *m = build(x_type, layer);
     if (!m) return;
@@ -263,6 +334,13 @@ int main(int argc, char **argv) {
     check("f32[2, 1, 1]", "y = x * causal_mask(1)", ref_causal);
     check("f32[2, 2, 2]", "y = x * causal_mask(2)", ref_causal);
     check("f32[2, 5, 5]", "y = x * causal_mask(5)", ref_causal);
+    /* attention (issue 13): Keras MultiHeadAttention and a position embedding */
+    check("f32[2, 4, 6]", "y = multi_head_attention(x, heads: 2, key_dim: 3)", ref_mha);
+    check("f32[2, 5, 4]", "y = multi_head_attention(x, heads: 3, key_dim: 2, causal: true)", ref_mha_causal);
+    check("f32[2, 3, 4]", "y = multi_head_attention(x, heads: 2, key_dim: 3, value_dim: 2, causal: true, use_bias: false)",
+          ref_mha_causal);
+    check("f32[2, 3, 4]", "y = positional_embedding(x, 5)", ref_positional);
+    check("f32[2, 3, 4]", "y = positional_embedding(x, 3)", ref_positional);
     printf("layers: %s\n", failures ? "FAILED" : "all passed");
     return failures != 0;
 }

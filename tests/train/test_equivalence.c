@@ -6,10 +6,16 @@
  * and a second 2-device run must end with the same bits as the first.
  *   test_equivalence MODEL.mg STDLIB_DIR [cross-device-ops] [--bucket-bytes N] [--steps S]
  *                    [--synthetic CLASSES] [--expect-differ] [--sparse-grads MODE] [--sparse-vs-dense]
+ *                    [--zero-gradient SUFFIX]
  * State (moving statistics) is compared after averaging over replicas, as
  * saved. --expect-differ: a model whose replicas normalize by their own
  * batch (batch_norm without sync) must differ from one device by more than
  * 1e-3 somewhere (the documented difference), and still agree run after run.
+ * --zero-gradient SUFFIX: params named ...SUFFIX have a gradient that is 0 in
+ * exact arithmetic (the key bias of attention: softmax ignores a shift of a
+ * row), so they move by rounding noise only, which Adam scales up and no two
+ * summation orders share; for them every element must stay within 1e-4 of 0
+ * on every device count instead of the relative 1e-5.
  * Data: Fashion-MNIST, or with --synthetic, 256 random examples (f32 inputs
  * in [-1, 1), i32 labels in [0, CLASSES)).
  * --sparse-grads MODE compiles every plan so (issue 13) and checks that the
@@ -32,6 +38,12 @@ static int64_t bucket_bytes = 256 << 10; /* several buckets, so overlap and pack
 static bool expect_differ;                /* --expect-differ: batch_norm without sync must not match */
 static ir_sparse_grads sparse_mode = SPARSE_AUTO; /* --sparse-grads */
 static double limit = 1e-5;               /* relative difference allowed per variable */
+static const char *zero_gradient;         /* --zero-gradient SUFFIX: params whose gradient is exactly 0 */
+
+static bool zero_gradient_param(const char *name) {
+    size_t n = strlen(name), k = zero_gradient ? strlen(zero_gradient) : 0;
+    return zero_gradient && n >= k && !strcmp(name + n - k, zero_gradient);
+}
 
 static ir_module *compile(const char *path, const char *stdlib, int n_dev, ir_cross_device xdev) {
     pass_options o;
@@ -150,6 +162,14 @@ static int compare(const ir_module *m, const float *a, const float *b, int devic
         double diff = 0, norm = 0;
         for (int64_t k = 0; k < len; k++) diff += (a[k] - b[k]) * (double)(a[k] - b[k]), norm += a[k] * (double)a[k];
         double rel = sqrt(diff / (norm > 0 ? norm : 1));
+        if (zero_gradient_param(x->name)) { /* noise around 0: bounded, not equal */
+            double big = 0;
+            for (int64_t k = 0; k < len; k++) big = fmax(big, fmax(fabs(a[k]), fabs(b[k])));
+            printf("%d devices  %-32s gradient 0: largest |value| %.2e (limit 1e-4)\n", devices, x->name, big);
+            if (!(big < 1e-4)) printf("FAIL: %s moved to %.2e (limit 1e-4)\n", x->name, big), failures++;
+            a += len, b += len;
+            continue;
+        }
         printf("%d devices  %-32s relative difference %.2e\n", devices, x->name, rel);
         within += rel < limit, worst = rel > worst ? rel : worst;
         if (!(rel < limit) && !expect_differ) {
@@ -214,6 +234,7 @@ int main(int argc, char **argv) {
             if (k == SPARSE_COUNT) return fprintf(stderr, "test_equivalence: bad --sparse-grads '%s'\n", argv[a + 1]), 2;
             sparse_mode = (ir_sparse_grads)k, a++;
         }
+        else if (!strcmp(argv[a], "--zero-gradient") && a + 1 < argc) zero_gradient = argv[++a];
         else return fprintf(stderr, "test_equivalence: unknown argument '%s'\n", argv[a]), 2;
     }
     char err[640];

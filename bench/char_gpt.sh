@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# char_gpt.sh - examples/char_gpt.mg on the fortunes corpus (`--data text:`),
+# mgc against PyTorch in the same run (issue 13): bench/torch_char_gpt.py has
+# the same architecture, parameterisation, initialisation, AdamW with warmup
+# and cosine decay, and the same data cut (last 10% of the bytes for
+# validation). Both train STEPS steps at the same global batch and are then
+# evaluated on the whole validation part; prints validation loss and tokens/s
+# side by side:
+#   - 1 core: mgc on cpu:0 (one thread) vs PyTorch on one thread, batch 16;
+#   - 2 cores: mgc on cpu:0,cpu:1 vs PyTorch DDP on 2 processes, 16 per replica.
+#   bench/char_gpt.sh [STEPS] [TEXT]     (default 300 steps, the fortunes corpus; needs build/mgc)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+steps=${1:-300}
+text=${2:-/usr/share/games/fortunes}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+export OMP_NUM_THREADS=1
+
+# devices name -> "val_loss tokens/s" of mgc: STEPS steps, then the validation part (history's last line)
+mgc_run() {
+  build/mgc compile examples/char_gpt.mg --devices "$1" -o "$tmp/$2.mgx" 2>/dev/null
+  build/mgc run "$tmp/$2.mgx" --steps "$steps" --data "text:$text" --history "$tmp/$2.jsonl" > /dev/null
+  /usr/bin/python3 - "$tmp/$2.jsonl" <<'PY'
+import json, sys
+h = [json.loads(l) for l in open(sys.argv[1])]
+tps = sum(r["images_per_sec"] * r["seconds"] for r in h) / sum(r["seconds"] for r in h) * 128
+print(f"{h[-1]['val_loss']:.4f} {tps:.0f}")
+PY
+}
+export -f mgc_run; export tmp steps text
+
+torch_run() { # threads replicas -> "val_loss tokens/s"
+  /usr/bin/python3 bench/torch_char_gpt.py "$text" "$steps" 16 "$1" "$2" 2>/dev/null |
+    /usr/bin/python3 -c "import json,sys; r=json.loads(sys.stdin.read()); print(f\"{r['val_loss']:.4f} {r['tokens_per_sec']:.0f}\")"
+}
+
+read -r m1_loss m1_tps < <(taskset -c 0 bash -c "mgc_run cpu:0 one")
+read -r t1_loss t1_tps < <(taskset -c 0 bash -c "$(declare -f torch_run); torch_run 1 1")
+read -r m2_loss m2_tps < <(mgc_run cpu:0,cpu:1 two)
+read -r t2_loss t2_tps < <(torch_run 1 2)
+
+printf "%-44s %16s %10s\n" "run (char_gpt, $steps steps, 875,520 params)" "validation loss" "tokens/s"
+printf "%-44s %16s %10s\n" "mgc, cpu:0, 1 core, batch 16" "$m1_loss" "$m1_tps"
+printf "%-44s %16s %10s\n" "pytorch $(/usr/bin/python3 -c 'import torch;print(torch.__version__)'), 1 thread, batch 16" "$t1_loss" "$t1_tps"
+printf "%-44s %16s %10s\n" "mgc, cpu:0,cpu:1, 2 cores, 16/replica" "$m2_loss" "$m2_tps"
+printf "%-44s %16s %10s\n" "pytorch DDP, 2 processes, 16/replica" "$t2_loss" "$t2_tps"
+/usr/bin/python3 - "$m1_loss" "$t1_loss" "$m2_loss" "$t2_loss" "$m1_tps" "$t1_tps" "$m2_tps" "$t2_tps" <<'PY'
+import sys
+m1, t1, m2, t2, m1s, t1s, m2s, t2s = map(float, sys.argv[1:])
+print(f"validation loss, mgc vs pytorch: 1 core {100 * (m1 - t1) / t1:+.2f}%, 2 cores {100 * (m2 - t2) / t2:+.2f}%   (target: within 2%)")
+print(f"tokens/s, mgc / pytorch: 1 core {m1s / t1s:.2f}x, 2 cores vs DDP {m2s / t2s:.2f}x")
+PY

@@ -164,19 +164,10 @@ static int write_for_python(const char *path) {
 }
 
 int main(int argc, char **argv) {
-    static const struct { const char *name; void (*fn)(void); } cases[] = {
+    static const test_case cases[] = {
         {"roundtrip", case_roundtrip}, {"deterministic", case_deterministic},
         {"atomic", case_atomic},       {"malformed", case_malformed},
     };
     if (argc == 3 && !strcmp(argv[1], "write")) return write_for_python(argv[2]);
-    snprintf(dir, sizeof dir, "/tmp/mgc_ck_XXXXXX");
-    if (!mkdtemp(dir)) return perror("mkdtemp"), 1;
-    int ran = 0;
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        if (argc < 2 || !strcmp(argv[1], cases[i].name)) cases[i].fn(), ran++;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", dir);
-    if (!ran) fprintf(stderr, "no case named %s\n", argc > 1 ? argv[1] : "");
-    return failures || !ran ? 1 : 0;
+    return run_cases(cases, sizeof cases / sizeof cases[0], dir, sizeof dir, "/tmp/mgc_ck_XXXXXX", argc, argv);
 }

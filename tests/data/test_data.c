@@ -424,19 +424,10 @@ static void case_atomic(void) {
 }
 
 int main(int argc, char **argv) {
-    static const struct { const char *name; void (*fn)(void); } cases[] = {
+    static const test_case cases[] = {
         {"idx_roundtrip", case_idx_roundtrip}, {"idx_errors", case_idx_errors}, {"npy_roundtrip", case_npy_roundtrip},
         {"npy_errors", case_npy_errors},       {"dataset", case_dataset},       {"loader", case_loader},
         {"prefetch", case_prefetch},           {"atomic", case_atomic},
     };
-    snprintf(dir, sizeof dir, "/tmp/mgc_data_XXXXXX");
-    if (!mkdtemp(dir)) return perror("mkdtemp"), 1;
-    int ran = 0;
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        if (argc < 2 || !strcmp(argv[1], cases[i].name)) cases[i].fn(), ran++;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", dir);
-    if (!ran) fprintf(stderr, "no case named %s\n", argv[1]);
-    return failures || !ran ? 1 : 0;
+    return run_cases(cases, sizeof cases / sizeof cases[0], dir, sizeof dir, "/tmp/mgc_data_XXXXXX", argc, argv);
 }

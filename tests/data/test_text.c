@@ -116,16 +116,7 @@ static void case_errors(void) {
 }
 
 int main(int argc, char **argv) {
-    static const struct { const char *name; void (*fn)(void); } cases[] = {
+    static const test_case cases[] = {
         {"cut", case_cut}, {"directory", case_directory}, {"errors", case_errors}};
-    snprintf(dir, sizeof dir, "/tmp/mgc_text_XXXXXX");
-    if (!mkdtemp(dir)) return perror("mkdtemp"), 1;
-    int ran = 0;
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        if (argc < 2 || !strcmp(argv[1], cases[i].name)) cases[i].fn(), ran++;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", dir);
-    if (!ran) fprintf(stderr, "no case named %s\n", argv[1]);
-    return failures || !ran ? 1 : 0;
+    return run_cases(cases, sizeof cases / sizeof cases[0], dir, sizeof dir, "/tmp/mgc_text_XXXXXX", argc, argv);
 }

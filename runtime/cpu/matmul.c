@@ -1,13 +1,13 @@
 /* matmul.c - matmul on the CPU (issue 13): one cblas_sgemm per output matrix of
  * the broadcast batch; a rank-2 matmul is one call, as before. OpenBLAS here has
- * no cblas_sgemm_batch. */
+ * no cblas_sgemm_batch. Issue 14: OpenBLAS or oneDNN, chosen by measurement
+ * per shape (tune.c). */
 #include <cblas.h>
 
-#include "kernels_impl.h"
+#include "tune.h"
 
 /* C[..., m, n] = op(A)[..., m, k] x op(B)[..., k, n], row-major, batch axes broadcast */
-int cpu_k_matmul(const rt_kernel_args *k, char *err, size_t cap) {
-    (void)err, (void)cap;
+static int openblas_matmul(const rt_kernel_args *k) {
     const ir_shape *a = IN_SHAPE(k, 0), *b = IN_SHAPE(k, 1);
     int ta = k->node->iattr[0] != 0, tb = k->node->iattr[1] != 0;
     ir_matmul g = ir_matmul_of(k->node, a, b);
@@ -20,3 +20,13 @@ int cpu_k_matmul(const rt_kernel_args *k, char *err, size_t cap) {
                     ldb, 0.0f, pc + i * g.m * g.n, (int)g.n);
     return 0;
 }
+
+/* issue 14: the candidates, OpenBLAS first (the default) */
+static int run_candidate(const rt_kernel_args *k, int c, char *err, size_t cap) {
+    return c == 0 ? openblas_matmul(k) : cpu_dnnl_matmul(k, err, cap);
+}
+
+static const char *const names[] = {"openblas", "onednn"};
+static const cpu_tune_op matmul_op = {names, 2, run_candidate};
+
+int cpu_k_matmul(const rt_kernel_args *k, char *err, size_t cap) { return cpu_tune_run(k, &matmul_op, err, cap); }

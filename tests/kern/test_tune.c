@@ -192,6 +192,26 @@ static void test_deterministic(void) {
     for (int r = 0; r < 2; r++) kh_free(&a[r]), kh_free(&b[r]);
 }
 
+/* a cache that cannot be written: one warning, the choice kept in the process */
+static void test_unwritable(void) {
+    char bad[400];
+    snprintf(bad, sizeof bad, "%s/file", dir);
+    write_file(bad, "x");
+    snprintf(bad, sizeof bad, "%s/file/sub", dir);
+    setenv("MGC_CACHE_DIR", bad, 1);
+    one_op mm, cv;
+    build_ops(&mm, &cv, 5);
+    cpu_tune_reset();
+    char got[1024], want[1024];
+    snprintf(want, sizeof want, "mgc: warning: cannot write kernel cache %s: Not a directory\n", cpu_tune_cache_path());
+    capture_stderr(run_void, &mm, got, sizeof got);
+    EXPECT(!strcmp(got, want), "unwritable cache\n  got  '%s'\n  want '%s'", got, want);
+    capture_stderr(run_void, &cv, got, sizeof got);
+    EXPECT(!got[0] && cpu_tune_choice(&mm.args) && cpu_tune_measured() == 2, "second measurement: '%s'", got);
+    setenv("MGC_CACHE_DIR", dir, 1);
+    kh_free(&mm), kh_free(&cv);
+}
+
 static void test_default_threads(void) {
     EXPECT(rt_threads_for(2, 1, 1) == 2, "2 cores, 1 device");
     EXPECT(rt_threads_for(2, 2, 1) == 1, "2 cores, 2 devices");
@@ -222,6 +242,7 @@ int main(void) {
         test_override();
         test_deterministic();
     }
+    test_unwritable();
     test_default_threads();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

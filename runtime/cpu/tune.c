@@ -28,6 +28,7 @@ static int loaded;            /* MGC_KERNELS and the cache read since the last r
 static char forced[32];       /* MGC_KERNELS's candidate name, "" = auto */
 static char path[PATH_CAP];   /* the cache file, "" = none */
 static int measured;
+static int in_job;            /* a process of an mpirun job of several: never measures */
 
 /* ---- the machine: CPU model and flags, library builds ---- */
 
@@ -169,8 +170,19 @@ static void save_cache(void) {
 /* every candidate name of every tuned op, for MGC_KERNELS */
 static const char *const known[] = {"openblas", "onednn", "onednn-hwio"};
 
+/* whether the launcher started several processes (as runtime/mpi.c reads it) */
+static int launched_several(void) {
+    const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"};
+    for (size_t k = 0; k < sizeof vars / sizeof *vars; k++) {
+        const char *v = getenv(vars[k]);
+        if (v && *v) return atoi(v) > 1;
+    }
+    return 0;
+}
+
 static void load(void) {
     const char *env = getenv("MGC_KERNELS");
+    in_job = launched_several();
     forced[0] = 0;
     for (size_t i = 0; env && i < sizeof known / sizeof *known; i++)
         if (!strcmp(env, known[i])) snprintf(forced, sizeof forced, "%s", env);
@@ -242,6 +254,7 @@ int cpu_tune_run(const rt_kernel_args *k, const cpu_tune_op *op, char *err, size
     choice *ch = find(key);
     int c = ch ? index_of(op, ch->name) : -1; /* a name from another version: measured again */
     if (forced[0]) c = index_of(op, forced) < 0 ? 0 : index_of(op, forced); /* a name it lacks: its default */
+    if (c < 0 && in_job) c = 0; /* ranks must agree: the cache's choice or the default, never a measurement */
     if (c >= 0) {
         pthread_mutex_unlock(&lock);
         return op->run(k, c, err, cap);

@@ -170,7 +170,7 @@ rt_session *rt_session_new(const ir_module *m, const rt_session_options *o, char
     s->m = m, s->b = b;
     s->local = local, s->first = first, s->absent = o->absent_replica - 1, s->check_numerics = o->check_numerics;
     b->n_devices = s->local, b->n_events = m->n_events;
-    b->threads_per_device = o->threads_per_device > 0 ? o->threads_per_device : 1;
+    b->threads_per_device = o->threads_per_device > 0 ? o->threads_per_device : rt_default_threads(s->local);
     b->replica_base = s->first, b->replica_total = m->n_devices;
     b->collective_timeout = o->collective_timeout > 0 ? o->collective_timeout : 60;
     b->ip = o->ip;

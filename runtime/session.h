@@ -14,7 +14,7 @@
 typedef struct rt_session rt_session;
 
 typedef struct {
-    int threads_per_device;       /* CPU threads each device's kernels use */
+    int threads_per_device;       /* CPU threads each device's kernels use; 0: rt_default_threads */
     double collective_timeout;    /* seconds */
     const rt_interprocess *ip;    /* set when running under MPI with several processes */
     int first_replica;            /* this process holds replicas [first, first + local): */
@@ -22,6 +22,13 @@ typedef struct {
     bool check_numerics;          /* every kernel's f32 output is checked for NaN and Inf */
     int absent_replica;           /* fault injection for tests: replica N-1 never joins a collective (0: none) */
 } rt_session_options;
+
+/* issue 14: the default threads per device, max(1, cores / (local devices x
+ * the job's processes on this machine)); cores from sched_getaffinity (so
+ * taskset limits them), processes from the MPI launcher's environment
+ * (OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS, PMIX_LOCAL_SIZE). */
+int rt_default_threads(int local_devices);
+int rt_threads_for(int cores, int local_devices, int local_processes);
 
 /* Binds the plan's replicas [first, first + local) to this process's devices
  * (local device d runs replica first + d). Returns NULL with a message in err. */

@@ -15,3 +15,7 @@ add_test(NAME kern_init COMMAND test_init)
 add_executable(test_optim ${MGC_SRC}/tests/kern/test_optim.c)
 target_link_libraries(test_optim PRIVATE mgc_runtime)
 add_test(NAME kern_optim COMMAND test_optim)
+# issue 14: kernel choice by measurement (cache, corrupt cache, MGC_KERNELS) and the default threads
+add_executable(test_tune ${MGC_SRC}/tests/kern/test_tune.c)
+target_link_libraries(test_tune PRIVATE mgc_runtime)
+add_test(NAME kern_tune COMMAND test_tune)

@@ -16,7 +16,7 @@ static const char generate_help[] =
     "                         (default 1, at most 100)\n"
     "  --top-k k              sample among the k most likely bytes only (default 0: all)\n"
     "  --seed s               the sampler's splitmix64 seed (default 1): one seed, one text\n"
-    "  --threads-per-device T CPU threads of each device's kernels (default 1)\n"
+    "  --threads-per-device T CPU threads of each device's kernels (default: cores / devices)\n"
     "The model must be causal (position i depends on tokens 0..i only): its predict program reads one\n"
     "i32 input [batch, T] and its first output is f32 logits [batch, T, V], V <= 256. The text so far\n"
     "(its last T bytes once longer) sits at positions 0..n-1 of one example, zeros after; the logits\n"
@@ -38,7 +38,7 @@ static int parse_gen_options(int argc, char **argv, gen_options *o) {
         {"tokens", required_argument, 0, G_TOKENS}, {"temperature", required_argument, 0, G_TEMPERATURE},
         {"top-k", required_argument, 0, G_TOPK}, {"seed", required_argument, 0, G_SEED},
         {"threads-per-device", required_argument, 0, G_THREADS}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    *o = (gen_options){.seed = 1, .temperature = 1, .threads = 1};
+    *o = (gen_options){.seed = 1, .temperature = 1, .threads = 0};
     optind = 1;
     int64_t v;
     char *end;

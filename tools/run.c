@@ -50,7 +50,8 @@ static const char run_help[] =
     "                             " RT_DEFAULT_TEXT_DIR ")\n"
     "  --context T                window of text data (default: the model's T; must equal it)\n"
     "  --input NAME=FILE          bind a model input to an IDX or NPY file (instead of --data)\n"
-    "  --threads-per-device T     CPU threads of each device's kernels (default 1)\n"
+    "  --threads-per-device T     CPU threads of each device's kernels (default: the cores this process\n"
+    "                             may use / its devices, at least 1)\n"
     "  --collective-timeout S     seconds a collective waits for every device (default 60)\n"
     "  --check-replicas K         compare every replica's variables bit for bit every K steps\n"
     "  --check-numerics           stop at the first op whose output holds NaN or Inf, naming it\n"
@@ -124,7 +125,7 @@ static int parse_run_options(int argc, char **argv, run_options *o, const char *
         {"trace", required_argument, 0, O_TRACE}, {"trace-steps", required_argument, 0, O_TRACE_STEPS},
         {"profile", no_argument, 0, O_PROFILE},
         {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    *o = (run_options){.epochs = 1, .seed = 1, .threads = 1, .timeout = 60, .keep = 3, .trace_from = 2, .trace_to = 4};
+    *o = (run_options){.epochs = 1, .seed = 1, .threads = 0, .timeout = 60, .keep = 3, .trace_from = 2, .trace_to = 4};
     optind = 1;
     int64_t v;
     for (int c; (c = getopt_long(argc, argv, "o:h", longs, NULL)) != -1;) {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels_impl.h"
+#include "tune.h"
 
 enum { MAX_ARGS = 5, MAX_STEPS = 2, BUCKETS = 256 };
 
@@ -24,11 +24,11 @@ typedef struct {
     int src[MAX_ARGS + 1];      /* SRC_* per argument */
 } bound;
 
-/* what a primitive was built for, as numbers (op, threads, the three shapes,
- * the attributes); a node freed and another allocated at its address must
- * not reuse the primitive, nor one built for another thread count (oneDNN
- * fixes it at creation) */
-enum { SIG_SHAPE = 1 + IR_MAX_RANK, SIG_LEN = 2 + 3 * SIG_SHAPE + IR_MAX_IATTR };
+/* what a primitive was built for, as numbers (op, threads, variant (issue 14:
+ * the filter layout, tune.h), the three shapes, the attributes); a node freed
+ * and another allocated at its address must not reuse the primitive, nor one
+ * built for another thread count (oneDNN fixes it at creation) */
+enum { SIG_SHAPE = 1 + IR_MAX_RANK, SIG_LEN = 3 + 3 * SIG_SHAPE + IR_MAX_IATTR };
 typedef struct {
     int64_t v[SIG_LEN];
 } signature;
@@ -223,7 +223,8 @@ static int build_conv(const rt_kernel_args *k, char *err, size_t cap, entry *e) 
     else x = IN_SHAPE(k, 0), w = &n->shape, y = IN_SHAPE(k, 1);
     window win = conv_window(n, w);
     int64_t groups = ir_conv_of(n, w).groups;
-    dnnl_memory_desc_t xm = md_nhwc(x), wm = md_filter(n, w, groups, 1), ym = md_nhwc(y),
+    int any = e->sig.v[2] == 0; /* variant 1 (issue 14): the filter in Keras' layout, no reorder */
+    dnnl_memory_desc_t xm = md_nhwc(x), wm = md_filter(n, w, groups, any), ym = md_nhwc(y),
                        keras = md_filter(n, w, groups, 0);
     dnnl_convolution_desc_t fd, bd;
     dnnl_primitive_desc_t fpd = NULL, pd = NULL;
@@ -307,20 +308,20 @@ static void put_shape(int64_t *v, const ir_shape *s) {
     for (int i = 0; i < s->rank; i++) v[1 + i] = s->dim[i];
 }
 
-static signature signature_of(const rt_kernel_args *k) {
-    signature s = {{k->node->op, cpu_kernels_threads()}};
-    put_shape(s.v + 2, &k->node->shape);
-    put_shape(s.v + 2 + SIG_SHAPE, IN_SHAPE(k, 0));
-    if (k->node->n_in > 1) put_shape(s.v + 2 + 2 * SIG_SHAPE, IN_SHAPE(k, 1));
-    memcpy(s.v + 2 + 3 * SIG_SHAPE, k->node->iattr, sizeof k->node->iattr);
+static signature signature_of(const rt_kernel_args *k, int variant) {
+    signature s = {{k->node->op, cpu_kernels_threads(), variant}};
+    put_shape(s.v + 3, &k->node->shape);
+    put_shape(s.v + 3 + SIG_SHAPE, IN_SHAPE(k, 0));
+    if (k->node->n_in > 1) put_shape(s.v + 3 + 2 * SIG_SHAPE, IN_SHAPE(k, 1));
+    memcpy(s.v + 3 + 3 * SIG_SHAPE, k->node->iattr, sizeof k->node->iattr);
     return s;
 }
 
-static entry *build(const rt_kernel_args *k, char *err, size_t cap) {
+static entry *build(const rt_kernel_args *k, int variant, char *err, size_t cap) {
     entry *e = calloc(1, sizeof *e);
     if (!e) return cpu_kerr(k, err, cap, "out of memory"), NULL;
     e->node = k->node;
-    e->sig = signature_of(k);
+    e->sig = signature_of(k, variant);
     int rc = dnnl_stream_create(&e->stream, engine, dnnl_stream_default_flags) != dnnl_success;
     if (rc) cpu_kerr(k, err, cap, "cannot create a oneDNN stream");
     else if (k->node->op == OP_CONV2D || k->node->op == OP_CONV2D_GRAD_INPUT || k->node->op == OP_CONV2D_GRAD_FILTER)
@@ -332,10 +333,10 @@ static entry *build(const rt_kernel_args *k, char *err, size_t cap) {
 }
 
 /* The cached entry of k->node, built on first use. */
-static entry *lookup(const rt_kernel_args *k, char *err, size_t cap) {
+static entry *lookup(const rt_kernel_args *k, int variant, char *err, size_t cap) {
     size_t h = ((uintptr_t)k->node >> 4) % BUCKETS;
     pthread_mutex_lock(&lock);
-    signature sig = signature_of(k);
+    signature sig = signature_of(k, variant);
     entry **pe = &table[h];
     while (*pe && (*pe)->node != k->node) pe = &(*pe)->next;
     entry *e = *pe;
@@ -347,7 +348,7 @@ static entry *lookup(const rt_kernel_args *k, char *err, size_t cap) {
     if (!e && !engine && dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success) {
         engine = NULL;
         cpu_kerr(k, err, cap, "cannot create the oneDNN CPU engine");
-    } else if (!e && (e = build(k, err, cap))) {
+    } else if (!e && (e = build(k, variant, err, cap))) {
         e->next = table[h], table[h] = e;
     }
     pthread_mutex_unlock(&lock);
@@ -366,18 +367,27 @@ static int execute(const rt_kernel_args *k, char *err, size_t cap, entry *e, bou
     return 0;
 }
 
-static int run(const rt_kernel_args *k, char *err, size_t cap) {
+static int run(const rt_kernel_args *k, int variant, char *err, size_t cap) {
     apply_threads(); /* before creation: primitives fix their thread count when created */
-    entry *e = lookup(k, err, cap);
+    entry *e = lookup(k, variant, err, cap);
     if (!e) return -1;
     for (int i = 0; i < e->n_steps; i++)
         if (execute(k, err, cap, e, &e->step[i])) return -1;
     return 0;
 }
 
-int cpu_k_conv2d(const rt_kernel_args *k, char *err, size_t cap) { return run(k, err, cap); }
-int cpu_k_conv2d_grad_input(const rt_kernel_args *k, char *err, size_t cap) { return run(k, err, cap); }
-int cpu_k_conv2d_grad_filter(const rt_kernel_args *k, char *err, size_t cap) { return run(k, err, cap); }
-int cpu_k_conv2d_transpose(const rt_kernel_args *k, char *err, size_t cap) { return run(k, err, cap); }
-int cpu_k_pool2d(const rt_kernel_args *k, char *err, size_t cap) { return run(k, err, cap); }
-int cpu_k_pool2d_grad(const rt_kernel_args *k, char *err, size_t cap) { return run(k, err, cap); }
+int cpu_k_conv2d_transpose(const rt_kernel_args *k, char *err, size_t cap) { return run(k, 0, err, cap); }
+int cpu_k_pool2d(const rt_kernel_args *k, char *err, size_t cap) { return run(k, 0, err, cap); }
+int cpu_k_pool2d_grad(const rt_kernel_args *k, char *err, size_t cap) { return run(k, 0, err, cap); }
+
+/* ---- issue 14: conv2d and its gradients in either filter layout, chosen by
+ * measurement (tune.c) ---- */
+
+int cpu_dnnl_conv(const rt_kernel_args *k, int variant, char *err, size_t cap) { return run(k, variant, err, cap); }
+
+static const char *const conv_names[] = {"onednn", "onednn-hwio"};
+static const cpu_tune_op conv_op = {conv_names, 2, cpu_dnnl_conv};
+
+int cpu_k_conv2d(const rt_kernel_args *k, char *err, size_t cap) { return cpu_tune_run(k, &conv_op, err, cap); }
+int cpu_k_conv2d_grad_input(const rt_kernel_args *k, char *err, size_t cap) { return cpu_tune_run(k, &conv_op, err, cap); }
+int cpu_k_conv2d_grad_filter(const rt_kernel_args *k, char *err, size_t cap) { return cpu_tune_run(k, &conv_op, err, cap); }

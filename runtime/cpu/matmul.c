@@ -1,22 +1,42 @@
 /* matmul.c - matmul on the CPU (issue 13): one cblas_sgemm per output matrix of
  * the broadcast batch; a rank-2 matmul is one call, as before. OpenBLAS here has
- * no cblas_sgemm_batch. */
+ * no cblas_sgemm_batch. Issue 14: OpenBLAS or oneDNN, chosen by measurement
+ * per shape (tune.c). */
 #include <cblas.h>
+#include <pthread.h>
 
-#include "kernels_impl.h"
+#include "tune.h"
+
+/* OpenBLAS 0.3.21 (pthread build) shares one thread pool among its callers and
+ * serializes multi-threaded level-3 calls with a lock per transpose variant of
+ * its GEMM driver only, so two device threads running sgemm with different
+ * transposes and more than one thread each can corrupt its state (OpenBLAS
+ * issue 5836). Such calls take this lock; one-thread calls do not need it. */
+static pthread_mutex_t blas_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* C[..., m, n] = op(A)[..., m, k] x op(B)[..., k, n], row-major, batch axes broadcast */
-int cpu_k_matmul(const rt_kernel_args *k, char *err, size_t cap) {
-    (void)err, (void)cap;
+static int openblas_matmul(const rt_kernel_args *k) {
     const ir_shape *a = IN_SHAPE(k, 0), *b = IN_SHAPE(k, 1);
     int ta = k->node->iattr[0] != 0, tb = k->node->iattr[1] != 0;
     ir_matmul g = ir_matmul_of(k->node, a, b);
     int lda = (int)a->dim[a->rank - 1], ldb = (int)b->dim[b->rank - 1];
     const float *pa = IN_F32(k, 0), *pb = IN_F32(k, 1); /* a [..., m, k], b [..., k, n] (before op) */
     float *pc = k->out;                                  /* c [..., m, n] */
+    int locked = cpu_kernels_threads() > 1 && !pthread_mutex_lock(&blas_lock);
     for (int64_t i = 0; i < g.batch; i++)
         cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)g.m,
                     (int)g.n, (int)g.k, 1.0f, pa + ir_matmul_offset(&g, 0, i), lda, pb + ir_matmul_offset(&g, 1, i),
                     ldb, 0.0f, pc + i * g.m * g.n, (int)g.n);
+    if (locked) pthread_mutex_unlock(&blas_lock);
     return 0;
 }
+
+/* issue 14: the candidates, OpenBLAS first (the default) */
+static int run_candidate(const rt_kernel_args *k, int c, char *err, size_t cap) {
+    return c == 0 ? openblas_matmul(k) : cpu_dnnl_matmul(k, err, cap);
+}
+
+static const char *const names[] = {"openblas", "onednn"};
+static const cpu_tune_op matmul_op = {names, 2, run_candidate};
+
+int cpu_k_matmul(const rt_kernel_args *k, char *err, size_t cap) { return cpu_tune_run(k, &matmul_op, err, cap); }

@@ -42,7 +42,16 @@ test_images=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
 "$MGC" predict "$tmp/one.mgx" --load "$tmp/ref.safetensors" --input image=$test_images -o "$tmp/pred1.npy" > /dev/null
 $mpi -np 2 "$MGC" predict "$tmp/one.mgx" --load "$tmp/ref.safetensors" --input image=$test_images \
   -o "$tmp/pred2.npy" > "$tmp/log5" 2>&1 || fail "mpirun -np 2 predict: $(cat "$tmp/log5")"
-cmp -s "$tmp/pred1.npy" "$tmp/pred2.npy" || fail "predict under mpirun -np 2 differs from one process"
+# (within rounding, not bit for bit: one process runs its device on every core,
+# two processes on one core each, and kernels are chosen per shape (issue 14))
+"$PY" - "$tmp/pred1.npy" "$tmp/pred2.npy" <<'PY' || fail "predict under mpirun -np 2 differs from one process"
+import sys, numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, b.shape)
+d = np.abs(a.astype(np.float64) - b).max()
+print(f"predict: one process vs mpirun -np 2: worst difference {d:.1e}")
+assert (np.abs(a - b) <= 1e-5 * (1 + np.abs(a))).all(), d
+PY
 # several outputs (issue 12): every worker's rows of each, 37 rows in batches of 16
 "$MGC" compile "$SRC/tests/train/losses.mg" --devices cpu:0 --global-batch 16 -o "$tmp/multi.mgx" 2>/dev/null
 "$PY" - "$tmp" <<'PY'

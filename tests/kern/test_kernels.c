@@ -6,6 +6,7 @@
 
 #include "../../runtime/ops_math.h"
 #include "harness.h"
+#include "../../runtime/cpu/tune.h"
 
 typedef struct tcase tcase;
 typedef void (*ref_fn)(const one_op *t, double **in, double *out);
@@ -895,6 +896,32 @@ static int test_two_threads(int *count) {
     return failed;
 }
 
+/* ---- issue 14: the GEMM and convolution cases again with each candidate
+ * kernel forced (MGC_KERNELS), on one and two threads, so whichever
+ * the measurement picks is checked against the reference ---- */
+static int test_each_candidate(int *count) {
+    const char *names[] = {"openblas", "onednn", "onednn-hwio"};
+    int failed = 0;
+    for (int t = 1; t <= 2; t++)
+        for (size_t m = 0; m < sizeof names / sizeof *names; m++) {
+            setenv("MGC_KERNELS", names[m], 1);
+            cpu_tune_reset();
+            cpu_kernels_set_threads(t);
+            for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+                ir_op op = cases[i].op;
+                if (op == OP_MATMUL || op == OP_CONV2D || op == OP_CONV2D_GRAD_INPUT || op == OP_CONV2D_GRAD_FILTER) {
+                    int bad = run_case(&cases[i]);
+                    if (bad) fprintf(stderr, "  (MGC_KERNELS=%s, %d threads)\n", names[m], t);
+                    failed += bad, ++*count;
+                }
+            }
+        }
+    unsetenv("MGC_KERNELS");
+    cpu_tune_reset();
+    cpu_kernels_set_threads(1);
+    return failed;
+}
+
 /* ---- device threads run kernels concurrently: each builds its primitives
  * at the same moment as the other and gets the single-thread result ---- */
 
@@ -989,6 +1016,7 @@ int main(void) {
     failed += test_coverage(n);
     for (int i = 0; i < n; i++) failed += run_case(&cases[i]);
     failed += test_two_threads(&n);
+    failed += test_each_candidate(&n);
     failed += test_bad_label();
     failed += test_bad_id(OP_GATHER, "op 'gather': id 4 at index 2 is outside [0, 4)");
     failed += test_bad_id(OP_SCATTER_ADD, "op 'scatter_add': id -1 at index 2 is outside [0, 4)");

@@ -1,0 +1,142 @@
+/* gemm_dnnl.c - matmul through oneDNN's matmul primitive (issue 14's "onednn"
+ * candidate): one 2-D primitive per node, created at its first run and cached
+ * like dnnl.c's (key: node pointer, checked against the geometry and thread
+ * count), run once per output matrix of the broadcast batch. */
+#include <dlfcn.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tune.h"
+
+enum { BUCKETS = 256 };
+
+/* what the primitive was built for: m, n, k, trans_a, trans_b, lda, ldb, threads */
+typedef struct {
+    int64_t v[8];
+} geometry;
+
+typedef struct gemm {
+    const ir_node *node;
+    geometry geo;
+    dnnl_primitive_t prim;
+    dnnl_memory_t a, b, c, scratch;  /* a, b, c: handles set per matrix; scratch owned */
+    void *scratch_data;
+    dnnl_stream_t stream;
+    struct gemm *next;
+} gemm;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static dnnl_engine_t engine;
+static gemm *table[BUCKETS];
+
+#define DNNL_TRY(call)                                                                                         \
+    do {                                                                                                       \
+        dnnl_status_t st_ = (call);                                                                            \
+        if (st_ != dnnl_success) return cpu_kerr(k, err, cap, "oneDNN %s failed (status %d)", #call, (int)st_); \
+    } while (0)
+
+/* oneDNN runs on OpenMP here; its thread count is per calling thread (as dnnl.c) */
+static _Thread_local int omp_applied;
+
+static void apply_threads(void) {
+    int want = cpu_kernels_threads();
+    if (omp_applied == want) return;
+    void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+    if (set) set(want);
+    omp_applied = want;
+}
+
+static geometry geometry_of(const rt_kernel_args *k, const ir_matmul *g) {
+    const ir_shape *a = IN_SHAPE(k, 0), *b = IN_SHAPE(k, 1);
+    return (geometry){{g->m, g->n, g->k, k->node->iattr[0] != 0, k->node->iattr[1] != 0, a->dim[a->rank - 1],
+                       b->dim[b->rank - 1], cpu_kernels_threads()}};
+}
+
+static void gemm_free(gemm *e) {
+    dnnl_memory_destroy(e->a), dnnl_memory_destroy(e->b), dnnl_memory_destroy(e->c);
+    dnnl_memory_destroy(e->scratch);
+    if (e->prim) dnnl_primitive_destroy(e->prim);
+    if (e->stream) dnnl_stream_destroy(e->stream);
+    free(e->scratch_data);
+    free(e);
+}
+
+/* op(A)[m, k] x op(B)[k, n] = C[m, n] with A, B row-major of leading dims lda, ldb */
+static int build(const rt_kernel_args *k, char *err, size_t cap, gemm *e) {
+    const int64_t *v = e->geo.v, m = v[0], n = v[1], kk = v[2], ta = v[3], tb = v[4], lda = v[5], ldb = v[6];
+    dnnl_memory_desc_t am, bm, cm;
+    DNNL_TRY(dnnl_memory_desc_init_by_strides(&am, 2, (dnnl_dims_t){m, kk}, dnnl_f32,
+                                              ta ? (dnnl_dims_t){1, lda} : (dnnl_dims_t){lda, 1}));
+    DNNL_TRY(dnnl_memory_desc_init_by_strides(&bm, 2, (dnnl_dims_t){kk, n}, dnnl_f32,
+                                              tb ? (dnnl_dims_t){1, ldb} : (dnnl_dims_t){ldb, 1}));
+    DNNL_TRY(dnnl_memory_desc_init_by_strides(&cm, 2, (dnnl_dims_t){m, n}, dnnl_f32, (dnnl_dims_t){n, 1}));
+    dnnl_matmul_desc_t d;
+    DNNL_TRY(dnnl_matmul_desc_init(&d, &am, &bm, NULL, &cm));
+    dnnl_primitive_attr_t attr;
+    DNNL_TRY(dnnl_primitive_attr_create(&attr));
+    dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+    dnnl_primitive_desc_t pd;
+    dnnl_status_t st = dnnl_primitive_desc_create(&pd, &d, attr, engine, NULL);
+    dnnl_primitive_attr_destroy(attr);
+    if (st != dnnl_success) return cpu_kerr(k, err, cap, "oneDNN has no matmul primitive for it (status %d)", (int)st);
+    const dnnl_memory_desc_t *sm = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    size_t bytes = sm ? dnnl_memory_desc_get_size(sm) : 0;
+    if (bytes && !(e->scratch_data = aligned_alloc(64, (bytes + 63) / 64 * 64)))
+        return dnnl_primitive_desc_destroy(pd), cpu_kerr(k, err, cap, "out of memory for a oneDNN scratchpad");
+    st = dnnl_primitive_create(&e->prim, pd);
+    if (st == dnnl_success && bytes) st = dnnl_memory_create(&e->scratch, sm, engine, e->scratch_data);
+    dnnl_primitive_desc_destroy(pd);
+    if (st != dnnl_success) return cpu_kerr(k, err, cap, "oneDNN cannot create the matmul (status %d)", (int)st);
+    DNNL_TRY(dnnl_memory_create(&e->a, &am, engine, DNNL_MEMORY_NONE));
+    DNNL_TRY(dnnl_memory_create(&e->b, &bm, engine, DNNL_MEMORY_NONE));
+    DNNL_TRY(dnnl_memory_create(&e->c, &cm, engine, DNNL_MEMORY_NONE));
+    DNNL_TRY(dnnl_stream_create(&e->stream, engine, dnnl_stream_default_flags));
+    return 0;
+}
+
+/* The cached primitive of k->node, built on first use. */
+static gemm *lookup(const rt_kernel_args *k, const ir_matmul *g, char *err, size_t cap) {
+    size_t h = ((uintptr_t)k->node >> 4) % BUCKETS;
+    geometry geo = geometry_of(k, g);
+    pthread_mutex_lock(&lock);
+    gemm **pe = &table[h];
+    while (*pe && (*pe)->node != k->node) pe = &(*pe)->next;
+    gemm *e = *pe;
+    if (e && memcmp(&e->geo, &geo, sizeof geo)) { /* stale: another node at the same address */
+        *pe = e->next;
+        gemm_free(e);
+        e = NULL;
+    }
+    if (!e && !engine && dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success) {
+        engine = NULL;
+        cpu_kerr(k, err, cap, "cannot create the oneDNN CPU engine");
+    } else if (!e && (e = calloc(1, sizeof *e))) {
+        e->node = k->node, e->geo = geo;
+        if (build(k, err, cap, e)) gemm_free(e), e = NULL;
+        else e->next = table[h], table[h] = e;
+    } else if (!e) {
+        cpu_kerr(k, err, cap, "out of memory");
+    }
+    pthread_mutex_unlock(&lock);
+    return e;
+}
+
+int cpu_dnnl_matmul(const rt_kernel_args *k, char *err, size_t cap) {
+    ir_matmul g = ir_matmul_of(k->node, IN_SHAPE(k, 0), IN_SHAPE(k, 1));
+    apply_threads(); /* before creation: primitives fix their thread count when created */
+    gemm *e = lookup(k, &g, err, cap);
+    if (!e) return -1;
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, e->a}, {DNNL_ARG_WEIGHTS, e->b}, {DNNL_ARG_DST, e->c},
+                               {DNNL_ARG_SCRATCHPAD, e->scratch}};
+    int n_args = e->scratch ? 4 : 3;
+    for (int64_t i = 0; i < g.batch; i++) {
+        DNNL_TRY(dnnl_memory_set_data_handle(e->a, (void *)(IN_F32(k, 0) + ir_matmul_offset(&g, 0, i))));
+        DNNL_TRY(dnnl_memory_set_data_handle(e->b, (void *)(IN_F32(k, 1) + ir_matmul_offset(&g, 1, i))));
+        DNNL_TRY(dnnl_memory_set_data_handle(e->c, (float *)k->out + i * g.m * g.n));
+        DNNL_TRY(dnnl_primitive_execute(e->prim, e->stream, n_args, args));
+        DNNL_TRY(dnnl_stream_wait(e->stream));
+    }
+    return 0;
+}

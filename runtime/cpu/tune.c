@@ -1,0 +1,296 @@
+/* tune.c - kernel choice by measurement (issue 14): the choice table of the
+ * process, the MGC_KERNELS override and the per-machine cache file. */
+#include "tune.h"
+
+#include <cblas.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { KEY_CAP = 512, PATH_CAP = 1024, TIMED_RUNS = 3 };
+
+typedef struct choice {
+    char key[KEY_CAP];
+    char name[32];
+    struct choice *next;
+} choice;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static choice *table;         /* every key chosen in this process */
+static int loaded;            /* MGC_KERNELS and the cache read since the last reset */
+static char forced[32];       /* MGC_KERNELS's candidate name, "" = auto */
+static char path[PATH_CAP];   /* the cache file, "" = none */
+static int measured;
+static int in_job;            /* a process of an mpirun job of several: never measures */
+
+/* ---- the machine: CPU model and flags, library builds ---- */
+
+static void cpuinfo_line(const char *field, char *out, size_t cap) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[8192];
+    out[0] = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, field, strlen(field))) {
+            char *v = strchr(line, ':');
+            snprintf(out, cap, "%s", v ? v + 1 : "");
+            break;
+        }
+    if (f) fclose(f);
+}
+
+static uint64_t fnv1a(uint64_t h, const char *s) {
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static void find_path(void) {
+    char dir[PATH_CAP - 64], model[256], flags[8192];
+    const char *env = getenv("MGC_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    path[0] = 0;
+    if (env && *env) snprintf(dir, sizeof dir, "%s", env);
+    else if (xdg && *xdg) snprintf(dir, sizeof dir, "%s/mgc", xdg);
+    else if (home && *home) snprintf(dir, sizeof dir, "%s/.cache/mgc", home);
+    else return;
+    cpuinfo_line("model name", model, sizeof model);
+    cpuinfo_line("flags", flags, sizeof flags);
+    const dnnl_version_t *v = dnnl_version();
+    char libs[256];
+    snprintf(libs, sizeof libs, "%s|onednn %d.%d.%d %s", openblas_get_config(), v->major, v->minor, v->patch, v->hash);
+    uint64_t h = fnv1a(fnv1a(fnv1a(1469598103934665603ull, model), flags), libs);
+    snprintf(path, sizeof path, "%s/kernels-%016llx.json", dir, (unsigned long long)h);
+}
+
+/* mkdir -p of the cache file's directory */
+static int make_dirs(void) {
+    char d[PATH_CAP];
+    snprintf(d, sizeof d, "%s", path);
+    char *slash = strrchr(d, '/');
+    if (!slash) return 0;
+    *slash = 0;
+    for (char *p = d + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(d, 0755) && errno != EEXIST) return -1;
+            *p = '/';
+        }
+    return mkdir(d, 0755) && errno != EEXIST ? -1 : 0;
+}
+
+/* ---- the table ---- */
+
+static choice *find(const char *key) {
+    for (choice *c = table; c; c = c->next)
+        if (!strcmp(c->key, key)) return c;
+    return NULL;
+}
+
+static void put(const char *key, const char *name) {
+    choice *c = find(key);
+    if (!c && !(c = calloc(1, sizeof *c))) return; /* out of memory: chosen again next time */
+    if (!c->key[0]) snprintf(c->key, sizeof c->key, "%s", key), c->next = table, table = c;
+    snprintf(c->name, sizeof c->name, "%s", name);
+}
+
+/* ---- the cache file: {"mgc_kernels": 1, "choices": {key: candidate name}} ---- */
+
+static const char *parse_cache(const char *text) {
+    cJSON *root = cJSON_Parse(text);
+    const char *why = NULL;
+    const cJSON *version = cJSON_GetObjectItemCaseSensitive(root, "mgc_kernels"),
+                *choices = cJSON_GetObjectItemCaseSensitive(root, "choices"), *it;
+    if (!root) why = "not JSON";
+    else if (!cJSON_IsNumber(version) || version->valueint != 1) why = "no \"mgc_kernels\": 1";
+    else if (!cJSON_IsObject(choices)) why = "no \"choices\" object";
+    const cJSON *list = why ? NULL : choices;
+    cJSON_ArrayForEach(it, list) {
+        if (!cJSON_IsString(it) || strlen(it->string) >= KEY_CAP || strlen(it->valuestring) >= 32) {
+            why = "a choice that is not a short string";
+            break;
+        }
+    }
+    list = why ? NULL : choices;
+    cJSON_ArrayForEach(it, list) put(it->string, it->valuestring);
+    cJSON_Delete(root);
+    return why;
+}
+
+static void load_cache(void) {
+    FILE *f = path[0] ? fopen(path, "rb") : NULL;
+    if (!f) return;
+    size_t cap = 1 << 16, n = 0;
+    char *text = malloc(cap + 1);
+    for (size_t got; text && (got = fread(text + n, 1, cap - n, f)) > 0;) {
+        n += got;
+        if (n == cap) {
+            char *t = realloc(text, 2 * cap + 1);
+            if (!t) free(text);
+            text = t, cap *= 2;
+        }
+    }
+    fclose(f);
+    if (!text) return;
+    text[n] = 0;
+    const char *why = strlen(text) != n ? "a NUL byte" : parse_cache(text);
+    if (why) {
+        /* nothing of a corrupt file is kept */
+        for (choice *c; (c = table);) table = c->next, free(c);
+        fprintf(stderr, "mgc: warning: kernel cache %s is corrupt (%s); measuring again\n", path, why);
+    }
+    free(text);
+}
+
+/* Writes the table to a temporary file beside the cache and renames it over. */
+static void save_cache(void) {
+    if (!path[0]) return;
+    cJSON *root = cJSON_CreateObject(), *choices = cJSON_CreateObject();
+    cJSON_AddNumberToObject(root, "mgc_kernels", 1);
+    cJSON_AddItemToObject(root, "choices", choices);
+    for (choice *c = table; c; c = c->next) cJSON_AddStringToObject(choices, c->key, c->name);
+    char *text = cJSON_Print(root), tmp[PATH_CAP + 32];
+    cJSON_Delete(root);
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    FILE *f = text && !make_dirs() ? fopen(tmp, "wb") : NULL;
+    int ok = f && fputs(text, f) >= 0 && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    if (f) ok = !fclose(f) && ok;
+    if (ok) ok = rename(tmp, path) == 0;
+    else if (f) unlink(tmp);
+    static int warned;
+    if (!ok && !warned) fprintf(stderr, "mgc: warning: cannot write kernel cache %s: %s\n", path, strerror(errno));
+    warned |= !ok;
+    free(text);
+}
+
+/* every candidate name of every tuned op, for MGC_KERNELS */
+static const char *const known[] = {"openblas", "onednn", "onednn-hwio"};
+
+/* whether the launcher started several processes (as runtime/mpi.c reads it) */
+static int launched_several(void) {
+    const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"};
+    for (size_t k = 0; k < sizeof vars / sizeof *vars; k++) {
+        const char *v = getenv(vars[k]);
+        if (v && *v) return atoi(v) > 1;
+    }
+    return 0;
+}
+
+static void load(void) {
+    const char *env = getenv("MGC_KERNELS");
+    in_job = launched_several();
+    forced[0] = 0;
+    for (size_t i = 0; env && i < sizeof known / sizeof *known; i++)
+        if (!strcmp(env, known[i])) snprintf(forced, sizeof forced, "%s", env);
+    if (env && *env && strcmp(env, "auto") && !forced[0])
+        fprintf(stderr, "mgc: warning: MGC_KERNELS='%s' is none of auto, openblas, onednn, onednn-hwio; measuring\n",
+                env);
+    find_path();
+    load_cache();
+    loaded = 1;
+}
+
+/* ---- keys and measurement ---- */
+
+static void put_shape(char *s, size_t cap, size_t *n, const ir_shape *sh) {
+    *n += (size_t)snprintf(s + *n, *n < cap ? cap - *n : 0, " [");
+    for (int i = 0; i < sh->rank; i++)
+        *n += (size_t)snprintf(s + *n, *n < cap ? cap - *n : 0, "%s%lld", i ? "," : "", (long long)sh->dim[i]);
+    *n += (size_t)snprintf(s + *n, *n < cap ? cap - *n : 0, "]");
+}
+
+/* "<op> t<threads> [in0] [in1] -> [out] a<iattr...>" */
+static void key_of(const rt_kernel_args *k, char *s, size_t cap) {
+    size_t n = (size_t)snprintf(s, cap, "%s t%d", ir_ops[k->node->op].name, cpu_kernels_threads());
+    for (int i = 0; i < k->node->n_in; i++) put_shape(s, cap, &n, IN_SHAPE(k, i));
+    n += (size_t)snprintf(s + n, n < cap ? cap - n : 0, " ->");
+    put_shape(s, cap, &n, &k->node->shape);
+    n += (size_t)snprintf(s + n, n < cap ? cap - n : 0, " a");
+    for (int i = 0; i < IR_MAX_IATTR; i++)
+        n += (size_t)snprintf(s + n, n < cap ? cap - n : 0, "%s%lld", i ? "," : "", (long long)k->node->iattr[i]);
+}
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Times every candidate on k's buffers; returns the fastest's index, the
+ * output left as the last run wrote it (*last: that candidate), or -1. */
+static int measure(const rt_kernel_args *k, const cpu_tune_op *op, int *last, char *err, size_t cap) {
+    int best = -1;
+    double best_t = 0;
+    for (int c = 0; c < op->n; c++) {
+        double least = 0;
+        for (int r = 0; r <= TIMED_RUNS; r++) { /* run 0 warms up (and builds primitives) */
+            double t0 = now();
+            if (op->run(k, c, err, cap)) return -1;
+            double t = now() - t0;
+            if (r == 1 || (r > 1 && t < least)) least = t;
+        }
+        *last = c;
+        if (best < 0 || least < best_t) best = c, best_t = least;
+    }
+    measured++;
+    return best;
+}
+
+static int index_of(const cpu_tune_op *op, const char *name) {
+    for (int c = 0; c < op->n; c++)
+        if (!strcmp(op->names[c], name)) return c;
+    return -1;
+}
+
+int cpu_tune_run(const rt_kernel_args *k, const cpu_tune_op *op, char *err, size_t cap) {
+    char key[KEY_CAP];
+    key_of(k, key, sizeof key);
+    pthread_mutex_lock(&lock);
+    if (!loaded) load();
+    choice *ch = find(key);
+    int c = ch ? index_of(op, ch->name) : -1; /* a name from another version: measured again */
+    if (forced[0]) c = index_of(op, forced) < 0 ? 0 : index_of(op, forced); /* a name it lacks: its default */
+    if (c < 0 && in_job) c = 0; /* ranks must agree: the cache's choice or the default, never a measurement */
+    if (c >= 0) {
+        pthread_mutex_unlock(&lock);
+        return op->run(k, c, err, cap);
+    }
+    /* measured under the lock: other devices wait for the one choice of the process */
+    int last = -1, best = measure(k, op, &last, err, cap), rc = best < 0 ? -1 : 0;
+    if (best >= 0) {
+        put(key, op->names[best]);
+        save_cache();
+        if (best != last) rc = op->run(k, best, err, cap);
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+void cpu_tune_reset(void) {
+    pthread_mutex_lock(&lock);
+    for (choice *c; (c = table);) table = c->next, free(c);
+    loaded = 0, measured = 0;
+    pthread_mutex_unlock(&lock);
+}
+
+const char *cpu_tune_cache_path(void) {
+    pthread_mutex_lock(&lock);
+    if (!loaded) load();
+    pthread_mutex_unlock(&lock);
+    return path;
+}
+
+const char *cpu_tune_choice(const rt_kernel_args *k) {
+    char key[KEY_CAP];
+    key_of(k, key, sizeof key);
+    pthread_mutex_lock(&lock);
+    choice *c = find(key);
+    pthread_mutex_unlock(&lock);
+    return c ? c->name : NULL;
+}
+
+int cpu_tune_measured(void) { return measured; }

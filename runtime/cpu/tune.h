@@ -1,0 +1,50 @@
+/* tune.h - kernel choice by measurement (issue 14): for each GEMM and
+ * convolution shape the fastest of several implementations, measured at its
+ * first use and cached per machine, as cudnnFind and XLA's autotuning do.
+ * Internal to the CPU backend and its tests. */
+#ifndef MGC_CPU_TUNE_H
+#define MGC_CPU_TUNE_H
+
+#include <stddef.h>
+
+#include "kernels_impl.h"
+
+/* Runs node k with candidate c of its op (an index into cpu_tune_op.names). */
+typedef int (*cpu_tune_fn)(const rt_kernel_args *k, int c, char *err, size_t cap);
+
+/* the implementations of one op: names[0] is the default (the one used before
+ * issue 14), every candidate computes the same function deterministically */
+typedef struct {
+    const char *const *names;
+    int n;
+    cpu_tune_fn run;
+} cpu_tune_op;
+
+/* Runs k with the candidate chosen for its key (op, threads, input and output
+ * shapes, attributes). The first use of a key in this process takes the
+ * MGC_KERNELS override, else the cache file, else measures every candidate
+ * (one warm-up run, then the least of three timed runs) on k's own buffers,
+ * runs the winner last (so the output is the winner's) and rewrites the
+ * cache. One choice per key for the whole process. */
+int cpu_tune_run(const rt_kernel_args *k, const cpu_tune_op *op, char *err, size_t cap);
+
+/* ---- for tests and tools ---- */
+
+/* Forgets every choice; the next use reads MGC_KERNELS and the cache again. */
+void cpu_tune_reset(void);
+/* The cache file ($MGC_CACHE_DIR, else $XDG_CACHE_HOME/mgc, else
+ * ~/.cache/mgc, then kernels-<hash of the CPU model, its flags and the
+ * OpenBLAS and oneDNN builds>.json); "" when there is no home. */
+const char *cpu_tune_cache_path(void);
+/* The candidate name chosen for k's key, NULL if none yet. */
+const char *cpu_tune_choice(const rt_kernel_args *k);
+/* Keys measured (not read from the cache or forced) since the last reset. */
+int cpu_tune_measured(void);
+
+/* gemm_dnnl.c: matmul through oneDNN's matmul primitive (the "onednn" candidate) */
+int cpu_dnnl_matmul(const rt_kernel_args *k, char *err, size_t cap);
+/* dnnl.c: conv2d and its gradients with the filter in oneDNN's preferred
+ * layout (variant 0, reordered) or in Keras' HWIO layout (variant 1) */
+int cpu_dnnl_conv(const rt_kernel_args *k, int variant, char *err, size_t cap);
+
+#endif

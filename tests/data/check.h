@@ -38,7 +38,7 @@ typedef struct {
 /* Runs the case named argv[1], or every case, in a fresh temporary directory
  * dir made from `pattern` (a mkdtemp template) and removed after; 1 on any
  * failure or an unknown case name. */
-static int run_cases(const test_case *cases, size_t n, char *dir, size_t cap, const char *pattern, int argc,
+static inline int run_cases(const test_case *cases, size_t n, char *dir, size_t cap, const char *pattern, int argc,
                      char **argv) {
     snprintf(dir, cap, "%s", pattern);
     if (!mkdtemp(dir)) return perror("mkdtemp"), 1;

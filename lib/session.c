@@ -69,11 +69,11 @@ uint64_t mgc_session_seed(const mgc_session *s) { return s->seed; }
 
 /* ---- feeds ---- */
 
-/* "f32[N, 28, 28, 1]": a feed's type, or (dims NULL) the plan's with N. */
+/* "f32[N,28,28,1]": a feed's type, or (dims NULL) the plan's with N. */
 static void type_str(ir_dtype t, int rank, const int64_t *dims, const ir_shape *example, char *buf, size_t cap) {
     size_t at = (size_t)snprintf(buf, cap, "%s[", (unsigned)t < IR_DTYPE_COUNT ? ir_dtype_name(t) : "?");
     for (int d = 0; d < rank && at < cap; d++) {
-        if (d) at += (size_t)snprintf(buf + at, cap - at, ", ");
+        if (d) at += (size_t)snprintf(buf + at, cap - at, ",");
         if (at >= cap) break;
         if (!dims && d == 0) at += (size_t)snprintf(buf + at, cap - at, "N");
         else at += (size_t)snprintf(buf + at, cap - at, "%lld", (long long)(dims ? dims[d] : example->dim[d - 1]));

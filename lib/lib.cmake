@@ -40,6 +40,9 @@ endif()
 if(TARGET mgc_cuda)
   string(APPEND MGC_PC_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcudart -lcublas ${MGC_CUDNN_LIB} ${MGC_NCCL_LIB} -lstdc++")
 endif()
+# relocatable: prefix from the .pc file's own place
+file(RELATIVE_PATH MGC_PC_UP ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
+string(REGEX REPLACE "/$" "" MGC_PC_UP "${MGC_PC_UP}")
 configure_file(${CMAKE_SOURCE_DIR}/lib/mgc.pc.in ${CMAKE_BINARY_DIR}/mgc.pc @ONLY)
 
 install(TARGETS mgc_shared mgc_static LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})

@@ -1,6 +1,9 @@
 /* plan.c - libmgc plans: compile a model file or source text for a device
  * list (the passes of `mgc compile`, diagnostics captured), .mgx load and
  * save, and what a plan declares (inputs, outputs, metrics). */
+#define _GNU_SOURCE /* dladdr */
+#include <dlfcn.h>
+#include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,11 +39,30 @@ _Static_assert(MGC_MAX_RANK >= IR_MAX_RANK, "mgc_tensor_info holds every shape")
 
 void mgc_compile_options_init(mgc_compile_options *o) { *o = (mgc_compile_options){0}; }
 
-/* The stdlib: o's, $MGC_STDLIB, the installed one, else the source tree's. */
-static const char *stdlib_dir(const mgc_compile_options *o) {
+/* The stdlib beside an installed libmgc: LIBDIR/../share/mgc/stdlib (or
+ * ../../share for a multiarch LIBDIR), so an installed tree can move. */
+static bool beside_library(char *buf, size_t cap) {
+    Dl_info info;
+    if (!dladdr((void *)mgc_compile_file, &info) || !info.dli_fname) return false;
+    char copy[4096];
+    snprintf(copy, sizeof copy, "%s", info.dli_fname);
+    const char *dir = dirname(copy);
+    for (int up = 1; up <= 2; up++) {
+        snprintf(buf, cap, "%s/%s/share/mgc/stdlib", dir, up == 1 ? ".." : "../..");
+        char probe[4200];
+        snprintf(probe, sizeof probe, "%s/nn.mg", buf);
+        if (access(probe, R_OK) == 0) return true;
+    }
+    return false;
+}
+
+/* The stdlib: o's, $MGC_STDLIB, beside the library, the configured install
+ * prefix's, else the source tree's (a build tree). */
+static const char *stdlib_dir(const mgc_compile_options *o, char *buf, size_t cap) {
     const char *env = getenv("MGC_STDLIB");
     if (o && o->stdlib_dir) return o->stdlib_dir;
     if (env && *env) return env;
+    if (beside_library(buf, cap)) return buf;
     if (access(MGC_INSTALL_STDLIB_DIR "/nn.mg", R_OK) == 0) return MGC_INSTALL_STDLIB_DIR;
     return MGC_SOURCE_STDLIB_DIR;
 }
@@ -113,7 +135,8 @@ static mgc_status compile(const char *path, const char *source, const mgc_compil
     FILE *f = open_memstream(&text, &len);
     if (!f) return free(devices), lib_fail(err, MGC_ERR_RUNTIME, "out of memory");
     ir_diag *d = ir_diag_new(f);
-    ir_module *m = pass_elaborate(path, stdlib_dir(o), d, &po);
+    char dir[4096];
+    ir_module *m = pass_elaborate(path, stdlib_dir(o, dir, sizeof dir), d, &po);
     if (m && !pass_run_all(m, d, &po, NULL, NULL)) ir_module_free(m), m = NULL;
     if (ir_diag_errors(d)) ir_module_free(m), m = NULL;
     ir_diag_free(d);

@@ -29,3 +29,10 @@ others=$(nm -D --defined-only "$libdir/libmgc.so" | awk '{print $3}' | grep -v '
 [ -z "$others" ] || { echo "FAIL: libmgc.so exports $others"; exit 1; }
 ( cd "$tmp" && out=$(./static) && echo "static: $out" ) || { echo "FAIL: static"; exit 1; }
 echo "installed libmgc: pkg-config builds, shared and static programs run"
+# docs/api.md's complete program, built against the installed tree, runs and learns
+awk '/^```c$/{on=1; next} /^```$/{on=0} on' "$src/docs/api.md" > "$tmp/app.c"
+cc -Wall -Werror "$tmp/app.c" -o "$tmp/app" $(pkg-config --cflags --libs mgc) -Wl,-rpath,"$libdir"
+( cd "$tmp" && ./app > app.out ) || { cat "$tmp/app.out"; echo "FAIL: docs/api.md's program"; exit 1; }
+grep -q '^Epoch 3/3$' "$tmp/app.out" && [ -s "$tmp/clf.safetensors" ] || { cat "$tmp/app.out"; echo "FAIL: docs/api.md's program output"; exit 1; }
+tail -3 "$tmp/app.out"
+echo "docs/api.md's program: built and run"

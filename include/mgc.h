@@ -25,7 +25,9 @@
  *   must not be used by two threads at once (a session runs its own worker
  *   threads inside each call). A plan may be shared by several sessions on
  *   several threads, since nothing changes it after it is made. The progress
- *   callback runs on the thread that called mgc_fit.
+ *   callback runs on the thread that called mgc_fit. threads_per_device is
+ *   process-wide (OpenBLAS's thread count, set by mgc_session_new): sessions
+ *   that run at the same time should ask for the same value.
  *
  * Processes
  *   A session runs every replica of its plan in this process (cpu:N devices

@@ -5,6 +5,7 @@
  * figures as printed, prediction bytes). Then every error path it can reach.
  *
  * usage: test_api MGC_BINARY TINY.mg */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -288,6 +289,44 @@ static void steps_and_variables(const char *model) {
     mgc_plan_free(plan);
 }
 
+/* two sessions of one plan, fitted on two threads at once, end the same */
+typedef struct {
+    const mgc_plan *plan;
+    const char *ckpt;
+    mgc_status st;
+    mgc_error err;
+} fit_job;
+
+static void *fit_thread(void *arg) {
+    fit_job *j = arg;
+    mgc_session *s;
+    mgc_feed feeds[] = {{"x", MGC_F32, 2, x_shape, xs}, {"label", MGC_I32, 1, y_shape, ys}};
+    j->st = mgc_session_new(j->plan, NULL, &s, &j->err);
+    if (j->st) return NULL;
+    j->st = mgc_fit(s, feeds, 2, NULL, &j->err);
+    if (!j->st) j->st = mgc_checkpoint_save(s, j->ckpt, &j->err);
+    mgc_session_free(s);
+    return NULL;
+}
+
+static void threads(const char *model) {
+    mgc_error err;
+    mgc_plan *plan;
+    mgc_compile_options co;
+    mgc_compile_options_init(&co);
+    co.devices = "cpu:0,cpu:1";
+    MUST(mgc_compile_file(model, &co, &plan, &err));
+    static fit_job jobs[2];
+    jobs[0] = (fit_job){.plan = plan, .ckpt = path("thread0.safetensors")};
+    jobs[1] = (fit_job){.plan = plan, .ckpt = path("thread1.safetensors")};
+    pthread_t t[2];
+    for (int k = 0; k < 2; k++) pthread_create(&t[k], NULL, fit_thread, &jobs[k]);
+    for (int k = 0; k < 2; k++) pthread_join(t[k], NULL);
+    for (int k = 0; k < 2; k++) CHECK(jobs[k].st == MGC_OK, "thread %d: %s", k, jobs[k].err.message);
+    CHECK(same_file(path("thread0.safetensors"), path("thread1.safetensors")), "two threads' sessions differ");
+    mgc_plan_free(plan);
+}
+
 /* every error the API reports on bad input */
 static void errors(const char *model) {
     mgc_error err;
@@ -371,6 +410,7 @@ int main(int argc, char **argv) {
     make_data();
     against_cli(argv[1], argv[2]);
     steps_and_variables(argv[2]);
+    threads(argv[2]);
     errors(argv[2]);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -176,7 +176,7 @@ mgc_status mgc_train_step(mgc_session *s, const mgc_feed *feeds, int n_feeds, mg
 
 /* What mgc_fit reports: a line of text, a step, an epoch's end. */
 typedef enum {
-    MGC_PROGRESS_TEXT = 0,    /* line only ("Epoch 2/3\n"); the figures are zero */
+    MGC_PROGRESS_TEXT = 0,    /* line only ("Epoch 2/3\n", an epoch's final progress line); figures zero */
     MGC_PROGRESS_STEP = 1,    /* after each step; the callback's result counts here only */
     MGC_PROGRESS_EPOCH = 2,   /* the epoch is done: its means, and the validation figures */
 } mgc_progress_kind;

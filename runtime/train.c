@@ -2,6 +2,7 @@
  * JSON Lines history), evaluation with masked partial batches, prediction,
  * and checkpoints of a session's variables. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -276,6 +277,14 @@ static rt_train_report figures(const progress *p, rt_session *s, rt_report_kind 
                              .loss = means[0], .metrics = means + 1};
 }
 
+/* Appends printf-style text at buf[*at], never past cap. */
+static void __attribute__((format(printf, 4, 5))) appendf(char *buf, size_t cap, size_t *at, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (*at < cap) *at += (size_t)vsnprintf(buf + *at, cap - *at, fmt, ap);
+    va_end(ap);
+}
+
 /* The Keras-style progress line into buf; false when none is due. */
 static bool format_progress(progress *p, bool final, char *buf, size_t cap) {
     double t = now(), elapsed = t - p->started;
@@ -284,7 +293,7 @@ static bool format_progress(progress *p, bool final, char *buf, size_t cap) {
     int64_t n = p->done_in_epoch, total = p->steps_per_epoch;
     int width = 30, fill = total ? (int)(width * n / total) : width;
     size_t at = 0;
-#define PUT(...) (at += (size_t)snprintf(buf + (at < cap ? at : cap), at < cap ? cap - at : 0, __VA_ARGS__))
+#define PUT(...) appendf(buf, cap, &at, __VA_ARGS__)
     PUT("%s%lld/%lld [", p->tty ? "\r" : "", (long long)n, (long long)total);
     for (int k = 0; k < width; k++) PUT("%c", k < fill ? '=' : k == fill ? '>' : '.');
     PUT("] - ");
@@ -317,16 +326,16 @@ static int end_epoch(rt_session *s, progress *p, const rt_dataset *test, char *e
     double seconds = now() - p->started, n = (double)(p->done_in_epoch ? p->done_in_epoch : 1);
     double ips = (double)(p->done_in_epoch * m->global_batch) / (seconds > 0 ? seconds : 1);
     char text[2048] = "";
-    format_progress(p, true, text, sizeof text);
+    if (format_progress(p, true, text, sizeof text)) print_text(p, text); /* before the evaluation, which takes time */
     rt_scores v = {0};
     if (test && rt_evaluate(s, test, &v, err, cap)) return -1;
+    size_t at = 0;
+    text[0] = 0;
     if (!p->o->quiet && test) {
-        size_t at = strlen(text);
-#define PUT(...) (at += (size_t)snprintf(text + (at < sizeof text ? at : sizeof text), at < sizeof text ? sizeof text - at : 0, __VA_ARGS__))
-        PUT("epoch %lld/%lld - test loss: %.4f", (long long)p->epoch + 1, (long long)p->epochs, v.loss);
-        for (int k = 0; k < m->n_metrics; k++) PUT(" - test %s: %.4f", m->metrics[k].name, v.metric[k]);
-        PUT(" (%lld examples)\n", (long long)v.examples);
-#undef PUT
+        appendf(text, sizeof text, &at, "epoch %lld/%lld - test loss: %.4f", (long long)p->epoch + 1,
+                (long long)p->epochs, v.loss);
+        for (int k = 0; k < m->n_metrics; k++) appendf(text, sizeof text, &at, " - test %s: %.4f", m->metrics[k].name, v.metric[k]);
+        appendf(text, sizeof text, &at, " (%lld examples)\n", (long long)v.examples);
     }
     double means[17];
     rt_train_report r = figures(p, s, RT_REPORT_EPOCH, means);

@@ -45,9 +45,9 @@ int rt_predict(rt_session *s, const rt_dataset *ds, rt_tensor *out, char *err, s
 /* What rt_train reports through rt_train_options.report (libmgc's progress
  * callback): the text it would print on stdout, and the figures behind it. */
 typedef enum {
-    RT_REPORT_TEXT,   /* a line of text only ("Epoch 1/3\n", "nothing to train...") */
+    RT_REPORT_TEXT,   /* text only: "Epoch 1/3\n", an epoch's final progress line, "nothing to train..." */
     RT_REPORT_STEP,   /* after each step; text is the progress line when one is due, else NULL */
-    RT_REPORT_EPOCH,  /* after each epoch: its final progress line and test line */
+    RT_REPORT_EPOCH,  /* after each epoch's evaluation: its means, test scores and test line */
 } rt_report_kind;
 
 typedef struct {

@@ -176,7 +176,7 @@ static void against_cli(const char *mgc, const char *model) {
     progress_log log = {0};
     fo.progress = on_progress, fo.user = &log;
     MUST(mgc_fit(s, feeds, 2, &fo, &err));
-    CHECK(log.steps == EPOCHS * N / 64 && log.epochs == EPOCHS && log.texts == EPOCHS, "steps %d epochs %d texts %d",
+    CHECK(log.steps == EPOCHS * N / 64 && log.epochs == EPOCHS && log.texts == 2 * EPOCHS, "steps %d epochs %d texts %d",
           log.steps, log.epochs, log.texts);
     CHECK(mgc_session_step(s) == EPOCHS * N / 64, "step %lld", (long long)mgc_session_step(s));
     CHECK(strstr(log.lines, "Epoch 1/2\n4/4 [==============================] - ") && strstr(log.lines, "Epoch 2/2\n") &&

@@ -2,6 +2,7 @@
  * JSON Lines history), evaluation with masked partial batches, prediction,
  * and checkpoints of a session's variables. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -236,8 +237,7 @@ int rt_predict(rt_session *s, const rt_dataset *ds, rt_tensor *out, char *err, s
 
 /* ---- training ---- */
 
-/* The report all-reduce (loss and metric batch means) on the first local replica. */
-static int report_node(const ir_module *m, int replica) {
+int rt_report_node(const ir_module *m, int replica) {
     for (int i = 0; i < m->g.n; i++)
         if (m->g.nodes[i].op == OP_ALL_REDUCE && m->g.nodes[i].iattr[0] == m->n_buckets &&
             m->g.nodes[i].device == replica)
@@ -250,28 +250,74 @@ typedef struct {
     const rt_train_options *o;
     int64_t epoch, epochs, steps_per_epoch, done_in_epoch, target;
     double sums[17], started, last_print, train_seconds;
-    bool tty;
+    bool tty, stop_asked;       /* stop_asked: the report callback returned nonzero */
     FILE *history;              /* a memory stream over history_text, NULL: no history here */
     char *history_text;
     size_t history_len;
 } progress;
 
-static void print_progress(progress *p, bool final) {
+/* Text rt_train prints: to stdout, or to the report callback. */
+static void out_text(progress *p, rt_train_report *r) {
+    if (p->o->report) {
+        int stop = p->o->report(p->o->report_ctx, r);
+        if (r->kind == RT_REPORT_STEP && stop) p->stop_asked = true;
+        return;
+    }
+    if (!r->text) return;
+    fputs(r->text, stdout);
+    fflush(stdout);
+}
+
+/* Fills the figures of a report: the epoch's means so far. */
+static rt_train_report figures(const progress *p, rt_session *s, rt_report_kind kind, double *means) {
+    double n = (double)(p->done_in_epoch ? p->done_in_epoch : 1);
+    for (int k = 0; k <= p->m->n_metrics; k++) means[k] = p->sums[k] / n;
+    return (rt_train_report){.kind = kind, .step = rt_session_step(s), .epoch = p->epoch, .epochs = p->epochs,
+                             .done_in_epoch = p->done_in_epoch, .steps_per_epoch = p->steps_per_epoch,
+                             .loss = means[0], .metrics = means + 1};
+}
+
+/* Appends printf-style text at buf[*at], never past cap. */
+static void __attribute__((format(printf, 4, 5))) appendf(char *buf, size_t cap, size_t *at, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (*at < cap) *at += (size_t)vsnprintf(buf + *at, cap - *at, fmt, ap);
+    va_end(ap);
+}
+
+/* The Keras-style progress line into buf; false when none is due. */
+static bool format_progress(progress *p, bool final, char *buf, size_t cap) {
     double t = now(), elapsed = t - p->started;
-    if (p->o->quiet || (!final && (!p->tty || t - p->last_print < 0.25))) return;
+    if (p->o->quiet || (!final && (!p->tty || t - p->last_print < 0.25))) return false;
     p->last_print = t;
     int64_t n = p->done_in_epoch, total = p->steps_per_epoch;
     int width = 30, fill = total ? (int)(width * n / total) : width;
-    printf("%s%lld/%lld [", p->tty ? "\r" : "", (long long)n, (long long)total);
-    for (int k = 0; k < width; k++) putchar(k < fill ? '=' : k == fill ? '>' : '.');
-    printf("] - ");
-    if (final) printf("%.1fs", elapsed);
-    else printf("ETA %.0fs", n ? elapsed / (double)n * (double)(total - n) : 0.0);
-    printf(" - loss: %.4f", p->sums[0] / (double)(n ? n : 1));
-    for (int k = 0; k < p->m->n_metrics; k++) printf(" - %s: %.4f", p->m->metrics[k].name, p->sums[1 + k] / (double)(n ? n : 1));
-    printf(" - %.0f img/s", (double)(n * p->m->global_batch) / (elapsed > 0 ? elapsed : 1));
-    if (final || !p->tty) putchar('\n');
-    fflush(stdout);
+    size_t at = 0;
+#define PUT(...) appendf(buf, cap, &at, __VA_ARGS__)
+    PUT("%s%lld/%lld [", p->tty ? "\r" : "", (long long)n, (long long)total);
+    for (int k = 0; k < width; k++) PUT("%c", k < fill ? '=' : k == fill ? '>' : '.');
+    PUT("] - ");
+    if (final) PUT("%.1fs", elapsed);
+    else PUT("ETA %.0fs", n ? elapsed / (double)n * (double)(total - n) : 0.0);
+    PUT(" - loss: %.4f", p->sums[0] / (double)(n ? n : 1));
+    for (int k = 0; k < p->m->n_metrics; k++) PUT(" - %s: %.4f", p->m->metrics[k].name, p->sums[1 + k] / (double)(n ? n : 1));
+    PUT(" - %.0f img/s", (double)(n * p->m->global_batch) / (elapsed > 0 ? elapsed : 1));
+    if (final || !p->tty) PUT("\n");
+#undef PUT
+    return true;
+}
+
+/* After a step: the progress line when due, and the step's report. */
+static void print_progress(progress *p, rt_session *s) {
+    char line[1024];
+    double means[17];
+    rt_train_report r = figures(p, s, RT_REPORT_STEP, means);
+    r.text = format_progress(p, false, line, sizeof line) ? line : NULL;
+    out_text(p, &r);
+}
+
+static void print_text(progress *p, const char *text) {
+    out_text(p, &(rt_train_report){.kind = RT_REPORT_TEXT, .text = text});
 }
 
 /* Evaluates on test, prints the epoch line and writes the history object. */
@@ -279,15 +325,22 @@ static int end_epoch(rt_session *s, progress *p, const rt_dataset *test, char *e
     const ir_module *m = p->m;
     double seconds = now() - p->started, n = (double)(p->done_in_epoch ? p->done_in_epoch : 1);
     double ips = (double)(p->done_in_epoch * m->global_batch) / (seconds > 0 ? seconds : 1);
-    print_progress(p, true);
+    char text[2048] = "";
+    if (format_progress(p, true, text, sizeof text)) print_text(p, text); /* before the evaluation, which takes time */
     rt_scores v = {0};
     if (test && rt_evaluate(s, test, &v, err, cap)) return -1;
+    size_t at = 0;
+    text[0] = 0;
     if (!p->o->quiet && test) {
-        printf("epoch %lld/%lld - test loss: %.4f", (long long)p->epoch + 1, (long long)p->epochs, v.loss);
-        for (int k = 0; k < m->n_metrics; k++) printf(" - test %s: %.4f", m->metrics[k].name, v.metric[k]);
-        printf(" (%lld examples)\n", (long long)v.examples);
-        fflush(stdout);
+        appendf(text, sizeof text, &at, "epoch %lld/%lld - test loss: %.4f", (long long)p->epoch + 1,
+                (long long)p->epochs, v.loss);
+        for (int k = 0; k < m->n_metrics; k++) appendf(text, sizeof text, &at, " - test %s: %.4f", m->metrics[k].name, v.metric[k]);
+        appendf(text, sizeof text, &at, " (%lld examples)\n", (long long)v.examples);
     }
+    double means[17];
+    rt_train_report r = figures(p, s, RT_REPORT_EPOCH, means);
+    r.text = *text ? text : NULL, r.test = test ? &v : NULL;
+    out_text(p, &r);
     FILE *h = p->history;
     if (!h) return 0;
     fprintf(h, "{\"epoch\": %lld, \"step\": %lld, \"loss\": %.9g", (long long)p->epoch + 1,
@@ -363,10 +416,10 @@ int rt_train(rt_session *s, const rt_dataset *train, const rt_dataset *test, con
                          .row_begin = per * rt_session_first_replica(s), .rows = per * rt_session_local_replicas(s)};
     rt_loader *l = rt_loader_new(train, &lo, err, cap);
     if (!l) return -1;
-    progress p = {.m = m, .o = o, .steps_per_epoch = rt_loader_steps_per_epoch(l), .tty = isatty(1)};
+    progress p = {.m = m, .o = o, .steps_per_epoch = rt_loader_steps_per_epoch(l), .tty = o->report ? o->tty : isatty(1)};
     open_history(&p);
     int64_t start = rt_session_step(s);
-    int report = report_node(m, rt_session_first_replica(s)), rc = 0;
+    int report = rt_report_node(m, rt_session_first_replica(s)), rc = 0;
     if (p.steps_per_epoch == 0) {
         snprintf(err, cap, "the training set has fewer examples than one global batch (%lld)", (long long)m->global_batch);
         rc = -1;
@@ -378,27 +431,30 @@ int rt_train(rt_session *s, const rt_dataset *train, const rt_dataset *test, con
     if (!rc) {
         p.target = o->steps ? o->steps : o->epochs * p.steps_per_epoch;
         p.epochs = p.target / p.steps_per_epoch + (p.target % p.steps_per_epoch != 0);
-        if (start >= p.target && !o->quiet)
-            printf("nothing to train: the checkpoint is already at step %lld of %lld\n", (long long)start,
-                   (long long)p.target);
+        char text[160];
+        snprintf(text, sizeof text, "nothing to train: the checkpoint is already at step %lld of %lld\n",
+                 (long long)start, (long long)p.target);
+        if (start >= p.target && !o->quiet) print_text(&p, text);
         rc = rt_loader_seek(l, start / p.steps_per_epoch, start % p.steps_per_epoch, err, cap);
     }
     while (!rc && rt_session_step(s) < p.target) {
         p.epoch = rt_session_step(s) / p.steps_per_epoch;
         p.done_in_epoch = 0, p.started = now(), p.last_print = 0;
         memset(p.sums, 0, sizeof p.sums);
-        if (!o->quiet) printf("Epoch %lld/%lld\n", (long long)p.epoch + 1, (long long)p.epochs);
+        char text[96];
+        snprintf(text, sizeof text, "Epoch %lld/%lld\n", (long long)p.epoch + 1, (long long)p.epochs);
+        if (!o->quiet) print_text(&p, text);
         bool stopping = false;
         int64_t saved_at = -1;
         do {
             rc = train_step(s, &p, rt_loader_next(l), report, err, cap);
             p.done_in_epoch++;
-            print_progress(&p, false);
+            print_progress(&p, s);
             if (!rc && checkpoint_due(o, rt_session_step(s), p.steps_per_epoch)) {
                 rc = rt_ckpt_dir_save(s, o->checkpoint_dir, o->seed, o->keep, err, cap);
                 saved_at = rt_session_step(s);
             }
-            stopping = !rc && stop_requested(s, o);
+            stopping = !rc && (stop_requested(s, o) || p.stop_asked);
         } while (!rc && !stopping && rt_session_step(s) < p.target && rt_session_step(s) % p.steps_per_epoch);
         int64_t step = rt_session_step(s);
         if (!rc && !stopping) rc = end_epoch(s, &p, test, err, cap);

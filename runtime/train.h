@@ -42,6 +42,25 @@ int rt_evaluate(rt_session *s, const rt_dataset *ds, rt_scores *out, char *err, 
  * mpirun every worker ends with all of them (each runs its replicas' rows). */
 int rt_predict(rt_session *s, const rt_dataset *ds, rt_tensor *out, char *err, size_t cap);
 
+/* What rt_train reports through rt_train_options.report (libmgc's progress
+ * callback): the text it would print on stdout, and the figures behind it. */
+typedef enum {
+    RT_REPORT_TEXT,   /* text only: "Epoch 1/3\n", an epoch's final progress line, "nothing to train..." */
+    RT_REPORT_STEP,   /* after each step; text is the progress line when one is due, else NULL */
+    RT_REPORT_EPOCH,  /* after each epoch's evaluation: its means, test scores and test line */
+} rt_report_kind;
+
+typedef struct {
+    rt_report_kind kind;
+    const char *text;          /* exactly what stdout would get (may start with \r), or NULL */
+    int64_t step;              /* optimizer steps taken in all */
+    int64_t epoch, epochs;     /* 0-based epoch, epochs of the run */
+    int64_t done_in_epoch, steps_per_epoch;
+    double loss;               /* mean over the epoch's steps so far */
+    const double *metrics;     /* m->n_metrics means, as loss */
+    const rt_scores *test;     /* RT_REPORT_EPOCH with a test set, else NULL */
+} rt_train_report;
+
 typedef struct {
     int64_t epochs;          /* used when steps == 0 */
     int64_t steps;           /* total optimizer steps, 0: epochs */
@@ -57,9 +76,20 @@ typedef struct {
     bool save_every_epochs;
     int keep;                /* checkpoints kept, newest first */
     const volatile sig_atomic_t *stop; /* set (by a signal): finish the step, checkpoint, return RT_STOPPED */
+    /* When set, nothing is printed: each text and figure goes to report
+     * instead; a nonzero return (from a STEP report) stops training after
+     * that step as *stop does. tty: progress lines as for a terminal. */
+    int (*report)(void *ctx, const rt_train_report *r);
+    void *report_ctx;
+    bool tty;
 } rt_train_options;
 
-enum { RT_STOPPED = 1 }; /* rt_train's result when *o->stop ended it early */
+enum { RT_STOPPED = 1 }; /* rt_train's result when *o->stop (or the report callback) ended it early */
+
+
+/* The report all-reduce of `replica` (the loss and metric means of a train
+ * step, f32[1 + n_metrics]): the node rt_session_run_read reads. */
+int rt_report_node(const ir_module *m, int replica);
 
 /* Trains from the session's current step to the target, evaluating on test
  * (may be NULL) after each epoch, and writes the checkpoints asked for (the

@@ -1,0 +1,12 @@
+# libmgc (issue 16): the C API trained, evaluated and predicted through mgc.h
+# alone, equal to the CLI; every error path; in a sanitized build too.
+add_executable(test_api ${CMAKE_CURRENT_SOURCE_DIR}/api/test_api.c)
+target_link_libraries(test_api PRIVATE mgc_shared Threads::Threads)
+add_test(NAME api_c COMMAND test_api ${MGC_BIN} ${MGC_SRC}/tests/api/tiny.mg)
+set_tests_properties(api_c PROPERTIES TIMEOUT 300)
+# cmake --install into a temporary prefix and a program built with pkg-config
+# (not in a sanitized build: a plain cc program cannot load an ASan library)
+if(NOT MGC_SANITIZE)
+  add_test(NAME api_install COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/api/install.sh ${CMAKE_BINARY_DIR} ${MGC_SRC})
+  set_tests_properties(api_install PROPERTIES TIMEOUT 300)
+endif()

@@ -128,7 +128,7 @@ def train(rank, text, steps, batch, threads, replicas, seed, result):
     if replicas > 1:
         os.sched_setaffinity(0, {rank % os.cpu_count()})
         dist.init_process_group("gloo", init_method="tcp://127.0.0.1:29519", rank=rank, world_size=replicas)
-        model = nn.parallel.DistributedDataParallel(model)
+        model = nn.parallel.DistributedDataParallel(model, broadcast_buffers=False)  # the causal mask is a constant
     # Keras AdamW: epsilon 1e-7, decoupled weight decay 0.004 on every variable
     opt = torch.optim.AdamW(model.parameters(), lr=1.0, eps=1e-7, weight_decay=0.004)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, learning_rate)
@@ -154,6 +154,7 @@ def train(rank, text, steps, batch, threads, replicas, seed, result):
         step()
     elapsed = time.perf_counter() - t
     if rank == 0:
+        model = model.module if replicas > 1 else model  # evaluate alone, without DDP's collectives
         model.eval()
         with torch.no_grad():
             losses = [F.cross_entropy(model(vx[i:i + 64]).reshape(-1, VOCAB), vy[i:i + 64].reshape(-1),

@@ -426,7 +426,7 @@ static int cuda_sync(rt_backend *b) {
             char keep[sizeof b->err];
             memcpy(keep, b->err, sizeof keep);
             cuda_nccl_release(b);
-            idle_wait_until(w, now_s() + limit); /* the streams drain once released */
+            idle_wait_until(w, now_s() + fmin(limit, 10.0)); /* the streams drain once released */
             memcpy(b->err, keep, sizeof keep);
         }
     }

@@ -71,7 +71,8 @@ typedef struct {
     void (*shutdown)(rt_backend *b);
     void *(*alloc)(rt_backend *b, int device, size_t bytes);
     void (*dealloc)(rt_backend *b, int device, void *p);
-    /* host <-> device copies, ordered on (device, stream) */
+    /* host <-> device copies, ordered on (device, stream); a download's bytes
+     * are in dst once the next sync returns 0 */
     int (*upload)(rt_backend *b, int device, int stream, void *dst, const void *src, size_t bytes);
     int (*download)(rt_backend *b, int device, int stream, void *dst, const void *src, size_t bytes);
     int (*launch)(rt_backend *b, int device, int stream, const rt_kernel_args *k);

@@ -12,6 +12,7 @@
  * same generation has not been submitted yet fails instead of silently waiting
  * for the previous run's record).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -23,7 +24,14 @@
 
 int cuda_fail(rt_backend *b, const char *call, const char *what, const char *file, int line) {
     snprintf(b->err, sizeof b->err, "%s failed: %s (%s:%d)", call, what, file, line);
+    if (b->impl) cuda_st(b)->failed = 1; /* teardown releases the collective flags (cuda_nccl_release) */
     return -1;
+}
+
+int cuda_fail_driver(rt_backend *b, const char *call, int code, const char *file, int line) {
+    char what[48];
+    snprintf(what, sizeof what, "CUDA driver error %d (CUresult)", code);
+    return cuda_fail(b, call, what, file, line);
 }
 
 int rt_cuda_device_count(char *why, size_t cap) {
@@ -67,10 +75,21 @@ static int device_init(rt_backend *b, cuda_device *d, int n_events) {
         CUDNN_CHECK(b, cudnnSetStream(d->dnn[s], d->stream[s]));
     }
     CUDA_CHECK(b, cudaStreamCreateWithFlags(&d->nccl_stream, cudaStreamNonBlocking));
+    TRY(cuda_stage_init(b, d));
+    TRY(cuda_algo_cache_init(b, d));
+    for (int s = 0; s < STREAM_COUNT + 1; s++)
+        CUDA_CHECK(b, cudaEventCreateWithFlags(&d->idle[s], cudaEventDisableTiming | cudaEventBlockingSync));
     CUDA_CHECK(b, cudaMalloc((void **)&d->flags, CUDA_MAX_PENDING * sizeof *d->flags));
-    CUDA_CHECK(b, cudaMemset(d->flags, 0, CUDA_MAX_PENDING * sizeof *d->flags));
     CUDA_CHECK(b, cudaMalloc((void **)&d->bad_id, 3 * sizeof *d->bad_id));
-    CUDA_CHECK(b, cudaMemset(d->bad_id, 0, 3 * sizeof *d->bad_id));
+    CUDA_CHECK(b, cudaMalloc((void **)&d->nonfinite, sizeof *d->nonfinite));
+    /* cleared on one of our streams and waited for: a plain cudaMemset runs on the
+     * legacy default stream, which is not ordered with non-blocking streams */
+    cudaStream_t s0 = d->stream[STREAM_COMPUTE];
+    CUDA_CHECK(b, cudaMemsetAsync(d->flags, 0, CUDA_MAX_PENDING * sizeof *d->flags, s0));
+    CUDA_CHECK(b, cudaMemsetAsync(d->bad_id, 0, 3 * sizeof *d->bad_id, s0));
+    CUDA_CHECK(b, cudaMemsetAsync(d->nonfinite, 0, sizeof *d->nonfinite, s0));
+    CUDA_CHECK(b, cudaMemsetAsync(&d->nonfinite->key, 0xff, sizeof d->nonfinite->key, s0));
+    CUDA_CHECK(b, cudaStreamSynchronize(s0));
     d->events = calloc((size_t)(n_events > 0 ? n_events : 1), sizeof *d->events);
     if (!d->events) return cuda_fail(b, "calloc(events)", "out of memory", __FILE__, __LINE__);
     for (int e = 0; e < n_events; e++) CUDA_CHECK(b, cudaEventCreateWithFlags(&d->events[e], cudaEventDisableTiming));
@@ -90,14 +109,25 @@ static void device_free(cuda_device *d, int n_events) {
         if (d->stream[s]) cudaStreamDestroy(d->stream[s]);
     }
     if (d->nccl_stream) cudaStreamDestroy(d->nccl_stream);
+    for (int s = 0; s < STREAM_COUNT + 1; s++)
+        if (d->idle[s]) cudaEventDestroy(d->idle[s]);
     if (d->flags) cudaFree(d->flags);
     if (d->bad_id) cudaFree(d->bad_id);
+    if (d->nonfinite) cudaFree(d->nonfinite);
+    cuda_algo_cache_free(d);
+    cuda_stage_free(d); /* a zeroed stage (init never reached) frees nothing */
 }
 
 static void cuda_shutdown(rt_backend *b) {
     cuda_state *st = cuda_st(b);
     if (!st) return;
-    cuda_nccl_free(b);
+    /* after an error some comm stream may wait on a collective flag that no
+     * flush will write (a device failed before joining): release them and
+     * abort NCCL, or cudaFree below would wait forever */
+    if (st->failed || cuda_nccl_any_pending(b))
+        cuda_nccl_release(b);
+    else
+        cuda_nccl_free(b);
     cuda_trace_arm(b, 0);
     for (int d = 0; d < st->n; d++) device_free(&st->dev[d], b->n_events);
     for (int p = 0; p < CUDA_MAX_PENDING; p++)
@@ -187,20 +217,7 @@ static void cuda_dealloc(rt_backend *b, int device, void *p) {
     if (p && cuda_use(b, device) == 0) cudaFree(p);
 }
 
-static int copy(rt_backend *b, int device, int stream, void *dst, const void *src, size_t bytes,
-                enum cudaMemcpyKind kind) {
-    TRY(cuda_use(b, device));
-    CUDA_CHECK(b, cudaMemcpyAsync(dst, src, bytes, kind, cuda_st(b)->dev[device].stream[stream]));
-    return 0;
-}
-
-int cuda_upload(rt_backend *b, int device, int stream, void *dst, const void *src, size_t bytes) {
-    return copy(b, device, stream, dst, src, bytes, cudaMemcpyHostToDevice);
-}
-
-int cuda_download(rt_backend *b, int device, int stream, void *dst, const void *src, size_t bytes) {
-    return copy(b, device, stream, dst, src, bytes, cudaMemcpyDeviceToHost);
-}
+/* cuda_upload, cuda_download: cuda_stage.c (pinned staging) */
 
 static int cuda_record(rt_backend *b, int device, int stream, int event, uint64_t generation) {
     cuda_state *st = cuda_st(b);
@@ -237,15 +254,104 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* 1 when every stream of device d is idle, 0 when busy, -1 on error */
-static int device_idle(rt_backend *b, cuda_device *d) {
-    cudaStream_t all[] = {d->stream[STREAM_COMPUTE], d->stream[STREAM_COMM], d->nccl_stream};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-        cudaError_t e = cudaStreamQuery(all[i]);
-        if (e == cudaErrorNotReady) return 0;
-        CUDA_CHECK(b, e);
+/* Issue 15: sync waits on events, it does not poll. cudaStreamQuery answering
+ * cudaErrorNotReady leaves that as the thread's last error, which the next
+ * launch check (cudaGetLastError) then took for its own failure; and a 200 us
+ * sleep per poll costs up to that much per step. A helper thread blocks in
+ * cudaEventSynchronize (blocking-sync events, no spinning) on an event
+ * recorded on every stream; this thread waits for it on a condition variable,
+ * waking every POLL_S only to look for NCCL's asynchronous errors and the
+ * collective timeout. The helper is detached and the record shared by
+ * reference count, so a device that never finishes cannot hang the caller. */
+static const double POLL_S = 0.1;
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done, refs, n;
+    int ordinal[CUDA_MAX_DEVICES];
+    cudaEvent_t ev[CUDA_MAX_DEVICES][STREAM_COUNT + 1];
+    char err[256];                      /* empty: every event completed */
+} idle_wait;
+
+static void idle_wait_drop(idle_wait *w) {
+    pthread_mutex_lock(&w->mu);
+    int last = --w->refs == 0;
+    pthread_mutex_unlock(&w->mu);
+    if (!last) return;
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    free(w);
+}
+
+static void *idle_thread(void *arg) {
+    idle_wait *w = arg;
+    char err[256] = "";
+    for (int d = 0; d < w->n && !err[0]; d++) {
+        cudaError_t e = cudaSetDevice(w->ordinal[d]);
+        for (int s = 0; e == cudaSuccess && s < STREAM_COUNT + 1; s++) e = cudaEventSynchronize(w->ev[d][s]);
+        if (e != cudaSuccess)
+            snprintf(err, sizeof err, "cudaEventSynchronize(step end) on gpu:%d failed: %s", w->ordinal[d],
+                     cudaGetErrorString(e));
     }
-    return 1;
+    pthread_mutex_lock(&w->mu);
+    memcpy(w->err, err, sizeof err);
+    w->done = 1;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    idle_wait_drop(w);
+    return NULL;
+}
+
+/* records the idle events and starts the helper waiting on them */
+static int idle_start(rt_backend *b, idle_wait **out) {
+    cuda_state *st = cuda_st(b);
+    *out = NULL;
+    for (int d = 0; d < st->n; d++) {
+        cuda_device *dev = &st->dev[d];
+        cudaStream_t all[STREAM_COUNT + 1] = {dev->stream[STREAM_COMPUTE], dev->stream[STREAM_COMM], dev->nccl_stream};
+        TRY(cuda_use(b, d));
+        for (int s = 0; s < STREAM_COUNT + 1; s++) CUDA_CHECK(b, cudaEventRecord(dev->idle[s], all[s]));
+    }
+    idle_wait *w = calloc(1, sizeof *w);
+    if (!w) return cuda_fail(b, "calloc(idle_wait)", "out of memory", __FILE__, __LINE__);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&w->mu, NULL);
+    w->n = st->n, w->refs = 2;
+    for (int d = 0; d < st->n; d++) {
+        w->ordinal[d] = st->dev[d].ordinal;
+        memcpy(w->ev[d], st->dev[d].idle, sizeof w->ev[d]);
+    }
+    pthread_t t;
+    pthread_attr_t ta;
+    pthread_attr_init(&ta);
+    pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&t, &ta, idle_thread, w);
+    pthread_attr_destroy(&ta);
+    if (rc != 0) {
+        w->refs = 1, idle_wait_drop(w);
+        snprintf(b->err, sizeof b->err, "pthread_create(step-end waiter) failed: %s", strerror(rc));
+        return -1;
+    }
+    *out = w;
+    return 0;
+}
+
+/* 1 when the helper finished before `until` (CLOCK_MONOTONIC seconds), else 0 */
+static int idle_wait_until(idle_wait *w, double until) {
+    struct timespec ts;
+    ts.tv_sec = (time_t)until;
+    ts.tv_nsec = (long)((until - (double)ts.tv_sec) * 1e9);
+    pthread_mutex_lock(&w->mu);
+    while (!w->done)
+        if (pthread_cond_timedwait(&w->cv, &w->mu, &ts) != 0) break;
+    int done = w->done;
+    pthread_mutex_unlock(&w->mu);
+    return done;
 }
 
 /* After the streams are idle: an embedding id outside its table, recorded by
@@ -257,7 +363,8 @@ static int check_bad_ids(rt_backend *b) {
         TRY(cuda_use(b, d));
         CUDA_CHECK(b, cudaMemcpy(bad, st->dev[d].bad_id, sizeof bad, cudaMemcpyDeviceToHost));
         if (!bad[0]) continue;
-        CUDA_CHECK(b, cudaMemset(st->dev[d].bad_id, 0, sizeof bad));
+        CUDA_CHECK(b, cudaMemsetAsync(st->dev[d].bad_id, 0, sizeof bad, st->dev[d].stream[STREAM_COMPUTE]));
+        CUDA_CHECK(b, cudaStreamSynchronize(st->dev[d].stream[STREAM_COMPUTE]));
         if (!st->m || bad[0] > st->m->g.n) {
             snprintf(b->err, sizeof b->err, "gather: id %d is outside its table", bad[1]);
             return -1;
@@ -271,30 +378,68 @@ static int check_bad_ids(rt_backend *b) {
     return 0;
 }
 
-/* Polls every stream until idle; past the collective timeout names the
- * devices still busy (a peer that never joined a collective hangs NCCL). */
-static int cuda_sync(rt_backend *b) {
+/* After the streams are idle: the first kernel output that held NaN or Inf
+ * under --check-numerics (cuda_numerics.cu), in the CPU backend's words. */
+int cuda_check_nonfinite(rt_backend *b) {
     cuda_state *st = cuda_st(b);
-    TRY(cuda_nccl_check_pending(b));
-    double start = now_s(), limit = b->collective_timeout > 0 ? b->collective_timeout : 300.0;
-    for (;;) {
-        int busy = -1, rc;
-        for (int d = 0; d < st->n; d++) {
-            TRY(cuda_use(b, d));
-            if ((rc = device_idle(b, &st->dev[d])) < 0) return -1;
-            if (rc == 0 && busy < 0) busy = d;
-        }
-        if (busy < 0) return check_bad_ids(b);
-        TRY(cuda_nccl_poll(b));
-        if (now_s() - start > limit) {
-            cuda_nccl_abort(b);
-            snprintf(b->err, sizeof b->err, "timeout after %.0f s: gpu replica %d still busy (a collective peer "
-                     "never arrived?)", limit, b->replica_base + busy);
+    for (int d = 0; d < st->n; d++) {
+        cuda_nonfinite nf;
+        cudaStream_t s = st->dev[d].stream[STREAM_COMPUTE];
+        TRY(cuda_use(b, d));
+        CUDA_CHECK(b, cudaMemcpy(&nf, st->dev[d].nonfinite, sizeof nf, cudaMemcpyDeviceToHost));
+        if (!nf.node1) continue;
+        CUDA_CHECK(b, cudaMemsetAsync(st->dev[d].nonfinite, 0, sizeof nf, s));
+        CUDA_CHECK(b, cudaMemsetAsync(&st->dev[d].nonfinite->key, 0xff, sizeof nf.key, s));
+        CUDA_CHECK(b, cudaStreamSynchronize(s));
+        if (!st->m || nf.node1 > st->m->g.n) {
+            snprintf(b->err, sizeof b->err, "--check-numerics: a kernel produced NaN or Inf");
             return -1;
         }
-        struct timespec nap = {0, 200000};
-        nanosleep(&nap, NULL);
+        const ir_node *n = &st->m->g.nodes[nf.node1 - 1];
+        unsigned kind = (unsigned)(nf.key & 3u);
+        snprintf(b->err, sizeof b->err, "op '%s': produced %s (element %lld, replica %d, step %lld) at %s:%d:%d",
+                 ir_ops[n->op].name, kind == 0 ? "NaN" : kind == 1 ? "Inf" : "-Inf", (long long)(nf.key >> 2),
+                 nf.replica, nf.step, n->loc.file ? n->loc.file : "?", n->loc.line, n->loc.col);
+        return -1;
     }
+    return 0;
+}
+
+/* Waits for every stream of every device; past the collective timeout (or
+ * on NCCL's asynchronous error) releases the collective flags and aborts NCCL
+ * (cuda_nccl_release), so the streams drain, and fails naming the cause. */
+static int cuda_sync(rt_backend *b) {
+    cuda_state *st = cuda_st(b);
+    idle_wait *w = NULL;
+    int rc = cuda_nccl_check_pending(b);
+    if (rc == 0) rc = idle_start(b, &w);
+    double start = now_s(), limit = b->collective_timeout > 0 ? b->collective_timeout : 300.0;
+    while (rc == 0 && !idle_wait_until(w, fmin(start + limit, now_s() + POLL_S))) {
+        if (cuda_nccl_poll(b) != 0) {
+            rc = -1;
+        } else if (now_s() - start > limit) {
+            snprintf(b->err, sizeof b->err, "timeout after %.0f s: gpu replicas still busy (a collective peer "
+                     "never arrived?)", limit);
+            rc = -1;
+        }
+        if (rc != 0) {
+            char keep[sizeof b->err];
+            memcpy(keep, b->err, sizeof keep);
+            cuda_nccl_release(b);
+            idle_wait_until(w, now_s() + fmin(limit, 10.0)); /* the streams drain once released */
+            memcpy(b->err, keep, sizeof keep);
+        }
+    }
+    if (rc == 0 && w->err[0]) {
+        st->failed = 1;
+        snprintf(b->err, sizeof b->err, "%s", w->err);
+        rc = -1;
+    }
+    if (w) idle_wait_drop(w);
+    if (rc == 0) rc = check_bad_ids(b);
+    if (rc == 0) rc = cuda_check_nonfinite(b);
+    cuda_stage_settle(st, rc == 0);
+    return rc;
 }
 
 static const rt_backend_i cuda_iface = {

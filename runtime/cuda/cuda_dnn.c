@@ -18,10 +18,13 @@ typedef struct {
     cudnnFilterDescriptor_t w;
     cudnnConvolutionDescriptor_t conv;
     cudnnPoolingDescriptor_t pool;
+    const ir_shape *xs, *ys, *ws;   /* the convolution's shapes, for its algorithm (cuda_dnn_algo.c) */
+    ir_conv g;
 } descs;
 
 typedef struct {
     rt_backend *b;
+    cuda_device *dev;
     cudnnHandle_t h;
     cudaStream_t s;
     const rt_kernel_args *k;
@@ -83,6 +86,7 @@ static int conv_descs(const dnn *d, descs *ds, const ir_shape *x, const ir_shape
                                                  (int)w->dim[2], (int)w->dim[0], (int)w->dim[1]));
     CUDNN_CHECK(d->b, cudnnCreateConvolutionDescriptor(&ds->conv));
     ir_conv g = ir_conv_of(d->n, w);
+    ds->xs = x, ds->ys = y, ds->ws = w, ds->g = g;
     CUDNN_CHECK(d->b, cudnnSetConvolution2dDescriptor(ds->conv, (int)g.pad[0], (int)g.pad[1], (int)g.stride[0],
                                                       (int)g.stride[1], (int)g.dilation[0], (int)g.dilation[1],
                                                       CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
@@ -93,49 +97,63 @@ static int conv_descs(const dnn *d, descs *ds, const ir_shape *x, const ir_shape
 
 static int64_t khw(const ir_shape *w) { return w->dim[0] * w->dim[1]; }
 
+/* Issue 15: the algorithm is cuda_conv_algo's (fastest deterministic, found
+ * once per shape), not perf[0] of a heuristic; the workspace is released on
+ * every path. */
+static int conv_algo(const dnn *d, const descs *ds, cuda_conv_kind kind, int *algo, size_t *ws_bytes) {
+    cuda_conv_find f = {kind, d->h, ds->x, ds->y, ds->w, ds->conv, ds->xs, ds->ys, ds->ws, &ds->g};
+    return cuda_conv_algo(d->b, d->dev, &f, algo, ws_bytes);
+}
+
+/* the status of a cuDNN call as the CHECK macros report it, without returning */
+static int dnn_status(const dnn *d, cudnnStatus_t s, const char *call) {
+    return s == CUDNN_STATUS_SUCCESS ? 0 : cuda_fail(d->b, call, cudnnGetErrorString(s), __FILE__, __LINE__);
+}
+
+/* rc, after the workspace ws is released whatever rc is */
+static int with_release(const dnn *d, void *ws, int rc) {
+    int r = release(d, ws);
+    return rc ? rc : r;
+}
+
 static int conv_forward(const dnn *d, descs *ds, const float *ohwi) {
-    cudnnConvolutionFwdAlgoPerf_t perf[8];
-    int got = 0;
+    int algo;
     size_t ws_bytes = 0;
     void *ws;
     const float one = 1.0f, zero = 0.0f;
-    CUDNN_CHECK(d->b, cudnnGetConvolutionForwardAlgorithm_v7(d->h, ds->x, ds->w, ds->conv, ds->y, 8, &got, perf));
-    CUDNN_CHECK(d->b, cudnnGetConvolutionForwardWorkspaceSize(d->h, ds->x, ds->w, ds->conv, ds->y, perf[0].algo,
-                                                              &ws_bytes));
+    TRY(conv_algo(d, ds, CUDA_CONV_FWD, &algo, &ws_bytes));
     TRY(scratch(d, &ws, ws_bytes));
-    CUDNN_CHECK(d->b, cudnnConvolutionForward(d->h, &one, ds->x, d->k->in[0], ds->w, ohwi, ds->conv, perf[0].algo, ws,
-                                              ws_bytes, &zero, ds->y, d->k->out));
-    return release(d, ws);
+    return with_release(d, ws, dnn_status(d, cudnnConvolutionForward(d->h, &one, ds->x, d->k->in[0], ds->w, ohwi, ds->conv,
+                                                                      (cudnnConvolutionFwdAlgo_t)algo, ws, ws_bytes,
+                                                                      &zero, ds->y, d->k->out),
+                                          "cudnnConvolutionForward"));
 }
 
 static int conv_grad_input(const dnn *d, descs *ds, const float *ohwi) {
-    cudnnConvolutionBwdDataAlgoPerf_t perf[8];
-    int got = 0;
+    int algo;
     size_t ws_bytes = 0;
     void *ws;
     const float one = 1.0f, zero = 0.0f;
-    CUDNN_CHECK(d->b, cudnnGetConvolutionBackwardDataAlgorithm_v7(d->h, ds->w, ds->y, ds->conv, ds->x, 8, &got, perf));
-    CUDNN_CHECK(d->b, cudnnGetConvolutionBackwardDataWorkspaceSize(d->h, ds->w, ds->y, ds->conv, ds->x, perf[0].algo,
-                                                                   &ws_bytes));
+    TRY(conv_algo(d, ds, CUDA_CONV_BWD_DATA, &algo, &ws_bytes));
     TRY(scratch(d, &ws, ws_bytes));
-    CUDNN_CHECK(d->b, cudnnConvolutionBackwardData(d->h, &one, ds->w, ohwi, ds->y, d->k->in[0], ds->conv, perf[0].algo,
-                                                   ws, ws_bytes, &zero, ds->x, d->k->out));
-    return release(d, ws);
+    return with_release(d, ws, dnn_status(d, cudnnConvolutionBackwardData(d->h, &one, ds->w, ohwi, ds->y, d->k->in[0],
+                                                                           ds->conv, (cudnnConvolutionBwdDataAlgo_t)algo,
+                                                                           ws, ws_bytes, &zero, ds->x, d->k->out),
+                                          "cudnnConvolutionBackwardData"));
 }
 
 static int conv_grad_filter(const dnn *d, descs *ds, float *ohwi) {
-    cudnnConvolutionBwdFilterAlgoPerf_t perf[8];
-    int got = 0;
+    int algo;
     size_t ws_bytes = 0;
     void *ws;
     const float one = 1.0f, zero = 0.0f;
-    CUDNN_CHECK(d->b, cudnnGetConvolutionBackwardFilterAlgorithm_v7(d->h, ds->x, ds->y, ds->conv, ds->w, 8, &got, perf));
-    CUDNN_CHECK(d->b, cudnnGetConvolutionBackwardFilterWorkspaceSize(d->h, ds->x, ds->y, ds->conv, ds->w, perf[0].algo,
-                                                                     &ws_bytes));
+    TRY(conv_algo(d, ds, CUDA_CONV_BWD_FILTER, &algo, &ws_bytes));
     TRY(scratch(d, &ws, ws_bytes));
-    CUDNN_CHECK(d->b, cudnnConvolutionBackwardFilter(d->h, &one, ds->x, d->k->in[0], ds->y, d->k->in[1], ds->conv,
-                                                     perf[0].algo, ws, ws_bytes, &zero, ds->w, ohwi));
-    return release(d, ws);
+    return with_release(d, ws, dnn_status(d, cudnnConvolutionBackwardFilter(d->h, &one, ds->x, d->k->in[0], ds->y,
+                                                                             d->k->in[1], ds->conv,
+                                                                             (cudnnConvolutionBwdFilterAlgo_t)algo, ws,
+                                                                             ws_bytes, &zero, ds->w, ohwi),
+                                          "cudnnConvolutionBackwardFilter"));
 }
 
 /* the four conv ops around one OHWI copy of the filter; conv2d_transpose is
@@ -151,24 +169,23 @@ static int conv_run(const dnn *d, descs *ds) {
     int rc;
     TRY(conv_descs(d, ds, x, y, w));
     TRY(scratch(d, (void **)&ohwi, (size_t)ir_shape_numel(w) * sizeof(float)));
-    if (op != OP_CONV2D_GRAD_FILTER)
-        CUDA_CHECK(d->b, cuda_k_hwio_to_ohwi(d->k->in[1], ohwi, khw(w), w->dim[2], w->dim[3], d->s));
-    if (op == OP_CONV2D)
+    cudaError_t e = cudaSuccess;
+    if (op != OP_CONV2D_GRAD_FILTER) e = cuda_k_hwio_to_ohwi(d->k->in[1], ohwi, khw(w), w->dim[2], w->dim[3], d->s);
+    if (e != cudaSuccess)
+        rc = cuda_fail(d->b, "cuda_k_hwio_to_ohwi", cudaGetErrorString(e), __FILE__, __LINE__);
+    else if (op == OP_CONV2D)
         rc = conv_forward(d, ds, ohwi);
     else if (data_grad)
         rc = conv_grad_input(d, ds, ohwi);
-    else if ((rc = conv_grad_filter(d, ds, ohwi)) == 0)
-        CUDA_CHECK(d->b, cuda_k_ohwi_to_hwio(ohwi, d->k->out, khw(w), w->dim[2], w->dim[3], d->s));
-    if (rc != 0) {
-        cudaFreeAsync(ohwi, d->s);
-        return -1;
-    }
-    return release(d, ohwi);
+    else if ((rc = conv_grad_filter(d, ds, ohwi)) == 0 &&
+             (e = cuda_k_ohwi_to_hwio(ohwi, d->k->out, khw(w), w->dim[2], w->dim[3], d->s)) != cudaSuccess)
+        rc = cuda_fail(d->b, "cuda_k_ohwi_to_hwio", cudaGetErrorString(e), __FILE__, __LINE__);
+    return with_release(d, ohwi, rc);
 }
 
 static dnn dnn_of(rt_backend *b, int device, int stream, const rt_kernel_args *k) {
     cuda_device *dev = &cuda_st(b)->dev[device];
-    dnn d = {b, dev->dnn[stream], dev->stream[stream], k, k->node, NULL};
+    dnn d = {b, dev, dev->dnn[stream], dev->stream[stream], k, k->node, NULL};
     return d;
 }
 
@@ -200,10 +217,13 @@ static int pool_backward(const dnn *d, descs *ds, const ir_shape *y) {
     const float one = 1.0f, zero = 0.0f;
     void *ybuf;
     TRY(scratch(d, &ybuf, (size_t)ir_shape_numel(y) * sizeof(float)));
-    CUDNN_CHECK(d->b, cudnnPoolingForward(d->h, ds->pool, &one, ds->x, d->k->in[0], &zero, ds->y, ybuf));
-    CUDNN_CHECK(d->b, cudnnPoolingBackward(d->h, ds->pool, &one, ds->y, ybuf, ds->y, d->k->in[1], ds->x, d->k->in[0],
-                                           &zero, ds->x, d->k->out));
-    return release(d, ybuf);
+    int rc = dnn_status(d, cudnnPoolingForward(d->h, ds->pool, &one, ds->x, d->k->in[0], &zero, ds->y, ybuf),
+                        "cudnnPoolingForward");
+    if (rc == 0)
+        rc = dnn_status(d, cudnnPoolingBackward(d->h, ds->pool, &one, ds->y, ybuf, ds->y, d->k->in[1], ds->x,
+                                                d->k->in[0], &zero, ds->x, d->k->out),
+                        "cudnnPoolingBackward");
+    return with_release(d, ybuf, rc);
 }
 
 static int pool_run(const dnn *d, descs *ds) {

@@ -39,11 +39,13 @@ int cuda_fail(rt_backend *b, const char *call, const char *what, const char *fil
         ncclResult_t e_ = (call);                                                                                      \
         if (e_ != ncclSuccess) return cuda_fail((b), #call, ncclGetErrorString(e_), __FILE__, __LINE__);               \
     } while (0)
-/* driver entry points return CUresult; we only have the number (no libcuda link) */
+/* driver entry points return CUresult; the message keeps its number (no libcuda link
+ * for cuGetErrorName: the number is what the driver's documentation lists) */
+int cuda_fail_driver(rt_backend *b, const char *call, int code, const char *file, int line);
 #define CU_CHECK(b, call)                                                                                              \
     do {                                                                                                               \
         CUresult e_ = (call);                                                                                          \
-        if (e_ != CUDA_SUCCESS) return cuda_fail((b), #call, "CUDA driver error", __FILE__, __LINE__);                 \
+        if (e_ != CUDA_SUCCESS) return cuda_fail_driver((b), #call, (int)e_, __FILE__, __LINE__);                      \
     } while (0)
 /* a failed step of a helper that already wrote b->err */
 #define TRY(x)                                                                                                         \
@@ -62,6 +64,27 @@ typedef struct {
     cudaEvent_t start, end;
 } cuda_trace_rec;
 
+/* Pinned host memory that uploads are copied into and downloads land in, so
+ * every copy is a real async DMA on its stream (cuda_stage.c). Reused once
+ * every stream is idle (at sync); a download's bytes reach its destination
+ * then. */
+typedef struct {
+    void *dst;
+    const void *staged;
+    size_t bytes;
+} cuda_readback;
+
+typedef struct {
+    pthread_mutex_t lock;
+    char *buf;                          /* the current pinned chunk */
+    size_t cap, used;
+    void **full;                        /* earlier chunks of this round, freed at sync */
+    int n_full, cap_full;
+    size_t round;                       /* bytes staged since the last sync */
+    cuda_readback *rb;                  /* downloads to copy out at sync */
+    int n_rb, cap_rb;
+} cuda_stage;
+
 /* One local device (one replica). */
 typedef struct {
     int ordinal;                        /* CUDA device number */
@@ -77,6 +100,10 @@ typedef struct {
     cuda_trace_rec *trace;              /* [trace_cap * STREAM_COUNT] while tracing is armed */
     int trace_n;                        /* used since the last trace_take */
     cudaEvent_t trace_ref;              /* recorded at trace_take: device time of a known host time */
+    cudaEvent_t idle[STREAM_COUNT + 1]; /* recorded by sync on each stream and nccl_stream, waited for (blocking) */
+    cuda_nonfinite *nonfinite;          /* device record of --check-numerics (cuda_numerics.cu) */
+    cuda_stage stage;                   /* pinned staging of host copies (cuda_stage.c) */
+    struct cuda_algo_cache *algos;      /* cuDNN algorithms found per convolution shape (cuda_dnn_algo.c) */
 } cuda_device;
 
 /* A collective call waiting for the other local devices of its group. */
@@ -100,6 +127,7 @@ typedef struct {
     cuda_write_value_fn write_value;
     const ir_module *m;                 /* the plan, for naming a bad embedding id (set by the first gather) */
     int trace_cap;                      /* spans per stream while tracing, 0: off */
+    int failed;                         /* a CUDA/cuBLAS/cuDNN/NCCL call failed since init (cuda_fail) */
 } cuda_state;
 
 static inline cuda_state *cuda_st(rt_backend *b) { return (cuda_state *)b->impl; }
@@ -124,6 +152,33 @@ int cuda_trace_take(rt_backend *b, rt_trace_span *out, int cap);
 int cuda_upload(rt_backend *b, int device, int stream, void *dst, const void *src, size_t bytes);
 int cuda_download(rt_backend *b, int device, int stream, void *dst, const void *src, size_t bytes);
 
+/* cuda_stage.c: pinned staging of host copies (issue 15) */
+int cuda_stage_init(rt_backend *b, cuda_device *d);
+void cuda_stage_free(cuda_device *d);
+/* after every stream of every device is idle: readbacks to their destinations
+ * (when ok), staging reused; drops the readbacks when !ok */
+void cuda_stage_settle(cuda_state *st, int ok);
+
+/* cuda_backend.c: --check-numerics on the device (issue 15; the scan: cuda_numerics.cu);
+ * after sync: the error of the first kernel output that held NaN/Inf, -1; 0 when none */
+int cuda_check_nonfinite(rt_backend *b);
+
+/* cuda_dnn_algo.c: the fastest deterministic cuDNN algorithm, found once per shape */
+typedef enum { CUDA_CONV_FWD, CUDA_CONV_BWD_DATA, CUDA_CONV_BWD_FILTER } cuda_conv_kind;
+typedef struct {
+    cuda_conv_kind kind;
+    cudnnHandle_t h;
+    cudnnTensorDescriptor_t x, y;       /* image side, dy/y side */
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t conv;
+    const ir_shape *xs, *ys, *ws;       /* their shapes (the key, with g) */
+    const ir_conv *g;
+} cuda_conv_find;
+int cuda_algo_cache_init(rt_backend *b, cuda_device *d);
+void cuda_algo_cache_free(cuda_device *d);
+/* the algorithm of f's shape on dev and its workspace bytes; searched on first use */
+int cuda_conv_algo(rt_backend *b, cuda_device *dev, const cuda_conv_find *f, int *algo, size_t *ws_bytes);
+
 /* cuda_dnn.c: cuDNN convolution and pooling */
 int cuda_conv(rt_backend *b, int device, int stream, const rt_kernel_args *k);
 int cuda_pool(rt_backend *b, int device, int stream, const rt_kernel_args *k);
@@ -133,6 +188,11 @@ int cuda_nccl_init(rt_backend *b);
 void cuda_nccl_free(rt_backend *b);
 /* after a timeout: abort the communicators so nothing waits on them */
 void cuda_nccl_abort(rt_backend *b);
+/* after an error: release every comm stream waiting on a collective flag and
+ * abort the communicators, so teardown does not wait forever (issue 15) */
+void cuda_nccl_release(rt_backend *b);
+/* whether some collective was joined by some local devices and not flushed */
+int cuda_nccl_any_pending(rt_backend *b);
 /* -1 naming the collective if NCCL reported an asynchronous error (a peer died) */
 int cuda_nccl_poll(rt_backend *b);
 int cuda_collective(rt_backend *b, int device, int stream, const rt_coll_args *c);

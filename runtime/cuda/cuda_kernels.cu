@@ -2,6 +2,7 @@
  * reductions, sparse cross-entropy family, dropout, optimizer updates, casts, filter
  * transposes. Per-element math comes from runtime/ops_math.h only. */
 #include <float.h>
+#include <string.h>
 
 #include "../ops_math.h"
 #include "cuda_device.cuh"
@@ -88,8 +89,16 @@ extern "C" cudaError_t cuda_k_broadcast(const cuda_bcast *bc, const void *x, voi
 }
 
 /* ---- casts and fills ---- */
+/* Issue 15: as the CPU kernel (runtime/cpu/elementwise.c): through double, and
+ * to an integer type truncating and saturating, NaN to 0 (a plain conversion
+ * wrapped 300 to 44 in u8, and is undefined past the range) */
+__device__ static double cast_clamp(double v, double lo, double hi) { return v != v ? 0 : v < lo ? lo : v > hi ? hi : v; }
+template <typename D> __device__ static D cast_to(double v) { return (D)v; }
+template <> __device__ int32_t cast_to<int32_t>(double v) { return (int32_t)cast_clamp(v, -2147483648.0, 2147483647.0); }
+template <> __device__ uint8_t cast_to<uint8_t>(double v) { return (uint8_t)cast_clamp(v, 0, 255); }
+
 template <typename S, typename D> __global__ static void cast_kernel(const S *x, D *out, int64_t n) {
-    FOR_EACH(i, n) out[i] = (D)x[i];
+    FOR_EACH(i, n) out[i] = cast_to<D>((double)x[i]);
 }
 
 template <typename S> static void cast_from(ir_dtype to, const S *x, void *out, int64_t n, cudaStream_t s) {
@@ -125,20 +134,120 @@ extern "C" cudaError_t cuda_k_fill(ir_dtype t, void *out, double v, int64_t n, c
     return launched();
 }
 
-/* ---- reductions: one thread per output element, summing in order ---- */
+/* ---- reductions (issue 15) ----
+ * Adjacent axes that are both reduced or both kept are merged first, so the
+ * conv bias gradient ([64,26,26,32] over all but the channels) is one kept axis
+ * of 32 (stride 1) and one reduced axis of 43,264 (stride 32): offsets without
+ * a division. A short reduction is one thread per output, summing in order;
+ * a long one is two-level: blocks of RED_THREADS sum slices of RED_CHUNK
+ * elements of one output through a shared-memory tree into partials, then one
+ * thread per output adds its partials in order. Both orders are fixed, so the
+ * result is the same bits on every run and replica. */
+enum { RED_THREADS = 256, RED_CHUNK = RED_THREADS * 16, RED_SHORT = 64 };
 
-__global__ static void reduce_kernel(cuda_reduce_desc r, const float *x, float *out, float scale) {
-    FOR_EACH(o, r.out_n) {
+typedef struct {
+    int n_out, n_red;
+    int64_t out_dim[IR_MAX_RANK], out_stride[IR_MAX_RANK], red_dim[IR_MAX_RANK], red_stride[IR_MAX_RANK];
+    int64_t out_n, red_n;
+} red_plan;
+
+static red_plan red_plan_of(const cuda_reduce_desc *r) {
+    red_plan p;
+    memset(&p, 0, sizeof p);
+    p.out_n = r->out_n, p.red_n = r->red_n;
+    int64_t stride = 1;
+    int last = -1; /* kind of the axis merged last: 1 reduced, 0 kept */
+    /* innermost first, then reversed so index 0 is the outermost */
+    int64_t od[IR_MAX_RANK], os[IR_MAX_RANK], rd[IR_MAX_RANK], rs[IR_MAX_RANK];
+    for (int a = r->rank - 1; a >= 0; a--) {
+        int red = (int)(r->mask >> a & 1u);
+        int64_t d = r->dim[a];
+        if (d != 1) {
+            int64_t *dim = red ? rd : od, *st = red ? rs : os;
+            int *n = red ? &p.n_red : &p.n_out;
+            if (last == red && *n > 0 && st[*n - 1] * dim[*n - 1] == stride)
+                dim[*n - 1] *= d; /* contiguous with the previous axis of its kind */
+            else
+                dim[*n] = d, st[*n] = stride, (*n)++;
+            last = red;
+        }
+        stride *= d;
+    }
+    for (int a = 0; a < p.n_out; a++) p.out_dim[a] = od[p.n_out - 1 - a], p.out_stride[a] = os[p.n_out - 1 - a];
+    for (int a = 0; a < p.n_red; a++) p.red_dim[a] = rd[p.n_red - 1 - a], p.red_stride[a] = rs[p.n_red - 1 - a];
+    return p;
+}
+
+/* input offset of row-major index j over axes dim[0..n) (0 outermost) */
+__device__ static int64_t plan_offset(const int64_t *dim, const int64_t *stride, int n, int64_t j) {
+    int64_t off = 0;
+    for (int a = n - 1; a > 0; a--) {
+        int64_t q = j / dim[a];
+        off += (j - q * dim[a]) * stride[a];
+        j = q;
+    }
+    return n > 0 ? off + j * stride[0] : off;
+}
+
+__global__ static void reduce_short_kernel(red_plan p, const float *x, float *out, float scale) {
+    FOR_EACH(o, p.out_n) {
+        const float *xo = x + plan_offset(p.out_dim, p.out_stride, p.n_out, o);
         float acc = 0.0f;
-        for (int64_t j = 0; j < r.red_n; j++) acc = mg_add(acc, x[reduce_offset(r, o, j)]);
+        for (int64_t j = 0; j < p.red_n; j++) acc = mg_add(acc, xo[plan_offset(p.red_dim, p.red_stride, p.n_red, j)]);
+        out[o] = mg_mul(acc, scale);
+    }
+}
+
+/* block b of the grid-stride loop sums slice c = b % chunks of output o = b / chunks */
+__global__ static void reduce_chunk_kernel(red_plan p, const float *x, float *partial, int64_t chunks, float scale) {
+    __shared__ float sum[RED_THREADS];
+    for (int64_t blk = blockIdx.x; blk < p.out_n * chunks; blk += gridDim.x) {
+        int64_t o = blk / chunks, c = blk - o * chunks;
+        const float *xo = x + plan_offset(p.out_dim, p.out_stride, p.n_out, o);
+        int64_t end = (c + 1) * RED_CHUNK < p.red_n ? (c + 1) * RED_CHUNK : p.red_n;
+        float acc = 0.0f;
+        for (int64_t j = c * RED_CHUNK + threadIdx.x; j < end; j += RED_THREADS)
+            acc = mg_add(acc, xo[plan_offset(p.red_dim, p.red_stride, p.n_red, j)]);
+        sum[threadIdx.x] = acc;
+        for (int half = RED_THREADS / 2; half > 0; half /= 2) {
+            __syncthreads();
+            if ((int)threadIdx.x < half) sum[threadIdx.x] = mg_add(sum[threadIdx.x], sum[threadIdx.x + half]);
+        }
+        if (threadIdx.x == 0) partial[blk] = chunks == 1 ? mg_mul(sum[0], scale) : sum[0];
+        __syncthreads(); /* sum[] is rewritten by the next block of the loop */
+    }
+}
+
+__global__ static void reduce_partials_kernel(const float *partial, float *out, int64_t out_n, int64_t chunks,
+                                              float scale) {
+    FOR_EACH(o, out_n) {
+        float acc = 0.0f;
+        for (int64_t c = 0; c < chunks; c++) acc = mg_add(acc, partial[o * chunks + c]);
         out[o] = mg_mul(acc, scale);
     }
 }
 
 extern "C" cudaError_t cuda_k_reduce(const cuda_reduce_desc *r, const float *x, float *out, float scale,
                                      cudaStream_t s) {
-    reduce_kernel<<<blocks_for(r->out_n), THREADS, 0, s>>>(*r, x, out, scale);
-    return launched();
+    red_plan p = red_plan_of(r);
+    if (p.red_n < RED_SHORT || p.out_n == 0) {
+        reduce_short_kernel<<<blocks_for(p.out_n), THREADS, 0, s>>>(p, x, out, scale);
+        return launched();
+    }
+    int64_t chunks = (p.red_n + RED_CHUNK - 1) / RED_CHUNK, blocks = p.out_n * chunks;
+    unsigned grid = (unsigned)(blocks < MAX_BLOCKS ? blocks : MAX_BLOCKS);
+    if (chunks == 1) {
+        reduce_chunk_kernel<<<grid, RED_THREADS, 0, s>>>(p, x, out, 1, scale);
+        return launched();
+    }
+    float *partial = NULL;
+    cudaError_t e = cudaMallocAsync((void **)&partial, (size_t)blocks * sizeof *partial, s);
+    if (e != cudaSuccess) return e;
+    reduce_chunk_kernel<<<grid, RED_THREADS, 0, s>>>(p, x, partial, chunks, scale);
+    reduce_partials_kernel<<<blocks_for(p.out_n), THREADS, 0, s>>>(partial, out, p.out_n, chunks, scale);
+    e = launched();
+    cudaError_t f = cudaFreeAsync(partial, s);
+    return e != cudaSuccess ? e : f;
 }
 
 /* ---- the sparse_xent family: one thread per row (class counts are small);

@@ -118,6 +118,20 @@ cudaError_t cuda_k_one_hot(const int32_t *ids, float *out, int64_t n, int64_t de
 cudaError_t cuda_k_hwio_to_ohwi(const float *w, float *o, int64_t khw, int64_t ci, int64_t co, cudaStream_t s);
 cudaError_t cuda_k_ohwi_to_hwio(const float *o, float *w, int64_t khw, int64_t ci, int64_t co, cudaStream_t s);
 
+/* ---- issue 15 (cuda_numerics.cu): --check-numerics on the device ---- */
+
+/* the first kernel output holding NaN/Inf since the last check: node1 = node + 1
+ * (0: none), key = element index << 2 | kind (0 NaN, 1 +Inf, 2 -Inf), smallest index */
+typedef struct {
+    int32_t node1, replica;
+    long long step;
+    unsigned long long key;
+} cuda_nonfinite;
+
+/* records y's first non-finite element in rec unless rec already names another node */
+cudaError_t cuda_k_check_finite(const float *y, int64_t n, cuda_nonfinite *rec, int32_t node, int32_t replica,
+                                long long step, cudaStream_t s);
+
 #ifdef __cplusplus
 }
 #endif

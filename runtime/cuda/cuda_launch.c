@@ -445,10 +445,23 @@ bool cuda_supports(const ir_node *n, char *why, size_t cap) {
     return true;
 }
 
+/* Issue 15: --check-numerics after each kernel, as the CPU backend does (its
+ * f32 outputs; all_gather fills only its own block): a scan on the same stream
+ * records the first non-finite element, which sync reports naming the op. */
+static int check_numerics(const ctx *c) {
+    if (!c->k->check_numerics || !*c->k->check_numerics || c->n->dtype != IR_F32 || c->n->op == OP_ALL_GATHER)
+        return 0;
+    cuda_st(c->b)->m = c->k->m; /* to name the node at sync */
+    CUDA_CHECK(c->b, cuda_k_check_finite(outf(c), out_numel(c), c->dev->nonfinite, (int32_t)(c->n - c->k->m->g.nodes),
+                                         c->k->replica, (long long)(c->k->step ? *c->k->step : 0), c->s));
+    return 0;
+}
+
 int cuda_launch(rt_backend *b, int device, int stream, const rt_kernel_args *k) {
     cuda_device *dev = &cuda_st(b)->dev[device];
     ctx c = {b, dev, device, stream, dev->stream[stream], k, k->node};
     TRY(cuda_use(b, device));
     if (!kernels[c.n->op]) return bad(&c, "no CUDA kernel");
-    return kernels[c.n->op](&c);
+    TRY(kernels[c.n->op](&c));
+    return check_numerics(&c);
 }

@@ -36,12 +36,19 @@ static int init_multi_process(rt_backend *b, cuda_state *st) {
     if (ip->broadcast(ip->ctx, &id, (int64_t)sizeof id, 0, b->collective_timeout, "nccl unique id", b->err,
                       sizeof b->err) != 0)
         return -1;
+    /* issue 15: every path out of the group passes ncclGroupEnd */
     NCCL_CHECK(b, ncclGroupStart());
-    for (int d = 0; d < st->n; d++) {
-        CUDA_CHECK(b, cudaSetDevice(st->dev[d].ordinal));
-        NCCL_CHECK(b, ncclCommInitRank(&st->dev[d].comm, b->replica_total, id, b->replica_base + d));
+    int rc = 0;
+    for (int d = 0; d < st->n && rc == 0; d++) {
+        cudaError_t ce = cudaSetDevice(st->dev[d].ordinal);
+        ncclResult_t ne = ce == cudaSuccess ? ncclCommInitRank(&st->dev[d].comm, b->replica_total, id, b->replica_base + d)
+                                            : ncclSuccess;
+        if (ce != cudaSuccess) rc = cuda_fail(b, "cudaSetDevice", cudaGetErrorString(ce), __FILE__, __LINE__);
+        else if (ne != ncclSuccess) rc = cuda_fail(b, "ncclCommInitRank", ncclGetErrorString(ne), __FILE__, __LINE__);
     }
-    NCCL_CHECK(b, ncclGroupEnd());
+    ncclResult_t end = ncclGroupEnd();
+    TRY(rc);
+    NCCL_CHECK(b, end);
     return 0;
 }
 
@@ -66,6 +73,35 @@ void cuda_nccl_abort(rt_backend *b) {
     cuda_state *st = cuda_st(b);
     for (int d = 0; d < st->n; d++)
         if (st->dev[d].comm) ncclCommAbort(st->dev[d].comm), st->dev[d].comm = NULL;
+}
+
+void cuda_nccl_release(rt_backend *b) {
+    cuda_state *st = cuda_st(b);
+    for (int d = 0; d < st->n; d++) {
+        cuda_device *dev = &st->dev[d];
+        cudaStream_t rs = NULL;
+        if (!dev->flags || cudaSetDevice(dev->ordinal) != cudaSuccess) continue;
+        /* all ones passes every GEQ wait; on a stream of its own, since the
+         * device's streams may be the ones blocked */
+        if (cudaStreamCreateWithFlags(&rs, cudaStreamNonBlocking) == cudaSuccess) {
+            cudaMemsetAsync(dev->flags, 0xff, CUDA_MAX_PENDING * sizeof *dev->flags, rs);
+            cudaStreamDestroy(rs); /* its work still runs; the stream goes once done */
+        }
+    }
+    (void)cudaGetLastError(); /* failures here must not surface as some later launch's */
+    pthread_mutex_lock(&st->lock);
+    for (int p = 0; p < CUDA_MAX_PENDING; p++) st->pending[p].used = 0, memset(st->pending[p].buf, 0, sizeof st->pending[p].buf);
+    pthread_mutex_unlock(&st->lock);
+    cuda_nccl_abort(b);
+}
+
+int cuda_nccl_any_pending(rt_backend *b) {
+    cuda_state *st = cuda_st(b);
+    int any = 0;
+    pthread_mutex_lock(&st->lock);
+    for (int p = 0; p < CUDA_MAX_PENDING; p++) any |= st->pending[p].used;
+    pthread_mutex_unlock(&st->lock);
+    return any;
 }
 
 int cuda_nccl_poll(rt_backend *b) {

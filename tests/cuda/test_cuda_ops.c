@@ -1,5 +1,10 @@
 /* test_cuda_ops.c - each CUDA kernel against the CPU kernel of the same node
- * (runtime/cpu), on the first GPU. Exits 77 ("SKIP: no CUDA device") without one. */
+ * (runtime/cpu), on the first GPU, and the backend's events and collectives
+ * on one device. Exits 77 ("SKIP: no CUDA device") without one.
+ * Issue 15: the comparison is NaN-aware (NaN where the CPU has a number, or
+ * the reverse, fails; so does an all-NaN kernel) and typed (casts to i32/u8),
+ * optimizer slots that must be >= 0 (Adam's v) get valid data, and every
+ * kernel family has a case. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +36,8 @@ static int input(ir_module *m, ir_dtype t, int rank, int64_t d0, int64_t d1, int
     return i;
 }
 
-/* deterministic data: f32 in [-1, 1) ([0, 1) for an input named "positive"), i32 labels in [0, CLASSES) */
+/* deterministic data: f32 in [-1, 1) ([0, 1) for an input named "positive", [-400, 400) for "wide"),
+ * i32 labels in [0, CLASSES) */
 static void *fill(const ir_node *n, unsigned seed) {
     int64_t count = ir_shape_numel(&n->shape);
     void *p = malloc((size_t)ir_node_bytes(n) + 1);
@@ -42,6 +48,7 @@ static void *fill(const ir_node *n, unsigned seed) {
         else
             ((float *)p)[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
         if (n->dtype == IR_F32 && n->name && !strcmp(n->name, "positive")) ((float *)p)[i] = fabsf(((float *)p)[i]);
+        if (n->dtype == IR_F32 && n->name && !strcmp(n->name, "wide")) ((float *)p)[i] *= 400.0f;
     }
     return p;
 }
@@ -100,6 +107,26 @@ static float *run_gpu(const kase *c) {
     return host;
 }
 
+/* element i of an output of type t, as a double */
+static double value(ir_dtype t, const void *p, int64_t i) {
+    switch (t) {
+    case IR_F64: return ((const double *)p)[i];
+    case IR_I32: return ((const int32_t *)p)[i];
+    case IR_U8: return ((const uint8_t *)p)[i];
+    default: return ((const float *)p)[i];
+    }
+}
+
+/* |want - got|, NaN-aware: 0 when both are NaN (or equal infinities), infinite
+ * when only one is NaN; fmax alone would skip a NaN and pass an all-NaN kernel */
+static double diff(double want, double got) {
+    if (isnan(want) || isnan(got)) return isnan(want) && isnan(got) ? 0 : INFINITY;
+    if (want == got) return 0;
+    return fabs(want - got);
+}
+
+static int out_dtype = -1; /* check_as: the output dtype of the next node (casts) */
+
 /* adds op over the given inputs, infers its shape (or keeps a given one), compares */
 static void check(ir_module *m, ir_op op, const int *ins, int n_in, const int64_t *ia, const double *fa,
                   const ir_shape *given, double tol) {
@@ -110,6 +137,7 @@ static void check(ir_module *m, ir_op op, const int *ins, int n_in, const int64_
     for (int i = 0; ia && i < IR_MAX_IATTR; i++) n->iattr[i] = ia[i];
     for (int i = 0; fa && i < IR_MAX_FATTR; i++) n->fattr[i] = fa[i];
     if (given) n->shape = *given, n->dtype = IR_F32;
+    if (out_dtype >= 0) n->dtype = (ir_dtype)out_dtype, out_dtype = -1;
     if (!ir_infer_node(m, c.node, err, sizeof err)) {
         fprintf(stderr, "FAIL: %s: shape: %s\n", ir_ops[op].name, err), failures++;
         return;
@@ -117,7 +145,10 @@ static void check(ir_module *m, ir_op op, const int *ins, int n_in, const int64_
     for (int i = 0; i < n_in; i++) c.host[i] = fill(node_of(&c, ins[i]), 17u * (unsigned)(i + 1) + (unsigned)op);
     float *want = run_cpu(&c), *got = run_gpu(&c);
     double worst = 0;
-    for (int64_t i = 0; i < ir_shape_numel(&n->shape); i++) worst = fmax(worst, fabs((double)want[i] - got[i]));
+    for (int64_t i = 0; i < ir_shape_numel(&n->shape); i++) {
+        double d = diff(value(n->dtype, want, i), value(n->dtype, got, i));
+        if (!(d <= worst)) worst = d; /* keeps an infinite or NaN difference */
+    }
     printf("%-20s max |cpu - gpu| = %.3g\n", ir_ops[op].name, worst);
     if (!(worst <= tol)) fprintf(stderr, "FAIL: %s differs by %g > %g\n", ir_ops[op].name, worst, tol), failures++;
     for (int i = 0; i < n_in; i++) free(c.host[i]);
@@ -152,7 +183,9 @@ static void dense_and_conv(ir_module *m) {
     check(m, OP_CONV2D_GRAD_FILTER, (int[]){img, dy}, 2, (int64_t[]){1, 1, 0, 0, 0, 0}, NULL, &fs, 1e-4);
     check(m, OP_MAX_POOL2D, (int[]){img}, 1, (int64_t[]){2, 2, 2, 2, 0, 0, 0, 0}, NULL, NULL, 0);
     check(m, OP_AVG_POOL2D, (int[]){img}, 1, (int64_t[]){3, 3, 1, 1, 1, 1, 1, 1}, NULL, NULL, 1e-6);
-    check(m, OP_ADAM_UPDATE, (int[]){p, w, p, p}, 4, NULL, (double[]){1e-3, 0.9, 0.999, 1e-7, 0}, NULL, 1e-6);
+    int mm = input(m, IR_F32, 2, 6, 5, 0, 0), vv = input(m, IR_F32, 2, 6, 5, 0, 0); /* Adam's v >= 0 */
+    ir_node_at(m, vv)->name = ir_intern(m, "positive");
+    check(m, OP_ADAM_UPDATE, (int[]){p, w, mm, vv}, 4, NULL, (double[]){1e-3, 0.9, 0.999, 1e-7, 0}, NULL, 1e-6);
 }
 
 /* issue 12: the optimizers with weight decay and clipping (the norm input
@@ -192,6 +225,79 @@ static void one_hot(ir_module *m) {
     check(m, OP_ONE_HOT, (int[]){ids}, 1, (int64_t[IR_MAX_IATTR]){5}, NULL, NULL, 0);
 }
 
+/* issue 15: matmul without trans_b, and with trans_a; batched */
+static void matmuls(ir_module *m) {
+    int a = input(m, IR_F32, 2, 8, 5, 0, 0), b = input(m, IR_F32, 2, 5, 6, 0, 0), at = input(m, IR_F32, 2, 5, 8, 0, 0);
+    int ba = input(m, IR_F32, 3, 3, 4, 5, 0), bb = input(m, IR_F32, 3, 3, 5, 2, 0);
+    check(m, OP_MATMUL, (int[]){a, b}, 2, (int64_t[]){0, 0}, NULL, NULL, 1e-5);
+    check(m, OP_MATMUL, (int[]){at, b}, 2, (int64_t[]){1, 0}, NULL, NULL, 1e-5);
+    check(m, OP_MATMUL, (int[]){ba, bb}, 2, (int64_t[]){0, 0}, NULL, NULL, 1e-5);
+}
+
+/* issue 15: pooling gradients (dy has the pooled shape) */
+static void pool_grads(ir_module *m) {
+    int img = input(m, IR_F32, 4, 2, 6, 6, 3), dy2 = input(m, IR_F32, 4, 2, 3, 3, 3), dy3 = input(m, IR_F32, 4, 2, 6, 6, 3);
+    ir_shape xs = node_of(&(kase){m, 0, {0}}, img)->shape;
+    check(m, OP_MAX_POOL2D_GRAD, (int[]){img, dy2}, 2, (int64_t[]){2, 2, 2, 2, 0, 0, 0, 0}, NULL, &xs, 1e-6);
+    check(m, OP_AVG_POOL2D_GRAD, (int[]){img, dy3}, 2, (int64_t[]){3, 3, 1, 1, 1, 1, 1, 1}, NULL, &xs, 1e-6);
+}
+
+/* issue 15: the optimizers without their optional slots, not covered above */
+static void plain_optimizers(ir_module *m) {
+    int p = input(m, IR_F32, 1, 300, 0, 0, 0), g = input(m, IR_F32, 1, 300, 0, 0, 0), ms = input(m, IR_F32, 1, 300, 0, 0, 0);
+    ir_node_at(m, ms)->name = ir_intern(m, "positive");
+    check(m, OP_SGD_UPDATE, (int[]){p, g}, 2, (int64_t[]){0}, (double[]){0.1, 0, 0, 0}, NULL, 1e-6);
+    check(m, OP_SGD_UPDATE, (int[]){p, g, ms}, 3, (int64_t[]){0}, (double[]){0.1, 0.9, 0, 0}, NULL, 1e-6);
+    check(m, OP_RMSPROP_UPDATE, (int[]){p, g, ms}, 3, NULL, (double[]){1e-2, 0.9, 0, 1e-7, 0, 0}, NULL, 1e-6);
+    check(m, OP_ADAGRAD_UPDATE, (int[]){p, g, ms}, 3, NULL, (double[]){0.1, 0.1, 1e-7, 0, 0}, NULL, 1e-6);
+}
+
+/* issue 15: casts (saturating, as the CPU), broadcast_to, softmax_grad, log_softmax,
+ * and reductions long enough for the two-level kernel (odd sizes, every axis mask kind) */
+static void casts_and_reductions(ir_module *m) {
+    int w = input(m, IR_F32, 2, 9, 37, 0, 0), ids = input(m, IR_I32, 1, 29, 0, 0, 0);
+    int v = input(m, IR_F32, 2, 1, 37, 0, 0), y = input(m, IR_F32, 2, 9, 37, 0, 0), dy = input(m, IR_F32, 2, 9, 37, 0, 0);
+    int big = input(m, IR_F32, 4, 7, 31, 29, 3); /* 6,293 and 18,879 summed: two-level */
+    ir_node_at(m, w)->name = ir_intern(m, "wide");
+    out_dtype = IR_U8, check(m, OP_CAST, (int[]){w}, 1, NULL, NULL, NULL, 0);
+    out_dtype = IR_I32, check(m, OP_CAST, (int[]){w}, 1, NULL, NULL, NULL, 0);
+    out_dtype = IR_F32, check(m, OP_CAST, (int[]){ids}, 1, NULL, NULL, NULL, 0);
+    ir_shape to = node_of(&(kase){m, 0, {0}}, y)->shape;
+    check(m, OP_BROADCAST_TO, (int[]){v}, 1, NULL, NULL, &to, 0);
+    check(m, OP_SOFTMAX_GRAD, (int[]){y, dy}, 2, NULL, NULL, NULL, 1e-5);
+    check(m, OP_LOG_SOFTMAX, (int[]){y}, 1, NULL, NULL, NULL, 1e-5);
+    check(m, OP_REDUCE_SUM, (int[]){big}, 1, (int64_t[]){7}, NULL, NULL, 1e-3);  /* all but channels: the bias gradient */
+    check(m, OP_REDUCE_SUM, (int[]){big}, 1, (int64_t[]){15}, NULL, NULL, 1e-2); /* everything */
+    check(m, OP_REDUCE_MEAN, (int[]){big}, 1, (int64_t[]){5}, NULL, NULL, 1e-5); /* axes 0 and 2: not adjacent */
+    check(m, OP_REDUCE_SUM, (int[]){big}, 1, (int64_t[]){8}, NULL, NULL, 1e-5);  /* the last axis only: short */
+}
+
+/* issue 15: events (a record on one stream, a wait on the other; a wait ahead
+ * of its record fails) and the collectives on a single device (one rank:
+ * all_reduce sum and mean, broadcast and all_gather leave the data as is) */
+static void backend_calls(void) {
+    enum { N = 1000 };
+    float in[N], out[N];
+    for (int i = 0; i < N; i++) in[i] = (float)i - 300.5f;
+    float *p = gpu->i->alloc(gpu, 0, sizeof in);
+    int ok = p && gpu->i->upload(gpu, 0, STREAM_COMPUTE, p, in, sizeof in) == 0 &&
+             gpu->i->record(gpu, 0, STREAM_COMPUTE, 0, 1) == 0 && gpu->i->wait(gpu, 0, STREAM_COMM, 0, 1) == 0 &&
+             gpu->i->download(gpu, 0, STREAM_COMM, out, p, sizeof out) == 0 && gpu->i->sync(gpu) == 0;
+    if (!ok || memcmp(in, out, sizeof in)) fprintf(stderr, "FAIL: events: %s\n", gpu->err), failures++;
+    if (gpu->i->wait(gpu, 0, STREAM_COMM, 1, 1) == 0) fprintf(stderr, "FAIL: a wait before its record passed\n"), failures++;
+    const rt_coll_kind kinds[] = {COLL_ALL_REDUCE, COLL_ALL_REDUCE, COLL_BROADCAST, COLL_ALL_GATHER};
+    for (int k = 0; p && k < 4; k++) {
+        rt_coll_args c = {.kind = kinds[k], .group = k, .label = "test collective", .buf = p, .count = N,
+                          .dtype = IR_F32, .mean = k == 1, .root = 0};
+        memset(out, 0, sizeof out);
+        ok = gpu->i->collective(gpu, 0, STREAM_COMM, &c) == 0 &&
+             gpu->i->download(gpu, 0, STREAM_COMM, out, p, sizeof out) == 0 && gpu->i->sync(gpu) == 0;
+        if (!ok || memcmp(in, out, sizeof in)) fprintf(stderr, "FAIL: collective %d: %s\n", k, gpu->err), failures++;
+        else printf("collective %d on one device: ok\n", k);
+    }
+    if (p) gpu->i->dealloc(gpu, 0, p);
+}
+
 int main(void) {
     char why[256];
     if (rt_cuda_device_count(why, sizeof why) == 0) {
@@ -200,6 +306,7 @@ int main(void) {
     }
     gpu = rt_backend_cuda();
     gpu->n_devices = 1;
+    gpu->n_events = 2;
     if (gpu->i->init(gpu) != 0) {
         fprintf(stderr, "FAIL: init: %s\n", gpu->err);
         return 1;
@@ -210,7 +317,12 @@ int main(void) {
     optimizers(m);
     grouped_dilated_transposed(m);
     one_hot(m);
+    matmuls(m);
+    pool_grads(m);
+    plain_optimizers(m);
+    casts_and_reductions(m);
     ir_module_free(m);
+    backend_calls();
     gpu->i->shutdown(gpu);
     free(gpu);
     return failures ? 1 : 0;

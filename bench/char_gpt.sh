@@ -8,18 +8,20 @@
 # side by side:
 #   - 1 core: mgc on cpu:0 (one thread) vs PyTorch on one thread, batch 16;
 #   - 2 cores: mgc on cpu:0,cpu:1 vs PyTorch DDP on 2 processes, 16 per replica.
-#   bench/char_gpt.sh [STEPS] [TEXT]     (default 300 steps, the fortunes corpus; needs build/mgc)
+#   bench/char_gpt.sh [STEPS] [TEXT]     (default 300 steps, the fortunes corpus; needs build/mgc,
+#                                        or the binary named by $MGC)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=${1:-300}
 text=${2:-/usr/share/games/fortunes}
+mgc=${MGC:-build/mgc}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=1
 
 # devices name -> "val_loss tokens/s" of mgc: STEPS steps, then the validation part (history's last line)
 mgc_run() {
-  build/mgc compile examples/char_gpt.mg --devices "$1" -o "$tmp/$2.mgx" 2>/dev/null
-  build/mgc run "$tmp/$2.mgx" --steps "$steps" --data "text:$text" --history "$tmp/$2.jsonl" > /dev/null
+  "$mgc" compile examples/char_gpt.mg --devices "$1" -o "$tmp/$2.mgx" 2>/dev/null
+  "$mgc" run "$tmp/$2.mgx" --steps "$steps" --data "text:$text" --history "$tmp/$2.jsonl" > /dev/null
   /usr/bin/python3 - "$tmp/$2.jsonl" <<'PY'
 import json, sys
 h = [json.loads(l) for l in open(sys.argv[1])]
@@ -27,7 +29,7 @@ tps = sum(r["images_per_sec"] * r["seconds"] for r in h) / sum(r["seconds"] for 
 print(f"{h[-1]['val_loss']:.4f} {tps:.0f}")
 PY
 }
-export -f mgc_run; export tmp steps text
+export -f mgc_run; export mgc tmp steps text
 
 torch_run() { # threads replicas -> "val_loss tokens/s"
   /usr/bin/python3 bench/torch_char_gpt.py "$text" "$steps" 16 "$1" "$2" 2>/dev/null |

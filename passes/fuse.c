@@ -254,6 +254,7 @@ bool pass_fuse(ir_module *m, ir_diag *d, const pass_options *o) {
     ir_fused *progs = xcalloc((size_t)F.n, sizeof *progs);
     int *group_of_root = xcalloc((size_t)F.n, sizeof *group_of_root), n_groups = 0;
     bool *gone = xcalloc((size_t)F.n, sizeof *gone);
+    bool *needed = xcalloc((size_t)F.n, sizeof *needed); /* an inlined node some group reads as an input */
     for (int i = 0; i < F.n; i++) group_of_root[i] = -1;
     for (int r = F.n - 1; r >= 0; r--) {
         if (!F.fusible[r] || F.inlined[r] || F.group[r] >= 0) continue;
@@ -264,6 +265,7 @@ bool pass_fuse(ir_module *m, ir_diag *d, const pass_options *o) {
             F.group[r] = r; /* a group of its own: stays as it is */
             continue;
         }
+        for (int e = 0; e < G->n_ext; e++) needed[G->ext[e]] |= F.inlined[G->ext[e]];
         for (int k = 0; k < G->n; k++) {
             int x = G->member[k];
             if (!F.inlined[x]) F.group[x] = r;
@@ -271,11 +273,15 @@ bool pass_fuse(ir_module *m, ir_diag *d, const pass_options *o) {
         }
         group_of_root[r] = n_groups++;
     }
-    /* an inlined node goes only when every reader went into a group (highest
-     * first: its readers are decided before it) */
-    for (int i = F.n - 1; i >= 0; i--)
-        for (int u = F.user_start[i]; F.inlined[i] && gone[i] && u < F.user_start[i + 1]; u++)
+    /* an inlined node goes only when every group that reads it computes it and
+     * no node left as it is reads it (highest first: its readers are decided
+     * before it) */
+    for (int i = F.n - 1; i >= 0; i--) {
+        if (!F.inlined[i] || !gone[i]) continue;
+        gone[i] = !needed[i];
+        for (int u = F.user_start[i]; gone[i] && u < F.user_start[i + 1]; u++)
             if (!gone[F.users[u]] && group_of_root[F.users[u]] < 0) gone[i] = false;
+    }
     if (n_groups > 0) rebuild(&F, groups, progs, group_of_root, gone);
     for (int i = 0; i < m->g.n; i++) {
         ir_node *n = ir_node_at(m, i);
@@ -286,7 +292,7 @@ bool pass_fuse(ir_module *m, ir_diag *d, const pass_options *o) {
         ASSERT(ir_infer_node(m, i, err, sizeof err), "fuse built a bad program at node %d: %s", i, err);
         ASSERT(n->dtype == t && ir_shape_eq(&n->shape, &s), "fuse changed the type of node %d", i);
     }
-    free(groups), free(progs), free(group_of_root), free(gone);
+    free(groups), free(progs), free(group_of_root), free(gone), free(needed);
     fuser_free(&F);
     return true;
 }

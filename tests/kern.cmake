@@ -15,3 +15,8 @@ add_test(NAME kern_init COMMAND test_init)
 add_executable(test_optim ${MGC_SRC}/tests/kern/test_optim.c)
 target_link_libraries(test_optim PRIVATE mgc_runtime)
 add_test(NAME kern_optim COMMAND test_optim)
+
+# issue 14: the fused kernel against the unfused kernels, bit for bit (random programs)
+add_executable(test_fused ${MGC_SRC}/tests/kern/test_fused.c)
+target_link_libraries(test_fused PRIVATE mgc_runtime)
+add_test(NAME kern_fused COMMAND test_fused)

@@ -100,6 +100,8 @@ static float *run_gpu(const kase *c) {
     return host;
 }
 
+static const ir_fused *program; /* issue 14: the program of the next fused node checked */
+
 /* adds op over the given inputs, infers its shape (or keeps a given one), compares */
 static void check(ir_module *m, ir_op op, const int *ins, int n_in, const int64_t *ia, const double *fa,
                   const ir_shape *given, double tol) {
@@ -110,6 +112,7 @@ static void check(ir_module *m, ir_op op, const int *ins, int n_in, const int64_
     for (int i = 0; ia && i < IR_MAX_IATTR; i++) n->iattr[i] = ia[i];
     for (int i = 0; fa && i < IR_MAX_FATTR; i++) n->fattr[i] = fa[i];
     if (given) n->shape = *given, n->dtype = IR_F32;
+    if (op == OP_FUSED) n->fused = program;
     if (!ir_infer_node(m, c.node, err, sizeof err)) {
         fprintf(stderr, "FAIL: %s: shape: %s\n", ir_ops[op].name, err), failures++;
         return;
@@ -192,6 +195,17 @@ static void one_hot(ir_module *m) {
     check(m, OP_ONE_HOT, (int[]){ids}, 1, (int64_t[IR_MAX_IATTR]){5}, NULL, NULL, 0);
 }
 
+/* issue 14: a fused bias add, relu_grad and elu over broadcast inputs (odd sizes) */
+static void fused(ir_module *m) {
+    int x = input(m, IR_F32, 3, 3, 7, 61, 0), b = input(m, IR_F32, 1, 61, 0, 0, 0), dy = input(m, IR_F32, 3, 3, 7, 61, 0);
+    int col = input(m, IR_F32, 3, 3, 1, 1, 0);
+    ir_fused f = {.n = 4};
+    f.ins[0] = (ir_finstr){OP_ADD, 0, 1, 0}, f.ins[1] = (ir_finstr){OP_RELU_GRAD, 4, 2, 0};
+    f.ins[2] = (ir_finstr){OP_ELU, 5, -1, 0.7}, f.ins[3] = (ir_finstr){OP_MUL, 6, 3, 0};
+    program = ir_fused_add(m, &f);
+    check(m, OP_FUSED, (int[]){x, b, dy, col}, 4, NULL, NULL, NULL, 1e-6);
+}
+
 int main(void) {
     char why[256];
     if (rt_cuda_device_count(why, sizeof why) == 0) {
@@ -210,6 +224,7 @@ int main(void) {
     optimizers(m);
     grouped_dilated_transposed(m);
     one_hot(m);
+    fused(m);
     ir_module_free(m);
     gpu->i->shutdown(gpu);
     free(gpu);

@@ -103,3 +103,17 @@ add_test(NAME train_grad_recurrent
 add_test(NAME train_equivalence_text_classifier
          COMMAND test_equivalence ${CMAKE_CURRENT_SOURCE_DIR}/train/text_classifier.mg ${MGC_SRC}/stdlib --synthetic 10000)
 set_tests_properties(train_equivalence_text_classifier PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+
+# issue 14: a fused plan and an unfused one (--no-fuse) train to the same params
+# (within 1e-5, and bit for bit) on 1 and 2 devices: the seed CNN, the MLP and
+# models with the activations, elementwise math and sequence layers
+foreach(model mnist_cnn mlp)
+  add_test(NAME train_fused_vs_unfused_${model}
+           COMMAND test_equivalence ${MGC_SRC}/examples/${model}.mg ${MGC_SRC}/stdlib --fused-vs-unfused)
+  set_tests_properties(train_fused_vs_unfused_${model} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+endforeach()
+foreach(model activations sequence)
+  add_test(NAME train_fused_vs_unfused_${model}
+           COMMAND test_equivalence ${MGC_SRC}/tests/train/${model}.mg ${MGC_SRC}/stdlib --synthetic 10 --fused-vs-unfused)
+  set_tests_properties(train_fused_vs_unfused_${model} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+endforeach()

@@ -438,8 +438,6 @@ static const ir_fused *get_program(rd *r, int i, int n_in) {
     if (r->failed) return NULL;
     if (f.n < 1 || f.n > IR_FUSED_MAX_INSTRS)
         return fail(r, "node %d: fused program of %d instructions (1..%d)", i, f.n, IR_FUSED_MAX_INSTRS), NULL;
-    if (n_in > IR_FUSED_MAX_INPUTS)
-        return fail(r, "node %d: fused node with %d inputs (at most %d)", i, n_in, IR_FUSED_MAX_INPUTS), NULL;
     for (int j = 0; j < f.n && !r->failed; j++) {
         ir_finstr *in = &f.ins[j];
         const char *name = get_str(r);

@@ -582,9 +582,10 @@ static bool rule_all_gather(rule *r) {
 /* ---- issue 14: elementwise fusion ---- */
 
 /* fused: registers are the f32 inputs, then each instruction's result of the
- * broadcast of its operands' shapes; the node gets the last register's. Every
- * instruction is checked (op, operand registers), so a program read from a
- * file is as safe as one the fuse pass built. */
+ * broadcast of its operands' shapes; the node gets the last register's, into
+ * which every register must broadcast, leading 1s aside (the kernels compute
+ * each at every output element). Every instruction is checked (op, operand registers), so
+ * a program read from a file is as safe as one the fuse pass built. */
 static bool rule_fused(rule *r) {
     const ir_fused *f = r->n->fused;
     char b[96];
@@ -611,7 +612,16 @@ static bool rule_fused(rule *r) {
         else if (!broadcast_shapes(&reg[in->a], &reg[in->b], &reg[top]))
             return fail(r, "'fused' instruction %d (%s): operand shapes do not broadcast", j, ir_ops[in->op].name);
     }
-    r->n->dtype = IR_F32, r->n->shape = reg[n_in + f->n - 1];
+    const ir_shape *out = &reg[n_in + f->n - 1];
+    for (int k = 0; k < n_in + f->n; k++) {
+        ir_shape s;
+        if (!broadcast_shapes(&reg[k], out, &s) || ir_shape_numel(&s) != ir_shape_numel(out)) { /* leading 1s aside */
+            char b2[96];
+            return fail(r, "'fused' register %d (%s) does not broadcast to the output %s", k,
+                        ir_type_str(IR_F32, &reg[k], b, sizeof b), ir_type_str(IR_F32, out, b2, sizeof b2));
+        }
+    }
+    r->n->dtype = IR_F32, r->n->shape = *out;
     return true;
 }
 

@@ -140,13 +140,35 @@ static int one_program(int case_no, const ir_shape *out, int first_op) {
     return failed ? 1 : 0;
 }
 
+/* The rule refuses a program whose register does not broadcast into the
+ * output: its kernels would read an input beyond its end. */
+static int test_rule(void) {
+    ir_module *m = ir_module_new();
+    int in[2];
+    for (int k = 0; k < 2; k++) {
+        in[k] = ir_add(m, OP_INPUT, NULL, 0, (ir_loc){0});
+        ir_node_at(m, in[k])->dtype = IR_F32;
+        ir_node_at(m, in[k])->shape = ir_shape_make(1, (int64_t[]){k ? 5 : 3});
+    }
+    int n = ir_add(m, OP_FUSED, in, 2, (ir_loc){0});
+    ir_fused f = {.n = 2};
+    f.ins[0] = (ir_finstr){OP_NEG, 0, -1, 0}, f.ins[1] = (ir_finstr){OP_NEG, 1, -1, 0};
+    ir_node_at(m, n)->fused = ir_fused_add(m, &f);
+    char err[256] = "";
+    int bad = ir_infer_node(m, n, err, sizeof err) ||
+              strcmp(err, "'fused' register 0 (f32[3]) does not broadcast to the output f32[5]");
+    if (bad) fprintf(stderr, "FAIL rule: got '%s'\n", err);
+    ir_module_free(m);
+    return bad;
+}
+
 int main(void) {
     for (int op = 0; op < OP_COUNT; op++) {
         int arity;
         if (ir_fused_op_ok((ir_op)op, &arity)) ops[n_ops++] = (ir_op)op;
     }
     static const char *const outs[] = {"1", "7", "513", "3,41", "4,128", "2,5,6,8", "3,7,61", "2,3,5,7,3", "1031", "64,10"};
-    int failed = 0, cases = 0;
+    int failed = test_rule(), cases = 0;
     for (int rep = 0; rep < 6; rep++)
         for (int s = 0; s < (int)(sizeof outs / sizeof *outs); s++) {
             ir_shape out = {0};

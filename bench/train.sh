@@ -6,6 +6,7 @@
 # machine's 2-core ceiling: two independent one-device runs at once, one per
 # core, with no communication at all (shared caches and memory bandwidth).
 #   bench/train.sh [STEPS]     (default 300; needs build/mgc)
+# MGC_COMPILE_FLAGS adds compile options to every mgc plan (e.g. --no-fuse, issue 14).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=${1:-300}
@@ -13,11 +14,11 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=1
 
 mgc_ips() { # devices [name] -> images/s of the training steps (history, no evaluation time)
-  build/mgc compile examples/mnist_cnn.mg --devices "$1" -o "$tmp/p${2:-}.mgx" 2>/dev/null
+  build/mgc compile examples/mnist_cnn.mg --devices "$1" ${MGC_COMPILE_FLAGS:-} -o "$tmp/p${2:-}.mgx" 2>/dev/null
   build/mgc run "$tmp/p${2:-}.mgx" --steps "$steps" --history "$tmp/h${2:-}.jsonl" >/dev/null
   /usr/bin/python3 -c "import json,sys; print(round(json.loads(open(sys.argv[1]).readlines()[-1])['images_per_sec']))" "$tmp/h${2:-}.jsonl"
 }
-export -f mgc_ips; export tmp steps
+export -f mgc_ips; export tmp steps MGC_COMPILE_FLAGS
 
 one=$(taskset -c 0 bash -c "mgc_ips cpu:0")
 torch=$(taskset -c 0 /usr/bin/python3 bench/torch_cnn.py "$steps" 64 1)

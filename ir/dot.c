@@ -36,6 +36,8 @@ static void put_node(const ir_module *m, int i, bool replicated, FILE *out) {
     ir_type_str(n->dtype, &n->shape, type, sizeof type);
     fprintf(out, "    n%d [label=\"%%%d %s", i, i, (unsigned)n->op < OP_COUNT ? ir_ops[n->op].name : "?");
     if (n->op == OP_ALL_REDUCE) fprintf(out, " (bucket %lld)", (long long)n->iattr[0]);
+    for (int j = 0; n->op == OP_FUSED && n->fused && j < n->fused->n; j++) /* issue 14: its ops */
+        fprintf(out, "%s%s", j ? " > " : "\\n", (unsigned)n->fused->ins[j].op < OP_COUNT ? ir_ops[n->fused->ins[j].op].name : "?");
     fprintf(out, "\\n%s", type);
     if (n->name) fputs("\\n", out), put_escaped(n->name, out);
     fputc('"', out);

@@ -137,6 +137,8 @@ void ir_module_free(ir_module *m) {
     for (int i = 0; i < m->n_sched; i++) free(m->sched[i].items);
     free(m->sched);
     free(m->sources);
+    for (int i = 0; i < m->n_fused; i++) free(m->fused[i]);
+    free(m->fused);
     for (int i = 0; i < m->strings->n; i++) free(m->strings->s[i]);
     free(m->strings->s);
     free(m->strings);
@@ -176,6 +178,22 @@ int ir_add(ir_module *m, ir_op op, const int *in, int n_in, ir_loc loc) {
 }
 
 ir_node *ir_node_at(ir_module *m, int i) { return &m->g.nodes[i]; }
+
+/* ---- elementwise fusion (issue 14) ---- */
+
+const ir_fused *ir_fused_add(ir_module *m, const ir_fused *p) {
+    m->fused = xrealloc(m->fused, (size_t)(m->n_fused + 1) * sizeof *m->fused);
+    ir_fused *f = xrealloc(NULL, sizeof *f);
+    *f = *p;
+    return m->fused[m->n_fused++] = f;
+}
+
+bool ir_fused_op_ok(ir_op op, int *arity) {
+    if ((unsigned)op >= OP_COUNT || !(ir_ops[op].flags & OPF_ELEMENTWISE) || op == OP_CAST || op == OP_FUSED)
+        return false;
+    *arity = ir_ops[op].arity;
+    return *arity == 1 || *arity == 2;
+}
 
 double ir_learning_rate(const ir_optimizer *o, int64_t step) {
     const ir_lr_schedule *s = &o->schedule;

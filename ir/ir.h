@@ -102,6 +102,24 @@ extern const char *const ir_program_names[IR_PROGRAM_COUNT]; /* by bit index: "t
 
 enum { STREAM_COMPUTE = 0, STREAM_COMM = 1, STREAM_COUNT = 2 };
 
+/* ---- elementwise fusion (issue 14, passes/fuse.c) ----
+ * The program of a `fused` node: registers 0..n_in-1 are the node's inputs
+ * (each numpy-broadcast to the node's shape), register n_in + j the result of
+ * instruction j; the last instruction's register is the output. Every value
+ * is f32 and computed at every output element (an operand smaller than the
+ * output is broadcast: elementwise math commutes with it). Programs are
+ * immutable and owned by the module (ir_fused_new); clones share them. */
+enum { IR_FUSED_MAX_INSTRS = 32, IR_FUSED_MAX_INPUTS = 16 };
+typedef struct {
+    ir_op op;       /* an f32 elementwise op of ir_fused_op_ok */
+    int a, b;       /* operand registers, each < n_in + this instruction's index; b -1 for unary ops */
+    double alpha;   /* the op's float attribute (elu, leaky_relu and their gradients), else 0 */
+} ir_finstr;
+typedef struct ir_fused {
+    int n;          /* instructions, 1..IR_FUSED_MAX_INSTRS */
+    ir_finstr ins[IR_FUSED_MAX_INSTRS];
+} ir_fused;
+
 typedef struct {
     ir_op op;
     ir_dtype dtype;
@@ -117,6 +135,7 @@ typedef struct {
     int stream;               /* STREAM_COMPUTE or STREAM_COMM */
     int origin;               /* one-replica node this was cloned from (replicate), else its own index */
     int64_t offset;           /* byte offset in its device's arena (memory plan), -1 unplanned */
+    const ir_fused *fused;    /* op fused: its program (module-owned), else NULL */
 } ir_node;
 
 typedef struct {
@@ -265,6 +284,11 @@ typedef struct ir_module {
     int n_sources;
     ir_source *sources;
 
+    /* elementwise fusion (issue 14): compiled with --no-fuse (kept when re-planned) */
+    bool no_fuse;
+    int n_fused;
+    ir_fused **fused;         /* every program of the module's fused nodes, freed with it */
+
     /* interned strings */
     struct ir_strtab *strings;
 } ir_module;
@@ -333,10 +357,19 @@ int64_t ir_matmul_offset(const ir_matmul *g, int which, int64_t i);
 typedef void (*ir_report_fn)(void *ctx, const char *msg);
 int ir_verify(const ir_module *m, ir_report_fn report, void *ctx);
 
+/* ---- elementwise fusion (issue 14) ---- */
+/* A program owned by m (a copy of p), for node->fused. */
+const ir_fused *ir_fused_add(ir_module *m, const ir_fused *p);
+/* Whether op may be an instruction of a fused program: an f32 elementwise op
+ * other than cast and fused; its operand count (1 or 2) in *arity. */
+bool ir_fused_op_ok(ir_op op, int *arity);
+
 /* ---- text and pictures ---- */
 #include <stdio.h>
 /* One op per line: "%12 = conv2d(%0, %3) stride_h=1 ... : f32[64,26,26,32] @cpu:0 # file:line" */
 void ir_print(const ir_module *m, FILE *out);
+/* " [r2 = add(r0, r1); r3 = relu(r2)]": the program of fused node n (issue 14). */
+void ir_print_program(const ir_node *n, FILE *out);
 /* Graphviz. replicated: one cluster per device, collectives coloured. */
 void ir_print_dot(const ir_module *m, FILE *out, bool replicated);
 

@@ -144,6 +144,13 @@ static void enc_node(buf *b, wstrings *t, const ir_node *n) {
     put_str(b, t, n->name), put_str(b, t, n->loc.file), put_i32(b, n->loc.line), put_i32(b, n->loc.col);
     put_u32(b, n->programs), put_i32(b, n->device), put_i32(b, n->stream), put_i32(b, n->origin);
     put_i64(b, n->offset);
+    if (n->op == OP_FUSED) { /* version 6 (issue 14): the program, ops by name */
+        put_u32(b, (uint32_t)n->fused->n);
+        for (int j = 0; j < n->fused->n; j++) {
+            const ir_finstr *in = &n->fused->ins[j];
+            put_str(b, t, ir_ops[in->op].name), put_i32(b, in->a), put_i32(b, in->b), put_f64(b, in->alpha);
+        }
+    }
 }
 
 static void enc_graph(buf *b, wstrings *t, const ir_module *m) {
@@ -190,6 +197,7 @@ static void enc_devices(buf *b, wstrings *t, const ir_module *m) {
     put_u32(b, (uint32_t)m->n_devices);
     for (int d = 0; d < m->n_devices; d++) put_str(b, t, m->devices[d].name), put_i32(b, m->devices[d].index);
     put_u32(b, m->cross_device), put_i64(b, m->bucket_bytes), put_u32(b, m->sparse_grads);
+    put_u8(b, m->no_fuse);
     put_u32(b, (uint32_t)m->n_buckets);
     for (int k = 0; k < m->n_buckets; k++) {
         put_i64(b, m->buckets[k].bytes);
@@ -423,6 +431,31 @@ static ir_op get_op(rd *r, int i) {
     return op < 0 ? 0 : (ir_op)op;
 }
 
+/* The program of fused node i (issue 14): every instruction an op that may be
+ * fused, with the operand count of its op, each operand an earlier register. */
+static const ir_fused *get_program(rd *r, int i, int n_in) {
+    ir_fused f = {.n = (int)get_u32(r)};
+    if (r->failed) return NULL;
+    if (f.n < 1 || f.n > IR_FUSED_MAX_INSTRS)
+        return fail(r, "node %d: fused program of %d instructions (1..%d)", i, f.n, IR_FUSED_MAX_INSTRS), NULL;
+    for (int j = 0; j < f.n && !r->failed; j++) {
+        ir_finstr *in = &f.ins[j];
+        const char *name = get_str(r);
+        int op = name ? ir_op_from_name(name) : -1, arity = 0;
+        in->a = get_i32(r), in->b = get_i32(r), in->alpha = get_f64(r);
+        if (r->failed) break;
+        if (op < 0 || !ir_fused_op_ok((ir_op)op, &arity))
+            return fail(r, "node %d: fused instruction %d: '%.40s' is not an elementwise op that fuses", i, j,
+                        name ? name : ""), NULL;
+        in->op = (ir_op)op;
+        int top = n_in + j;
+        if (in->a < 0 || in->a >= top || (arity == 2 ? in->b < 0 || in->b >= top : in->b != -1))
+            return fail(r, "node %d: fused instruction %d (%s): operands %d, %d are not among registers 0..%d", i, j,
+                        name, in->a, in->b, top - 1), NULL;
+    }
+    return r->failed ? NULL : ir_fused_add(r->m, &f);
+}
+
 static void get_node(rd *r, int i) {
     ir_node n = {.op = get_op(r, i)};
     get_type(r, i, &n);
@@ -437,6 +470,7 @@ static void get_node(rd *r, int i) {
     n.name = get_str(r), n.loc.file = get_str(r), n.loc.line = get_i32(r), n.loc.col = get_i32(r);
     n.programs = get_u32(r), n.device = get_i32(r), n.stream = get_i32(r), n.origin = get_i32(r);
     n.offset = get_i64(r);
+    if (n.op == OP_FUSED && !r->failed) n.fused = get_program(r, i, n.n_in);
     if (!r->failed) {
         ir_node *dst = ir_node_at(r->m, ir_add(r->m, n.op, in, n.n_in, n.loc));
         n.in = dst->in;
@@ -500,6 +534,7 @@ static void dec_devices(rd *r) {
     m->cross_device = get_enum(r, XDEV_COUNT, "cross-device algorithm");
     m->bucket_bytes = get_i64(r);
     m->sparse_grads = get_enum(r, SPARSE_COUNT, "sparse gradient choice");
+    m->no_fuse = get_bool(r, "no-fuse");
     int n = get_count(r, 12, "bucket");
     m->buckets = calloc((size_t)n + 1, sizeof *m->buckets);
     if (!m->buckets) abort();

@@ -5,9 +5,9 @@
 #include "ir.h"
 
 #define MGX_MAGIC "MGXPLAN\0"
-enum { MGX_VERSION = 5 }; /* 2: ops by name; 3: learning-rate schedule, epochs; 4: clipnorm, global_clipnorm,
+enum { MGX_VERSION = 6 }; /* 2: ops by name; 3: learning-rate schedule, epochs; 4: clipnorm, global_clipnorm,
                              initial_accumulator_value, named outputs;
-                             5: sparse_grads */
+                             5: sparse_grads; 6: fused programs, no_fuse (issue 14) */
 
 /* Writes atomically (temp file, fsync, rename). Returns 0, or -1 with a
  * one-line message in err ("PATH: cannot write: No space left on device"). */

@@ -579,6 +579,52 @@ static bool rule_all_gather(rule *r) {
     return true;
 }
 
+/* ---- issue 14: elementwise fusion ---- */
+
+/* fused: registers are the f32 inputs, then each instruction's result of the
+ * broadcast of its operands' shapes; the node gets the last register's, into
+ * which every register must broadcast, leading 1s aside (the kernels compute
+ * each at every output element). Every instruction is checked (op, operand registers), so
+ * a program read from a file is as safe as one the fuse pass built. */
+static bool rule_fused(rule *r) {
+    const ir_fused *f = r->n->fused;
+    char b[96];
+    if (!f) return fail(r, "'fused' has no program (only the fuse pass makes fused nodes)");
+    if (f->n < 1 || f->n > IR_FUSED_MAX_INSTRS)
+        return fail(r, "'fused' program has %d instructions (1..%d)", f->n, IR_FUSED_MAX_INSTRS);
+    int n_in = r->n->n_in;
+    if (n_in > IR_FUSED_MAX_INPUTS) return fail(r, "'fused' has %d inputs (at most %d)", n_in, IR_FUSED_MAX_INPUTS);
+    ir_shape reg[IR_FUSED_MAX_INPUTS + IR_FUSED_MAX_INSTRS];
+    for (int k = 0; k < n_in; k++) {
+        const ir_node *x = &r->m->g.nodes[r->n->in[k]];
+        if (x->dtype != IR_F32) return fail(r, "input %d of 'fused' must be f32, got %s", k, tstr(x, b));
+        reg[k] = x->shape;
+    }
+    for (int j = 0; j < f->n; j++) {
+        const ir_finstr *in = &f->ins[j];
+        int arity, top = n_in + j;
+        if (!ir_fused_op_ok(in->op, &arity))
+            return fail(r, "'fused' instruction %d: op %d cannot be fused", j, (int)in->op);
+        if (in->a < 0 || in->a >= top || (arity == 2 ? in->b < 0 || in->b >= top : in->b != -1))
+            return fail(r, "'fused' instruction %d (%s): operands %d, %d are not earlier registers", j,
+                        ir_ops[in->op].name, in->a, in->b);
+        if (arity == 1) reg[top] = reg[in->a];
+        else if (!broadcast_shapes(&reg[in->a], &reg[in->b], &reg[top]))
+            return fail(r, "'fused' instruction %d (%s): operand shapes do not broadcast", j, ir_ops[in->op].name);
+    }
+    const ir_shape *out = &reg[n_in + f->n - 1];
+    for (int k = 0; k < n_in + f->n; k++) {
+        ir_shape s;
+        if (!broadcast_shapes(&reg[k], out, &s) || ir_shape_numel(&s) != ir_shape_numel(out)) { /* leading 1s aside */
+            char b2[96];
+            return fail(r, "'fused' register %d (%s) does not broadcast to the output %s", k,
+                        ir_type_str(IR_F32, &reg[k], b, sizeof b), ir_type_str(IR_F32, out, b2, sizeof b2));
+        }
+    }
+    r->n->dtype = IR_F32, r->n->shape = *out;
+    return true;
+}
+
 typedef bool (*shape_rule)(rule *r);
 
 static const shape_rule rules[OP_COUNT] = {

@@ -47,12 +47,28 @@ static void print_programs(unsigned programs, FILE *out) {
     fputc('}', out);
 }
 
+/* A fused node's program (issue 14): " [r2 = add(r0, r1); r3 = relu(r2)]". */
+void ir_print_program(const ir_node *n, FILE *out) {
+    const ir_fused *f = n->fused;
+    fputs(" [", out);
+    for (int j = 0; j < f->n; j++) {
+        const ir_finstr *in = &f->ins[j];
+        fprintf(out, "%sr%d = %s(r%d", j ? "; " : "", n->n_in + j, (unsigned)in->op < OP_COUNT ? ir_ops[in->op].name : "?",
+                in->a);
+        if (in->b >= 0) fprintf(out, ", r%d", in->b);
+        if (in->alpha != 0) fprintf(out, ", alpha=%g", in->alpha);
+        fputc(')', out);
+    }
+    fputc(']', out);
+}
+
 static void print_node(const ir_module *m, int i, FILE *out) {
     const ir_node *n = &m->g.nodes[i];
     fprintf(out, "%%%d = %s(", i, (unsigned)n->op < OP_COUNT ? ir_ops[n->op].name : "?");
     for (int k = 0; k < n->n_in; k++) fprintf(out, k ? ", %%%d" : "%%%d", n->in[k]);
     fputc(')', out);
     if ((unsigned)n->op < OP_COUNT) print_attrs(n, out);
+    if (n->op == OP_FUSED && n->fused) ir_print_program(n, out);
     fputs(" : ", out);
     print_type(n, out);
     if (m->n_devices > 0 || n->device != 0) {

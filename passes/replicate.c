@@ -103,6 +103,7 @@ static void clone_replica(replicator *R, int r) {
         memcpy(n->iattr, o->iattr, sizeof n->iattr);
         memcpy(n->fattr, o->fattr, sizeof n->fattr);
         n->dtype = o->dtype, n->shape = o->shape, n->name = o->name, n->origin = i;
+        n->fused = o->fused; /* issue 14: programs are module-owned and shared */
         R->map[r][i] = c;
     }
 }

@@ -184,4 +184,26 @@ MG_HD static inline float mg_lamb_ratio(double p_sq, double r_sq) {
 }
 
 
+/* ---- issue 14: the ops a fused program may hold, with their per-element
+ * math over operands a, b (b unused by unary ops) and the op's float
+ * attribute alpha; the fused kernels (runtime/cpu/fused.c,
+ * runtime/cuda/cuda_fused.cu) expand it, so fused and unfused run the same
+ * functions. X(OP enum suffix, expression); ir_fused_op_ok decides which ops
+ * may be fused, and the kernels fail on one missing here. */
+#define MG_FUSED_OPS(X)                                                                            \
+    X(ADD, mg_add(a, b)) X(SUB, mg_sub(a, b)) X(MUL, mg_mul(a, b)) X(DIV, mg_div(a, b))            \
+    X(NEG, mg_neg(a)) X(EXP, mg_exp(a)) X(LOG, mg_log(a)) X(SQRT, mg_sqrt(a)) X(RELU, mg_relu(a))  \
+    X(SIGMOID, mg_sigmoid(a)) X(TANH, mg_tanh(a))                                                  \
+    X(RELU_GRAD, mg_relu_grad(a, b)) X(SIGMOID_GRAD, mg_sigmoid_grad(a, b))                        \
+    X(TANH_GRAD, mg_tanh_grad(a, b))                                                               \
+    X(LESS, mg_less(a, b)) X(LESS_EQUAL, mg_less_equal(a, b)) X(GREATER, mg_greater(a, b))         \
+    X(GREATER_EQUAL, mg_greater_equal(a, b)) X(EQUAL, mg_equal(a, b))                              \
+    X(NOT_EQUAL, mg_not_equal(a, b))                                                               \
+    X(ABS, mg_abs(a)) X(ERF, mg_erf(a)) X(GELU, mg_gelu(a)) X(SOFTPLUS, mg_softplus(a))            \
+    X(SELU, mg_selu(a)) X(ELU, mg_elu(a, alpha)) X(LEAKY_RELU, mg_leaky_relu(a, alpha))            \
+    X(MAXIMUM, mg_maximum(a, b)) X(MINIMUM, mg_minimum(a, b)) X(POW, mg_pow(a, b))                 \
+    X(ABS_GRAD, mg_abs_grad(a, b)) X(ERF_GRAD, mg_erf_grad(a, b)) X(GELU_GRAD, mg_gelu_grad(a, b)) \
+    X(SELU_GRAD, mg_selu_grad(a, b)) X(ELU_GRAD, mg_elu_grad(a, b, alpha))                         \
+    X(LEAKY_RELU_GRAD, mg_leaky_relu_grad(a, b, alpha))
+
 #endif

@@ -19,3 +19,8 @@ add_test(NAME kern_optim COMMAND test_optim)
 add_executable(test_tune ${MGC_SRC}/tests/kern/test_tune.c)
 target_link_libraries(test_tune PRIVATE mgc_runtime)
 add_test(NAME kern_tune COMMAND test_tune)
+
+# issue 14: the fused kernel against the unfused kernels, bit for bit (random programs)
+add_executable(test_fused ${MGC_SRC}/tests/kern/test_fused.c)
+target_link_libraries(test_fused PRIVATE mgc_runtime)
+add_test(NAME kern_fused COMMAND test_fused)

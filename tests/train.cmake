@@ -119,3 +119,26 @@ set_tests_properties(train_equivalence_char_gpt PROPERTIES SKIP_RETURN_CODE 77 T
 # CPU runtime (f32 kernels) against central differences
 add_test(NAME train_grad_attention
          COMMAND test_model_grad ${CMAKE_CURRENT_SOURCE_DIR}/train/attention.mg ${MGC_SRC}/stdlib --classes 7)
+
+# issue 14: a fused plan and an unfused one (--no-fuse) train to the same params
+# (within 1e-5, and bit for bit) on 1 and 2 devices: the seed CNN, the MLP and
+# models with the activations, elementwise math, batch norm, shape ops,
+# embeddings and LSTM/GRU layers
+foreach(model mnist_cnn mlp)
+  add_test(NAME train_fused_vs_unfused_${model}
+           COMMAND test_equivalence ${MGC_SRC}/examples/${model}.mg ${MGC_SRC}/stdlib --fused-vs-unfused)
+  set_tests_properties(train_fused_vs_unfused_${model} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+endforeach()
+foreach(model sync_bn shape_ops)
+  add_test(NAME train_fused_vs_unfused_${model}
+           COMMAND test_equivalence ${MGC_SRC}/tests/train/${model}.mg ${MGC_SRC}/stdlib --fused-vs-unfused)
+  set_tests_properties(train_fused_vs_unfused_${model} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+endforeach()
+foreach(model activations:10 sequence:10 recurrent:5)
+  string(REPLACE ":" ";" mc ${model})
+  list(GET mc 0 name)
+  list(GET mc 1 classes)
+  add_test(NAME train_fused_vs_unfused_${name}
+           COMMAND test_equivalence ${MGC_SRC}/tests/train/${name}.mg ${MGC_SRC}/stdlib --synthetic ${classes} --fused-vs-unfused)
+  set_tests_properties(train_fused_vs_unfused_${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+endforeach()

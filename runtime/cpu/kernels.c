@@ -125,6 +125,8 @@ static const cpu_kernel_fn kernels[OP_COUNT] = {
     /* issue 13: one_hot (onehot.c) */
     [OP_ONE_HOT] = cpu_k_one_hot,
     [OP_ALL_GATHER] = cpu_k_all_gather, /* issue 13: sparse gradient exchange (embed.c) */
+    /* issue 14: elementwise fusion (fused.c) */
+    [OP_FUSED] = cpu_k_fused,
 };
 
 /* ops whose kernels read f32 data only (CAST, SHARD, RESHAPE, VIEW and the

@@ -48,6 +48,9 @@ int cpu_k_broadcast_to(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_cast(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_dropout(const rt_kernel_args *k, char *err, size_t cap);
 
+/* fused.c (issue 14): a fused node's program over tiles */
+int cpu_k_fused(const rt_kernel_args *k, char *err, size_t cap);
+
 /* activations.c (issue 12) */
 int cpu_k_activation(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_activation_grad(const rt_kernel_args *k, char *err, size_t cap);

@@ -114,6 +114,16 @@ cudaError_t cuda_k_scatter_add(const int32_t *ids, const float *dy, float *out, 
  * (a zero row for an id outside [0, depth)) */
 cudaError_t cuda_k_one_hot(const int32_t *ids, float *out, int64_t n, int64_t depth, cudaStream_t s);
 
+/* issue 14 (cuda_fused.cu): a fused node's program per output element; input k
+ * x[k] read through stride[k] (numpy broadcasting against dim, as cuda_bcast) */
+typedef struct {
+    int n_in, rank;
+    int64_t dim[IR_MAX_RANK];
+    int64_t stride[IR_FUSED_MAX_INPUTS][IR_MAX_RANK];
+    const float *x[IR_FUSED_MAX_INPUTS];
+} cuda_fused_args;
+cudaError_t cuda_k_fused(const ir_fused *f, const cuda_fused_args *a, float *out, int64_t n, cudaStream_t s);
+
 /* filters: HWIO [kh,kw,ci,co] <-> cuDNN's NHWC filter format OHWI [co,kh,kw,ci] */
 cudaError_t cuda_k_hwio_to_ohwi(const float *w, float *o, int64_t khw, int64_t ci, int64_t co, cudaStream_t s);
 cudaError_t cuda_k_ohwi_to_hwio(const float *o, float *w, int64_t khw, int64_t ci, int64_t co, cudaStream_t s);

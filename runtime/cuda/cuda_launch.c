@@ -397,6 +397,19 @@ static int op_all_gather(const ctx *c) {
     return 0;
 }
 
+/* issue 14: a fused node's program, one thread per output element (cuda_fused.cu) */
+static int op_fused(const ctx *c) {
+    TRY(need_f32(c));
+    if (!c->n->fused || c->n->n_in > IR_FUSED_MAX_INPUTS) return bad(c, "no program");
+    cuda_fused_args a;
+    memset(&a, 0, sizeof a);
+    a.n_in = c->n->n_in, a.rank = c->n->shape.rank;
+    for (int d = 0; d < a.rank; d++) a.dim[d] = c->n->shape.dim[d];
+    for (int i = 0; i < a.n_in; i++) bcast_strides(&c->n->shape, in_shape(c, i), a.stride[i]), a.x[i] = inf(c, i);
+    CUDA_CHECK(c->b, cuda_k_fused(c->n->fused, &a, outf(c), out_numel(c), c->s));
+    return 0;
+}
+
 /* The kernel of each op; sources have none (cuda_supports reports the rest). */
 static int (*const kernels[OP_COUNT])(const ctx *c) = {
     [OP_ADD] = op_binary, [OP_SUB] = op_binary, [OP_MUL] = op_binary, [OP_DIV] = op_binary,
@@ -438,6 +451,7 @@ static int (*const kernels[OP_COUNT])(const ctx *c) = {
     /* issue 13: one_hot */
     [OP_ONE_HOT] = op_one_hot,
     [OP_ALL_GATHER] = op_all_gather, /* issue 13: sparse gradient exchange */
+    [OP_FUSED] = op_fused, /* issue 14: elementwise fusion */
 };
 
 bool cuda_supports(const ir_node *n, char *why, size_t cap) {

@@ -145,7 +145,7 @@ expect_fail "$mlp:5:20: error: dimension 4294967296 of input 'image' is out of r
   "$MGC" compile "$mlp" --devices cpu:0 --global-batch 4294967296
 # ... one of 2^39 compiles, then fails before anything is allocated
 printf 'model m {\n  input x: f32[batch, 1048576, 524288]\n  y = x * 2.0 + x\n  output y\n}\n' > "$tmp/half.mg"  # x and x * 2.0 live at once
-"$MGC" compile "$tmp/half.mg" --devices cpu:0 -o "$tmp/half.mgx"
+"$MGC" compile "$tmp/half.mg" --devices cpu:0 --no-fuse -o "$tmp/half.mgx"  # unfused: fused, x * 2.0 never exists
 "$MGC" inspect "$tmp/half.mgx" > "$tmp/inspect"
 expect_line "$tmp/inspect" '^  cpu:0  planned with reuse 4\.00 TiB   without reuse 6\.00 TiB$'
 start=$(date +%s%N)
@@ -161,7 +161,7 @@ if ! ldd "$MGC" | grep -q libasan; then
   printf 'model m {\n  input x: f32[batch, 1, 1]\n  y = prim.broadcast_to(x, 1, 1048576, 256)\n  z = y * 2.0 + y\n  output z\n}\n' \
     > "$tmp/gib.mg"
   "$PY" -c 'import sys, numpy as np; np.save(sys.argv[1], np.ones((1, 1, 1), np.float32))' "$tmp/x11.npy"
-  "$MGC" compile "$tmp/gib.mg" --devices cpu:0 -o "$tmp/gib.mgx"
+  "$MGC" compile "$tmp/gib.mg" --devices cpu:0 --no-fuse -o "$tmp/gib.mgx"  # unfused: y and y * 2.0 at once
   expect_fail "mgc: $tmp/gib.mgx: cannot allocate 2147483712 bytes for device cpu:0: out of memory (2147483776 bytes)" \
     bash -c 'ulimit -v 1500000 && exec "$@"' sh "$MGC" predict "$tmp/gib.mgx" --load "$tmp/empty.safetensors" \
     --input x="$tmp/x11.npy" -o "$tmp/o.npy"
@@ -177,7 +177,7 @@ import struct, sys; print(struct.unpack_from("<Q", open(sys.argv[1], "rb").read(
 edit "$tmp/m.mgx" "$tmp/crc.mgx" crc 2
 expect_fail "mgc: $tmp/crc.mgx: section 'graph': CRC mismatch" "$MGC" run "$tmp/crc.mgx"
 edit "$tmp/m.mgx" "$tmp/v1.mgx" version 1
-expect_fail "mgc: $tmp/v1.mgx: plan format version 1, this mgc reads version 5 (compile the model again)" \
+expect_fail "mgc: $tmp/v1.mgx: plan format version 1, this mgc reads version 6 (compile the model again)" \
   "$MGC" inspect "$tmp/v1.mgx"
 edit "$tmp/m2.mgx" "$tmp/gpu.mgx" device-kind gpu
 "$MGC" inspect "$tmp/gpu.mgx" | grep -q 'gpu:0 gpu:1' || fail "the edited plan is not for gpu:0 gpu:1"

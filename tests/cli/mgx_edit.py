@@ -49,11 +49,13 @@ def strings(payload):
     return out
 
 
-def node_offsets(graph):
-    """(offset of the rank field, rank) of every node."""
+def node_offsets(graph, names):
+    """(offset of the rank field, rank) of every node; names: the string table
+    (for the program a fused node carries, version 6)."""
     n, = struct.unpack_from("<I", graph, 0)
     pos, out = 4, []
     for _ in range(n):
+        op, = struct.unpack_from("<I", graph, pos)
         rank, = struct.unpack_from("<I", graph, pos + 8)
         out.append((pos + 8, rank))
         pos += 12 + 8 * rank
@@ -62,6 +64,9 @@ def node_offsets(graph):
         pos += 1 + 8 * graph[pos]          # integer attributes
         pos += 1 + 8 * graph[pos]          # float attributes
         pos += 4 * 8 + 8                   # name, file, line, col, programs, device, stream, origin; offset
+        if names[op] == "fused":
+            count, = struct.unpack_from("<I", graph, pos)
+            pos += 4 + 20 * count          # (op, a, b, alpha) per instruction
     return out
 
 
@@ -85,7 +90,7 @@ def main():
     elif edit == "arena":
         struct.pack_into("<q", secs[5][1], 1, int(args[0]))
     elif edit == "dims":
-        at, rank = node_offsets(secs[1][1])[int(args[0])]
+        at, rank = node_offsets(secs[1][1], [s for _, s in strings(secs[0][1])])[int(args[0])]
         dims = [int(a) for a in args[1:]]
         assert len(dims) == rank, (dims, rank)
         for k, d in enumerate(dims):

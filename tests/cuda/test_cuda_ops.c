@@ -126,6 +126,7 @@ static double diff(double want, double got) {
 }
 
 static int out_dtype = -1; /* check_as: the output dtype of the next node (casts) */
+static const ir_fused *program; /* issue 14: the program of the next fused node checked */
 
 /* adds op over the given inputs, infers its shape (or keeps a given one), compares */
 static void check(ir_module *m, ir_op op, const int *ins, int n_in, const int64_t *ia, const double *fa,
@@ -138,6 +139,7 @@ static void check(ir_module *m, ir_op op, const int *ins, int n_in, const int64_
     for (int i = 0; fa && i < IR_MAX_FATTR; i++) n->fattr[i] = fa[i];
     if (given) n->shape = *given, n->dtype = IR_F32;
     if (out_dtype >= 0) n->dtype = (ir_dtype)out_dtype, out_dtype = -1;
+    if (op == OP_FUSED) n->fused = program;
     if (!ir_infer_node(m, c.node, err, sizeof err)) {
         fprintf(stderr, "FAIL: %s: shape: %s\n", ir_ops[op].name, err), failures++;
         return;
@@ -298,6 +300,17 @@ static void backend_calls(void) {
     if (p) gpu->i->dealloc(gpu, 0, p);
 }
 
+/* issue 14: a fused bias add, relu_grad and elu over broadcast inputs (odd sizes) */
+static void fused(ir_module *m) {
+    int x = input(m, IR_F32, 3, 3, 7, 61, 0), b = input(m, IR_F32, 1, 61, 0, 0, 0), dy = input(m, IR_F32, 3, 3, 7, 61, 0);
+    int col = input(m, IR_F32, 3, 3, 1, 1, 0);
+    ir_fused f = {.n = 4};
+    f.ins[0] = (ir_finstr){OP_ADD, 0, 1, 0}, f.ins[1] = (ir_finstr){OP_RELU_GRAD, 4, 2, 0};
+    f.ins[2] = (ir_finstr){OP_ELU, 5, -1, 0.7}, f.ins[3] = (ir_finstr){OP_MUL, 6, 3, 0};
+    program = ir_fused_add(m, &f);
+    check(m, OP_FUSED, (int[]){x, b, dy, col}, 4, NULL, NULL, NULL, 1e-6);
+}
+
 int main(void) {
     char why[256];
     if (rt_cuda_device_count(why, sizeof why) == 0) {
@@ -321,6 +334,7 @@ int main(void) {
     pool_grads(m);
     plain_optimizers(m);
     casts_and_reductions(m);
+    fused(m);
     ir_module_free(m);
     backend_calls();
     gpu->i->shutdown(gpu);

@@ -226,7 +226,7 @@ static void test_version_magic(const bytes *orig) {
     bytes b = {malloc(orig->n + 3), orig->n};
     memcpy(b.p, orig->p, b.n);
     set_le32(b.p + 8, 7);
-    expect_error(&b, b.n, "plan format version 7, this mgc reads version 5 (compile the model again)");
+    expect_error(&b, b.n, "plan format version 7, this mgc reads version 6 (compile the model again)");
     memcpy(b.p, orig->p, b.n);
     memcpy(b.p, "GIF89a\0\0", 8);
     expect_error(&b, b.n, "not an mgc plan (bad magic)");
@@ -325,11 +325,77 @@ static void test_unwritable(void) {
     ir_module_free(big), ir_module_free(small);
 }
 
+/* ---- issue 14: a fused node's program ----
+ * y = fused(x f32[2,3], b f32[3]) [r2 = add(r0, r1); r3 = elu(r2, alpha=0.5); r4 = mul(r3, r0)],
+ * compiled --no-fuse or not (m->no_fuse); the program is the graph payload's last 64 bytes. */
+static ir_module *fused_module(void) {
+    ir_module *m = ir_module_new();
+    m->model_name = ir_intern(m, "fused");
+    int in[2];
+    in[0] = ir_add(m, OP_INPUT, NULL, 0, (ir_loc){ir_intern(m, "f.mg"), 1, 1});
+    in[1] = ir_add(m, OP_PARAM, NULL, 0, (ir_loc){ir_intern(m, "f.mg"), 2, 1});
+    ir_node *x = ir_node_at(m, in[0]), *b = ir_node_at(m, in[1]);
+    x->dtype = b->dtype = IR_F32, x->name = ir_intern(m, "x"), b->name = ir_intern(m, "b");
+    x->shape = ir_shape_make(2, (int64_t[]){2, 3}), b->shape = ir_shape_make(1, (int64_t[]){3});
+    int y = ir_add(m, OP_FUSED, in, 2, (ir_loc){ir_intern(m, "f.mg"), 3, 5});
+    ir_fused f = {.n = 3};
+    f.ins[0] = (ir_finstr){OP_ADD, 0, 1, 0}, f.ins[1] = (ir_finstr){OP_ELU, 2, -1, 0.5}, f.ins[2] = (ir_finstr){OP_MUL, 3, 0, 0};
+    ir_node_at(m, y)->fused = ir_fused_add(m, &f);
+    char err[256];
+    CHECK(ir_infer_node(m, y, err, sizeof err));
+    m->n_outputs = 1, m->outputs = malloc(sizeof *m->outputs), m->outputs[0] = (ir_output){ir_intern(m, "y"), y};
+    m->n_inputs = 1, m->inputs = malloc(sizeof(int)), m->inputs[0] = in[0];
+    m->n_params = 1, m->params = malloc(sizeof(int)), m->params[0] = in[1];
+    m->no_fuse = false;
+    return m;
+}
+
+static void test_fused_program(void) {
+    ir_module *m = fused_module();
+    test_round_trip(m);
+    bytes b = plan_bytes(m);
+    char err[512];
+    ir_module *r = mgx_read_mem(b.p, b.n, "m.mgx", err, sizeof err);
+    CHECK(r && r->g.nodes[2].fused && !memcmp(r->g.nodes[2].fused, m->g.nodes[2].fused, sizeof(ir_fused)));
+    CHECK(!r->no_fuse);
+    char *text = print_to_string(r);
+    CHECK(strstr(text, "%2 = fused(%0, %1) [r2 = add(r0, r1); r3 = elu(r2, alpha=0.5); r4 = mul(r3, r0)] : f32[2,3]"));
+    free(text);
+    ir_module_free(r);
+    layout l = find_layout(&b);
+    size_t prog = l.payload[2] + l.len[2] - 64; /* n, then (op, a, b, alpha) per instruction */
+    bytes c = {malloc(b.n), b.n};
+    memcpy(c.p, b.p, b.n);
+    set_le32(c.p + prog + 4 + 20 + 4, 7); /* elu's operand: register 7 of 3 */
+    fix_crc(&c, &l, 2);
+    expect_error(&c, c.n, "section 'graph': node 2: fused instruction 1 (elu): operands 7, -1 are not among registers 0..2");
+    memcpy(c.p, b.p, b.n);
+    set_le32(c.p + prog + 4 + 20 + 8, 1); /* a second operand for a unary op */
+    fix_crc(&c, &l, 2);
+    expect_error(&c, c.n, "section 'graph': node 2: fused instruction 1 (elu): operands 2, 1 are not among registers 0..2");
+    memcpy(c.p, b.p, b.n);
+    set_le32(c.p + prog + 4, le32(c.p + l.payload[2] + 4)); /* the op of instruction 0 named by node 0's op: input */
+    fix_crc(&c, &l, 2);
+    expect_error(&c, c.n, "section 'graph': node 2: fused instruction 0: 'input' is not an elementwise op that fuses");
+    memcpy(c.p, b.p, b.n);
+    set_le32(c.p + prog, 0);
+    fix_crc(&c, &l, 2);
+    expect_error(&c, c.n, "section 'graph': node 2: fused program of 0 instructions (1..32)");
+    memcpy(c.p, b.p, b.n);
+    set_le32(c.p + prog, 33);
+    fix_crc(&c, &l, 2);
+    expect_error(&c, c.n, "section 'graph': node 2: fused program of 33 instructions (1..32)");
+    test_truncation(&b, &l);
+    free(c.p), free(b.p);
+    ir_module_free(m);
+    printf("plan: fused program round trip, malformed programs rejected\n");
+}
+
 static int write_corpus(const char *dir) {
     char path[512], err[512];
-    ir_module *m[2] = {rich_module(NULL), small_module()};
-    const char *names[2] = {"rich.mgx", "small.mgx"};
-    for (int k = 0; k < 2; k++) {
+    ir_module *m[3] = {rich_module(NULL), small_module(), fused_module()};
+    const char *names[3] = {"rich.mgx", "small.mgx", "fused.mgx"};
+    for (int k = 0; k < 3; k++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[k]);
         if (mgx_write(m[k], path, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
         ir_module_free(m[k]);
@@ -356,6 +422,7 @@ int main(int argc, char **argv) {
     test_truncation(&s, &ls);
     test_truncation(&b, &l);
     test_unwritable();
+    test_fused_program(); /* issue 14 */
     printf("plan: %zu-byte rich plan, %zu-byte small plan: round trip, corruption and truncation ok\n", b.n, s.n);
     free(b.p), free(s.p);
     ir_module_free(rich), ir_module_free(small);

@@ -151,11 +151,12 @@ static void test_cross_device_wait(void) {
 
 /* The memory plan writes an elementwise op over an input that dies there
  * (the seed CNN's conv output under its bias add) and not over one still
- * needed (the bias add's output, which relu_grad reads later, under relu). */
+ * needed (the bias add's output, which relu_grad reads later, under relu).
+ * Unfused (--no-fuse); fused, see test_in_place_fused. */
 static void test_in_place(const char *stdlib, const char *cnn) {
     pass_options o;
     pass_options_default(&o);
-    o.quiet = true;
+    o.quiet = true, o.no_fuse = true;
     ir_diag *d = ir_diag_new(stderr);
     ir_module *m = pass_elaborate(cnn, stdlib, d, &o);
     CHECK(m && pass_run_all(m, d, &o, NULL, NULL));
@@ -172,6 +173,29 @@ static void test_in_place(const char *stdlib, const char *cnn) {
         }
     }
     CHECK(checked == 3); /* one conv bias add, two relus (conv and dense) */
+    ir_diag_free(d);
+    ir_module_free(m);
+}
+
+/* issue 14: fused, the conv's bias add and relu_grad become one node
+ * fused(conv, bias, max_pool2d_grad) that writes in place over the first of
+ * its inputs that die there: the conv output (its last reader) */
+static void test_in_place_fused(const char *stdlib, const char *cnn) {
+    pass_options o;
+    pass_options_default(&o);
+    o.quiet = true;
+    ir_diag *d = ir_diag_new(stderr);
+    ir_module *m = pass_elaborate(cnn, stdlib, d, &o);
+    CHECK(m && pass_run_all(m, d, &o, NULL, NULL));
+    int checked = 0;
+    for (int i = 0; i < m->g.n; i++) {
+        const ir_node *n = &m->g.nodes[i];
+        if (n->op != OP_FUSED || n->n_in != 3 || m->g.nodes[n->in[2]].op != OP_MAX_POOL2D_GRAD) continue;
+        CHECK(m->g.nodes[n->in[0]].op == OP_CONV2D);
+        CHECK(n->offset == m->g.nodes[n->in[0]].offset && n->offset != m->g.nodes[n->in[2]].offset);
+        checked++;
+    }
+    CHECK(checked == 1);
     ir_diag_free(d);
     ir_module_free(m);
 }
@@ -290,7 +314,7 @@ int main(int argc, char **argv) {
     test_wait_before_record();
     test_cross_device_wait();
     for (int a = 2; a < argc; a++)
-        if (strstr(argv[a], "mnist_cnn.mg")) test_in_place(argv[1], argv[a]);
+        if (strstr(argv[a], "mnist_cnn.mg")) test_in_place(argv[1], argv[a]), test_in_place_fused(argv[1], argv[a]);
     int plans = 0;
     for (int a = 2; a < argc; a++)
         for (int n_dev = 1; n_dev <= 4; n_dev *= 2)

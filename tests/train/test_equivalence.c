@@ -6,7 +6,7 @@
  * and a second 2-device run must end with the same bits as the first.
  *   test_equivalence MODEL.mg STDLIB_DIR [cross-device-ops] [--bucket-bytes N] [--steps S]
  *                    [--synthetic CLASSES] [--expect-differ] [--sparse-grads MODE] [--sparse-vs-dense]
- *                    [--zero-gradient SUFFIX]
+ *                    [--zero-gradient SUFFIX] [--fused-vs-unfused]
  * State (moving statistics) is compared after averaging over replicas, as
  * saved. --expect-differ: a model whose replicas normalize by their own
  * batch (batch_norm without sync) must differ from one device by more than
@@ -21,7 +21,11 @@
  * --sparse-grads MODE compiles every plan so (issue 13) and checks that the
  * multi-device plans exchange some gradient sparsely (always) or none (never).
  * --sparse-vs-dense: 2 devices with --sparse-grads always against never,
- * every variable within 1e-6; says which params equal 1 device bit for bit. */
+ * every variable within 1e-6; says which params equal 1 device bit for bit.
+ * --fused-vs-unfused (issue 14): on 1 and 2 devices, the plan with fusion
+ * (which must hold fused nodes) against the one compiled --no-fuse: every
+ * variable within 1e-5 and, since fused kernels run the same per-element
+ * math in the same order, bit for bit. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +43,7 @@ static bool expect_differ;                /* --expect-differ: batch_norm without
 static ir_sparse_grads sparse_mode = SPARSE_AUTO; /* --sparse-grads */
 static double limit = 1e-5;               /* relative difference allowed per variable */
 static const char *zero_gradient;         /* --zero-gradient SUFFIX: params whose gradient is exactly 0 */
+static bool no_fuse;                      /* compile with --no-fuse (issue 14) */
 
 static bool zero_gradient_param(const char *name) {
     size_t n = strlen(name), k = zero_gradient ? strlen(zero_gradient) : 0;
@@ -51,7 +56,7 @@ static ir_module *compile(const char *path, const char *stdlib, int n_dev, ir_cr
     ir_device dev[8];
     for (int k = 0; k < n_dev; k++) dev[k] = (ir_device){"cpu", k};
     o.devices = dev, o.n_devices = n_dev, o.global_batch = GLOBAL_BATCH, o.cross_device = xdev;
-    o.bucket_bytes = bucket_bytes, o.sparse_grads = sparse_mode;
+    o.bucket_bytes = bucket_bytes, o.sparse_grads = sparse_mode, o.no_fuse = no_fuse;
     ir_diag *d = ir_diag_new(stderr);
     ir_module *m = pass_elaborate(path, stdlib, d, &o);
     if (!m || !pass_run_all(m, d, &o, NULL, NULL)) {
@@ -215,9 +220,36 @@ static int sparse_vs_dense(const char *path, const char *stdlib, ir_cross_device
     return failures;
 }
 
+/* issue 14: fused against unfused plans on 1 and 2 devices */
+static int fused_vs_unfused(const char *path, const char *stdlib, ir_cross_device xdev, const rt_dataset *ds) {
+    int failures = 0;
+    for (int devices = 1; devices <= 2; devices++) {
+        int64_t n, fused_nodes = 0;
+        no_fuse = true;
+        ir_module *mu = compile(path, stdlib, devices, xdev);
+        float *unfused = train(mu, ds, &n);
+        no_fuse = false;
+        ir_module *mf = compile(path, stdlib, devices, xdev);
+        for (int i = 0; i < mf->g.n; i++) fused_nodes += mf->g.nodes[i].op == OP_FUSED;
+        printf("%d devices: %lld fused nodes, %d nodes fused against %d unfused\n", devices, (long long)fused_nodes,
+               mf->g.n, mu->g.n);
+        if (!fused_nodes) printf("FAIL: the fused plan on %d devices holds no fused node\n", devices), failures++;
+        float *fused = train(mf, ds, &n);
+        failures += compare(mu, unfused, fused, devices);
+        if (memcmp(unfused, fused, (size_t)n * sizeof *fused)) {
+            report_bits(mu, unfused, fused, "the unfused plan's");
+            printf("FAIL: fused and unfused plans on %d devices end with different bits\n", devices);
+            failures++;
+        }
+        free(unfused), free(fused);
+        ir_module_free(mu), ir_module_free(mf);
+    }
+    return failures;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) return 2;
-    bool vs_dense = false;
+    bool vs_dense = false, vs_unfused = false;
     ir_cross_device xdev = XDEV_RING;
     int64_t classes = 0;
     for (int a = 3; a < argc; a++) {
@@ -228,6 +260,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[a], "--steps") && a + 1 < argc) steps = atoll(argv[++a]);
         else if (!strcmp(argv[a], "--expect-differ")) expect_differ = true;
         else if (!strcmp(argv[a], "--sparse-vs-dense")) vs_dense = true;
+        else if (!strcmp(argv[a], "--fused-vs-unfused")) vs_unfused = true;
         else if (!strcmp(argv[a], "--sparse-grads") && a + 1 < argc) {
             int k = 0;
             while (k < SPARSE_COUNT && strcmp(argv[a + 1], ir_sparse_grads_names[k])) k++;
@@ -250,6 +283,11 @@ int main(int argc, char **argv) {
     int64_t n;
     float *ref = train(m1, ds, &n);
     int failures = 0;
+    if (vs_unfused) {
+        failures = fused_vs_unfused(argv[1], argv[2], xdev, ds);
+        free(ref), ir_module_free(m1), rt_dataset_free(ds);
+        return failures ? 1 : 0;
+    }
     if (vs_dense) {
         failures = sparse_vs_dense(argv[1], argv[2], xdev, ds, ref);
         free(ref), ir_module_free(m1), rt_dataset_free(ds);

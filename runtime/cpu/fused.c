@@ -1,0 +1,166 @@
+/* fused.c - the CPU kernel of a fused node (issue 14): its program run over
+ * tiles of TILE output elements, each instruction a loop the compiler
+ * vectorizes over the same runtime/ops_math.h functions the unfused kernels
+ * call (compiled as they are: -O3, CPU_CLONES), so a fused chain gives the
+ * bits of the unfused one. Intermediates live in tile buffers on the stack
+ * (a buffer is reused once its register is dead), so memory is walked once:
+ * each input read, the output written.
+ * Inputs of the output's element count are read in place; a scalar, and a
+ * trailing-axis vector [c] over [..., c] whose c divides TILE, are expanded
+ * into a tile once; any other broadcast is gathered per tile. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("O3")
+#endif
+#include <string.h>
+
+#include "../ops_math.h"
+#include "kernels_impl.h"
+
+enum { TILE = 512 };
+
+/* o[i] = EXPR(a = x[i], b = y[i]) for i < n; unary ops get y = x */
+#define DEF_FUSED(E, EXPR)                                                                          \
+    CPU_CLONES static void f_##E(float *o, const float *x, const float *y, int64_t n, float alpha) { \
+        (void)alpha;                                                                                \
+        for (int64_t i = 0; i < n; i++) {                                                           \
+            float a = x[i], b = y[i];                                                               \
+            (void)b;                                                                                \
+            o[i] = EXPR;                                                                            \
+        }                                                                                           \
+    }
+MG_FUSED_OPS(DEF_FUSED)
+#undef DEF_FUSED
+
+typedef void (*fused_fn)(float *o, const float *x, const float *y, int64_t n, float alpha);
+static const fused_fn fns[OP_COUNT] = {
+#define X(E, EXPR) [OP_##E] = f_##E,
+    MG_FUSED_OPS(X)
+#undef X
+};
+
+/* How an input maps onto the output's elements. */
+typedef enum {
+    IN_FULL,     /* the output's element count: element i is x[i] */
+    IN_CONST,    /* the same tile every time (scalar, or [c] with TILE % c == 0): filled once */
+    IN_PERIODIC, /* trailing [c]: element i is x[i % c] */
+    IN_GATHER,   /* any other broadcast: element i through strides */
+} in_kind;
+
+typedef struct {
+    in_kind kind;
+    const float *x;
+    int64_t c;                   /* IN_PERIODIC, IN_CONST: the period (1 for a scalar) */
+    int64_t stride[IR_MAX_RANK]; /* IN_GATHER: element stride of x along each output axis, 0 broadcast */
+    float *tile;                 /* all but IN_FULL: its buffer */
+} operand;
+
+/* x's shape without leading 1s equals the trailing axes of out */
+static bool trailing(const ir_shape *x, const ir_shape *out) {
+    int lead = 0;
+    while (lead < x->rank && x->dim[lead] == 1) lead++;
+    int rk = x->rank - lead;
+    if (rk > out->rank) return false;
+    for (int k = 0; k < rk; k++)
+        if (x->dim[lead + k] != out->dim[out->rank - rk + k]) return false;
+    return true;
+}
+
+static operand classify(const float *x, const ir_shape *xs, const ir_shape *out, int64_t n) {
+    operand op = {.x = x, .c = ir_shape_numel(xs)};
+    if (op.c == n) op.kind = IN_FULL;
+    else if (op.c == 1 || trailing(xs, out)) op.kind = TILE % op.c == 0 ? IN_CONST : IN_PERIODIC;
+    else {
+        op.kind = IN_GATHER;
+        int64_t st = 1;
+        for (int a = out->rank - 1, j = xs->rank - 1; a >= 0; a--, j--) {
+            int64_t d = j >= 0 ? xs->dim[j] : 1;
+            op.stride[a] = d == 1 ? 0 : st;
+            st *= d;
+        }
+    }
+    return op;
+}
+
+/* elements [t0, t0 + len) of a periodic input */
+static void fill_periodic(float *t, const float *x, int64_t c, int64_t t0, int64_t len) {
+    int64_t j = t0 % c;
+    for (int64_t i = 0; i < len; i++) {
+        t[i] = x[j];
+        if (++j == c) j = 0;
+    }
+}
+
+/* elements [t0, t0 + len) of a broadcast input through its strides */
+static void fill_gather(float *t, const operand *op, const ir_shape *out, int64_t t0, int64_t len) {
+    int r = out->rank;
+    int64_t idx[IR_MAX_RANK], off = 0, rest = t0;
+    for (int a = r - 1; a >= 0; a--) {
+        idx[a] = rest % out->dim[a], rest /= out->dim[a];
+        off += idx[a] * op->stride[a];
+    }
+    for (int64_t i = 0; i < len; i++) {
+        t[i] = op->x[off];
+        for (int a = r - 1; a >= 0; a--) { /* odometer */
+            off += op->stride[a];
+            if (++idx[a] < out->dim[a]) break;
+            off -= op->stride[a] * out->dim[a], idx[a] = 0;
+        }
+    }
+}
+
+/* The buffer each instruction writes: a slot freed by a register read for the
+ * last time (never the instruction's own operands), slots counted from 0. */
+static int assign_slots(const ir_fused *f, int n_in, int *slot) {
+    int last[IR_FUSED_MAX_INPUTS + IR_FUSED_MAX_INSTRS], n_slots = 0, free_slots[IR_FUSED_MAX_INSTRS], n_free = 0;
+    for (int r = 0; r < n_in + f->n; r++) last[r] = -1;
+    for (int j = 0; j < f->n; j++) {
+        last[f->ins[j].a] = j;
+        if (f->ins[j].b >= 0) last[f->ins[j].b] = j;
+    }
+    for (int j = 0; j < f->n; j++) {
+        slot[j] = n_free > 0 ? free_slots[--n_free] : n_slots++;
+        const ir_finstr *in = &f->ins[j];
+        int ops[2] = {in->a, in->b};
+        for (int k = 0; k < 2; k++) /* dead after this instruction: reusable from the next */
+            if (ops[k] >= n_in && last[ops[k]] == j && (k == 0 || ops[1] != ops[0]))
+                free_slots[n_free++] = slot[ops[k] - n_in];
+    }
+    return n_slots;
+}
+
+int cpu_k_fused(const rt_kernel_args *k, char *err, size_t cap) {
+    const ir_node *node = k->node;
+    const ir_fused *f = node->fused;
+    if (!f) return cpu_kerr(k, err, cap, "has no program");
+    int n_in = node->n_in, slot[IR_FUSED_MAX_INSTRS];
+    for (int j = 0; j < f->n; j++)
+        if (!fns[f->ins[j].op]) return cpu_kerr(k, err, cap, "instruction %d: no fused kernel for '%s'", j, ir_ops[f->ins[j].op].name);
+    int64_t n = OUT_NUMEL(k);
+    int n_slots = assign_slots(f, n_in, slot), n_tiles = n_slots + n_in;
+    float space[(size_t)n_tiles * TILE] __attribute__((aligned(64)));
+    operand in[IR_FUSED_MAX_INPUTS];
+    for (int i = 0; i < n_in; i++) {
+        in[i] = classify(IN_F32(k, i), IN_SHAPE(k, i), &node->shape, n);
+        in[i].tile = space + (size_t)(n_slots + i) * TILE;
+        if (in[i].kind == IN_CONST) fill_periodic(in[i].tile, in[i].x, in[i].c, 0, TILE);
+    }
+    const float *reg[IR_FUSED_MAX_INPUTS + IR_FUSED_MAX_INSTRS];
+    float *out = k->out;
+    for (int64_t t0 = 0; t0 < n; t0 += TILE) {
+        int64_t len = n - t0 < TILE ? n - t0 : TILE;
+        for (int i = 0; i < n_in; i++) {
+            operand *x = &in[i];
+            if (x->kind == IN_FULL) reg[i] = x->x + t0;
+            else if (x->kind == IN_PERIODIC) fill_periodic(x->tile, x->x, x->c, t0, len);
+            else if (x->kind == IN_GATHER) fill_gather(x->tile, x, &node->shape, t0, len);
+            if (x->kind != IN_FULL) reg[i] = x->tile;
+        }
+        for (int j = 0; j < f->n; j++) {
+            const ir_finstr *ins = &f->ins[j];
+            float *o = j == f->n - 1 ? out + t0 : space + (size_t)slot[j] * TILE;
+            fns[ins->op](o, reg[ins->a], reg[ins->b >= 0 ? ins->b : ins->a], len, (float)ins->alpha);
+            reg[n_in + j] = o;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,184 @@
+/* test_fused.c - the fused kernel (issue 14) against the unfused kernels it
+ * replaces: random programs over inputs broadcast every way the kernel
+ * distinguishes (full, scalar, trailing vector with and without a period
+ * dividing the tile, general broadcast with leading 1s), output sizes that
+ * cross tiles and end mid-tile, each program run as one fused node and as a
+ * chain of one node per instruction through cpu_kernel_run; the results must
+ * agree bit for bit (the same ops_math.h functions in the same order), also
+ * when the fused node writes over its first input (in place). Every op a
+ * program may hold is drawn. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../ir/ir.h"
+#include "../../runtime/cpu/cpu_kernels.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15u;
+static uint32_t next(void) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (uint32_t)(rng >> 11);
+}
+static int pick(int n) { return (int)(next() % (uint32_t)n); }
+
+static int n_ops;
+static ir_op ops[OP_COUNT];
+
+static void *xalloc(size_t n) {
+    void *p = calloc(n ? n : 1, 1);
+    if (!p) abort();
+    return p;
+}
+
+/* an input shape broadcastable to out, of kind k */
+static ir_shape input_shape(const ir_shape *out, int k) {
+    ir_shape s = *out;
+    switch (k) {
+    case 0: return s;                                    /* full */
+    case 1: return ir_shape_make(0, NULL);               /* scalar */
+    case 2: return ir_shape_make(1, &out->dim[out->rank - 1]); /* trailing vector */
+    case 3: /* trailing two axes, with a leading 1 */
+        if (out->rank < 2) return s;
+        return ir_shape_make(3, (int64_t[]){1, out->dim[out->rank - 2], out->dim[out->rank - 1]});
+    default: /* general: random axes set to 1 */
+        for (int a = 0; a < s.rank; a++)
+            if (pick(2)) s.dim[a] = 1;
+        return s;
+    }
+}
+
+typedef struct {
+    ir_module *m;
+    int n_in;
+    float *val[64];    /* by node index */
+} chain;
+
+static float *run(ir_module *m, int i, float **val, void *out, char *err, size_t cap) {
+    const ir_node *n = &m->g.nodes[i];
+    const ir_node *in_nodes[IR_FUSED_MAX_INPUTS];
+    const void *in[IR_FUSED_MAX_INPUTS];
+    for (int k = 0; k < n->n_in; k++) in_nodes[k] = &m->g.nodes[n->in[k]], in[k] = val[n->in[k]];
+    int64_t step = 1;
+    int training = 1, numerics = 0;
+    rt_kernel_args a = {.m = m, .node = n, .in_nodes = in_nodes, .in = in, .out = out, .step = &step,
+                        .training = &training, .check_numerics = &numerics, .replicas = 1};
+    if (cpu_kernel_run(&a, err, cap)) return NULL;
+    return out;
+}
+
+/* bitwise, NaN equal to NaN */
+static bool same(const float *a, const float *b, int64_t n, int64_t *at) {
+    for (int64_t i = 0; i < n; i++)
+        if (memcmp(&a[i], &b[i], 4) && !(isnan(a[i]) && isnan(b[i]))) return *at = i, false;
+    return true;
+}
+
+/* One random program on output shape out; returns 0 when fused == unfused. */
+static int one_program(int case_no, const ir_shape *out, int first_op) {
+    ir_module *m = ir_module_new();
+    float *val[128] = {0};
+    int n_in = 2 + pick(4), n_instr = 1 + pick(8);
+    int64_t numel = ir_shape_numel(out);
+    for (int k = 0; k < n_in; k++) {
+        int i = ir_add(m, OP_INPUT, NULL, 0, (ir_loc){0});
+        ir_node *x = ir_node_at(m, i);
+        x->dtype = IR_F32, x->shape = input_shape(out, k == 0 ? 0 : pick(5)), x->name = ir_intern(m, "x");
+        int64_t len = ir_shape_numel(&x->shape);
+        val[i] = xalloc((size_t)len * 4);
+        for (int64_t e = 0; e < len; e++) val[i][e] = (float)((int)(next() % 4001) - 2000) / 500.0f;
+    }
+    ir_fused f = {0};
+    char err[256];
+    for (int j = 0; j < n_instr + 1; j++) { /* the last: add(., full input 0), so the output has out's shape */
+        int arity = 0, node = -1;
+        for (int tries = 0; node < 0; tries++) {
+            ir_op op = j == n_instr ? OP_ADD : j == 0 ? ops[first_op] : ops[pick(n_ops)];
+            if (!ir_fused_op_ok(op, &arity)) abort();
+            int a = j == n_instr ? n_in + j - 1 : pick(n_in + j), b = arity == 2 ? (j == n_instr ? 0 : pick(n_in + j)) : -1;
+            int in[2] = {a, b};
+            node = ir_add(m, op, in, arity, (ir_loc){0});
+            ir_node *n = ir_node_at(m, node);
+            if (*ir_ops[op].fattrs) n->fattr[0] = 0.25 + pick(4) * 0.5;
+            if (!ir_infer_node(m, node, err, sizeof err)) { /* a grad pair over unequal shapes: draw again */
+                free(n->in), m->g.n--, node = -1;
+                if (tries > 100) abort();
+                continue;
+            }
+            f.ins[f.n++] = (ir_finstr){op, a, b, n->fattr[0]};
+        }
+        const ir_node *n = ir_node_at(m, node);
+        val[node] = xalloc((size_t)ir_shape_numel(&n->shape) * 4);
+        if (!run(m, node, val, val[node], err, sizeof err)) return fprintf(stderr, "FAIL case %d: unfused: %s\n", case_no, err), 1;
+    }
+    int last = m->g.n - 1;
+    int in[IR_FUSED_MAX_INPUTS];
+    for (int k = 0; k < n_in; k++) in[k] = k;
+    int fn = ir_add(m, OP_FUSED, in, n_in, (ir_loc){0});
+    ir_node_at(m, fn)->fused = ir_fused_add(m, &f);
+    if (!ir_infer_node(m, fn, err, sizeof err)) return fprintf(stderr, "FAIL case %d: fused rule: %s\n", case_no, err), 1;
+    const ir_node *fnode = ir_node_at(m, fn);
+    int failed = 0;
+    int64_t at = 0;
+    if (!ir_shape_eq(&fnode->shape, &m->g.nodes[last].shape)) failed = fprintf(stderr, "FAIL case %d: shape\n", case_no);
+    float *got = xalloc((size_t)numel * 4);
+    if (!failed && !run(m, fn, val, got, err, sizeof err)) failed = fprintf(stderr, "FAIL case %d: fused: %s\n", case_no, err);
+    if (!failed && !same(got, val[last], numel, &at))
+        failed = fprintf(stderr, "FAIL case %d (%s first): element %lld: fused %.9g, unfused %.9g\n", case_no,
+                         ir_ops[ops[first_op]].name, (long long)at, got[at], val[last][at]);
+    /* in place over input 0 (of the output's size), as the memory plan may place it */
+    float *x0 = xalloc((size_t)numel * 4);
+    memcpy(x0, val[0], (size_t)numel * 4);
+    float *keep = val[0];
+    val[0] = x0;
+    if (!failed && !run(m, fn, val, x0, err, sizeof err)) failed = fprintf(stderr, "FAIL case %d: in place: %s\n", case_no, err);
+    if (!failed && !same(x0, val[last], numel, &at)) failed = fprintf(stderr, "FAIL case %d: in place differs at %lld\n", case_no, (long long)at);
+    val[0] = keep;
+    free(x0), free(got);
+    for (int i = 0; i < m->g.n; i++) free(val[i]);
+    ir_module_free(m);
+    return failed ? 1 : 0;
+}
+
+/* The rule refuses a program whose register does not broadcast into the
+ * output: its kernels would read an input beyond its end. */
+static int test_rule(void) {
+    ir_module *m = ir_module_new();
+    int in[2];
+    for (int k = 0; k < 2; k++) {
+        in[k] = ir_add(m, OP_INPUT, NULL, 0, (ir_loc){0});
+        ir_node_at(m, in[k])->dtype = IR_F32;
+        ir_node_at(m, in[k])->shape = ir_shape_make(1, (int64_t[]){k ? 5 : 3});
+    }
+    int n = ir_add(m, OP_FUSED, in, 2, (ir_loc){0});
+    ir_fused f = {.n = 2};
+    f.ins[0] = (ir_finstr){OP_NEG, 0, -1, 0}, f.ins[1] = (ir_finstr){OP_NEG, 1, -1, 0};
+    ir_node_at(m, n)->fused = ir_fused_add(m, &f);
+    char err[256] = "";
+    int bad = ir_infer_node(m, n, err, sizeof err) ||
+              strcmp(err, "'fused' register 0 (f32[3]) does not broadcast to the output f32[5]");
+    if (bad) fprintf(stderr, "FAIL rule: got '%s'\n", err);
+    ir_module_free(m);
+    return bad;
+}
+
+int main(void) {
+    for (int op = 0; op < OP_COUNT; op++) {
+        int arity;
+        if (ir_fused_op_ok((ir_op)op, &arity)) ops[n_ops++] = (ir_op)op;
+    }
+    static const char *const outs[] = {"1", "7", "513", "3,41", "4,128", "2,5,6,8", "3,7,61", "2,3,5,7,3", "1031", "64,10"};
+    int failed = test_rule(), cases = 0;
+    for (int rep = 0; rep < 6; rep++)
+        for (int s = 0; s < (int)(sizeof outs / sizeof *outs); s++) {
+            ir_shape out = {0};
+            for (const char *p = outs[s]; *p;) {
+                out.dim[out.rank++] = strtoll(p, (char **)&p, 10);
+                if (*p == ',') p++;
+            }
+            failed += one_program(cases, &out, cases % n_ops);
+            cases++;
+        }
+    printf("fused: %d random programs over %d ops, %d failed\n", cases, n_ops, failed);
+    return failed != 0;
+}

@@ -25,6 +25,7 @@ typedef struct {
     int n_sources;                /* elaborate reads these texts (by path) instead */
     const ir_source *sources;     /*   of the files: re-planning a loaded plan */
     FILE *time_out;               /* --time-passes: each pass's wall time and node count here */
+    bool no_fuse;                 /* --no-fuse: the epilogue pass (and fusion passes) leave the graph as is */
     bool memplan_rescan;          /* tests: memplan places each root by rescanning every placed root
                                    * until none moves it (quadratic), the reference its first fit must match */
 } pass_options;
@@ -46,6 +47,10 @@ bool pass_shapes(ir_module *m, ir_diag *d, const pass_options *o);
 bool pass_autodiff(ir_module *m, ir_diag *d, const pass_options *o);
 /* optimizer: slot variables and one update node per param. */
 bool pass_optimizer(ir_module *m, ir_diag *d, const pass_options *o);
+/* epilogue (issue 14, fuse_epilogue.c): conv2d/matmul + bias [+ residual] [+ relu,
+ * tanh, sigmoid] into one conv2d_epilogue/matmul_epilogue node, relu_grad after
+ * max_pool2d_grad into max_pool2d_relu_grad; nothing with o->no_fuse. */
+bool pass_epilogue(ir_module *m, ir_diag *d, const pass_options *o);
 /* replicate: clone per device, shard / all_reduce (bucketed) / broadcast. */
 bool pass_replicate(ir_module *m, ir_diag *d, const pass_options *o);
 /* schedule: per (program, device, stream) lists with events across streams. */
@@ -61,7 +66,7 @@ typedef struct {
     pass_fn run;
 } pass_info;
 
-/* The pipeline, in order: "shapes", "autodiff", "optimizer", "replicate",
+/* The pipeline, in order: "shapes", "autodiff", "optimizer", "epilogue", "replicate",
  * "schedule", "memplan". */
 extern const pass_info pass_pipeline[];
 extern const int pass_pipeline_count;

@@ -145,6 +145,17 @@ ir_module *cli_compile(const char *path, cli_compile_options *o, FILE *dump_out)
     return m;
 }
 
+/* issue 14: a plan compiled with --no-fuse holds no fused node, and re-planning
+ * one without fusion gives the same graph (a fused plan without a fused node
+ * had nothing to fuse), so the choice survives re-planning unrecorded */
+static bool plan_fused(const ir_module *m) {
+    for (int i = 0; i < m->g.n; i++) {
+        ir_op op = m->g.nodes[i].op;
+        if (op == OP_CONV2D_EPILOGUE || op == OP_MATMUL_EPILOGUE || op == OP_MAX_POOL2D_RELU_GRAD) return true;
+    }
+    return false;
+}
+
 ir_module *cli_replan(const ir_module *plan, const ir_device *devices, int n_devices) {
     cli_compile_options o = {0};
     pass_options_default(&o.pass);
@@ -153,6 +164,7 @@ ir_module *cli_replan(const ir_module *plan, const ir_device *devices, int n_dev
     o.pass.cross_device = plan->cross_device;
     o.pass.bucket_bytes = plan->bucket_bytes;
     o.pass.sparse_grads = plan->sparse_grads;
+    o.pass.no_fuse = !plan_fused(plan);
     o.pass.sources = plan->sources, o.pass.n_sources = plan->n_sources;
     return cli_compile(plan->source_file, &o, NULL);
 }
@@ -169,7 +181,7 @@ static bool ends_with(const char *s, const char *suffix) {
     return a >= b && !strcmp(s + a - b, suffix);
 }
 
-enum { OPT_DEVICES = 256, OPT_REPLICAS, OPT_GLOBAL_BATCH, OPT_XDEV, OPT_BUCKET, OPT_STRICT, OPT_DUMP_AFTER, OPT_TIME, OPT_SPARSE };
+enum { OPT_DEVICES = 256, OPT_REPLICAS, OPT_GLOBAL_BATCH, OPT_XDEV, OPT_BUCKET, OPT_STRICT, OPT_DUMP_AFTER, OPT_TIME, OPT_SPARSE, OPT_NO_FUSE };
 
 static const char compile_help[] =
     "usage: mgc compile MODEL.mg [-o PLAN.mgx] [options]\n"
@@ -184,8 +196,10 @@ static const char compile_help[] =
     "                            gradient as (ids, rows) instead of all-reducing the table\n"
     "  --strict-devices          fail instead of falling back to CPU devices\n"
     "  --dump-after PASS         print the IR after PASS (elaborate, shapes, autodiff, optimizer,\n"
-    "                            replicate, schedule, memplan)\n"
-    "  --time-passes             print each pass's wall time and node count (stderr)\n";
+    "                            epilogue, replicate, schedule, memplan)\n"
+    "  --time-passes             print each pass's wall time and node count (stderr)\n"
+    "  --no-fuse                 run every op as written (no epilogue fusion): the reference a fused\n"
+    "                            plan is checked against\n";
 
 /* Parses the options every compiling command shares; returns the index of
  * the first operand or -1 after an error (-2: help printed). */
@@ -197,6 +211,7 @@ static int parse_compile_options(int argc, char **argv, cli_compile_options *o, 
         {"cross-device-ops", required_argument, 0, OPT_XDEV}, {"bucket-bytes", required_argument, 0, OPT_BUCKET},
         {"strict-devices", no_argument, 0, OPT_STRICT}, {"dump-after", required_argument, 0, OPT_DUMP_AFTER},
         {"time-passes", no_argument, 0, OPT_TIME}, {"sparse-grads", required_argument, 0, OPT_SPARSE},
+        {"no-fuse", no_argument, 0, OPT_NO_FUSE}, /* issue 14 */
         {"format", required_argument, 0, 'f'}, {"replicated", no_argument, 0, 'r'},
         {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
@@ -213,6 +228,7 @@ static int parse_compile_options(int argc, char **argv, cli_compile_options *o, 
         case OPT_STRICT: o->strict_devices = true; break;
         case OPT_DUMP_AFTER: o->dump_after = optarg; break;
         case OPT_TIME: o->pass.time_out = stderr; break;
+        case OPT_NO_FUSE: o->pass.no_fuse = true; break;
         case OPT_REPLICAS:
             if (!cli_parse_int("--replicas", optarg, 1, 1024, &v)) return -1;
             o->replicas = (int)v;

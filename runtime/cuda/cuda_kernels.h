@@ -114,6 +114,17 @@ cudaError_t cuda_k_scatter_add(const int32_t *ids, const float *dy, float *out, 
  * (a zero row for an id outside [0, depth)) */
 cudaError_t cuda_k_one_hot(const int32_t *ids, float *out, int64_t n, int64_t depth, cudaStream_t s);
 
+/* issue 14 (cuda_epilogue.cu): out [total / n, n] = act(out + bias [n] [+ res]) in place,
+ * act an ir_epilogue_act, res NULL for none; max-pool gradient of x [n, h, w, c] by dy
+ * [n, oh, ow, c], times (x > 0) when relu (max_pool2d_relu_grad) */
+typedef struct {
+    int64_t n, h, w, c, oh, ow, kh, kw, sh, sw, pt, pl;
+} cuda_pool_geom;
+cudaError_t cuda_k_epilogue(float *out, const float *bias, const float *res, int64_t total, int64_t n, int act,
+                            cudaStream_t s);
+cudaError_t cuda_k_max_pool_grad(const float *x, const float *dy, float *dx, const cuda_pool_geom *g, int relu,
+                                 cudaStream_t s);
+
 /* filters: HWIO [kh,kw,ci,co] <-> cuDNN's NHWC filter format OHWI [co,kh,kw,ci] */
 cudaError_t cuda_k_hwio_to_ohwi(const float *w, float *o, int64_t khw, int64_t ci, int64_t co, cudaStream_t s);
 cudaError_t cuda_k_ohwi_to_hwio(const float *o, float *w, int64_t khw, int64_t ci, int64_t co, cudaStream_t s);

@@ -15,18 +15,19 @@ typedef struct {
     int64_t iattr[IR_MAX_IATTR];
     double fattr[IR_MAX_FATTR];
     const char *given;
+    int fusion;     /* issue 14: 1 an op the epilogue pass replaces, 2 the fused op it runs instead */
 } bcase;
 
 static const bcase steps[] = {
-    {"fwd conv2d", OP_CONV2D, 2, {"64,28,28,1", "3,3,1,32"}, .iattr = {1, 1}},
-    {"fwd conv bias add", OP_ADD, 2, {"64,26,26,32", "32"}, .dtype = {0}},
-    {"fwd relu conv", OP_RELU, 1, {"64,26,26,32"}, .dtype = {0}},
+    {"fwd conv2d", OP_CONV2D, 2, {"64,28,28,1", "3,3,1,32"}, .iattr = {1, 1}, .fusion = 1},
+    {"fwd conv bias add", OP_ADD, 2, {"64,26,26,32", "32"}, .dtype = {0}, .fusion = 1},
+    {"fwd relu conv", OP_RELU, 1, {"64,26,26,32"}, .dtype = {0}, .fusion = 1},
     {"fwd max_pool2d", OP_MAX_POOL2D, 1, {"64,26,26,32"}, .iattr = {2, 2, 2, 2}},
-    {"fwd matmul 5408x128", OP_MATMUL, 2, {"64,5408", "5408,128"}, .dtype = {0}},
-    {"fwd bias add 128", OP_ADD, 2, {"64,128", "128"}, .dtype = {0}},
-    {"fwd relu 128", OP_RELU, 1, {"64,128"}, .dtype = {0}},
-    {"fwd matmul 128x10", OP_MATMUL, 2, {"64,128", "128,10"}, .dtype = {0}},
-    {"fwd bias add 10", OP_ADD, 2, {"64,10", "10"}, .dtype = {0}},
+    {"fwd matmul 5408x128", OP_MATMUL, 2, {"64,5408", "5408,128"}, .dtype = {0}, .fusion = 1},
+    {"fwd bias add 128", OP_ADD, 2, {"64,128", "128"}, .dtype = {0}, .fusion = 1},
+    {"fwd relu 128", OP_RELU, 1, {"64,128"}, .dtype = {0}, .fusion = 1},
+    {"fwd matmul 128x10", OP_MATMUL, 2, {"64,128", "128,10"}, .dtype = {0}, .fusion = 1},
+    {"fwd bias add 10", OP_ADD, 2, {"64,10", "10"}, .dtype = {0}, .fusion = 1},
     {"fwd sparse_xent", OP_SPARSE_XENT, 2, {"64,10", "64"}, .dtype = {0, IR_I32}},
     {"fwd reduce_mean loss", OP_REDUCE_MEAN, 1, {"64"}, .iattr = {1}},
     {"fwd argmax_match", OP_ARGMAX_MATCH, 2, {"64,10", "64"}, .dtype = {0, IR_I32}},
@@ -38,10 +39,19 @@ static const bcase steps[] = {
     {"bwd matmul dW 5408x128", OP_MATMUL, 2, {"64,5408", "64,128"}, .iattr = {1, 0}},
     {"bwd reduce_sum db 128", OP_REDUCE_SUM, 1, {"64,128"}, .iattr = {1}},
     {"bwd matmul dx 128->5408", OP_MATMUL, 2, {"64,128", "5408,128"}, .iattr = {0, 1}},
-    {"bwd max_pool2d_grad", OP_MAX_POOL2D_GRAD, 2, {"64,26,26,32", "64,13,13,32"}, .iattr = {2, 2, 2, 2}},
-    {"bwd relu_grad conv", OP_RELU_GRAD, 2, {"64,26,26,32", "64,26,26,32"}, .dtype = {0}},
+    {"bwd max_pool2d_grad", OP_MAX_POOL2D_GRAD, 2, {"64,26,26,32", "64,13,13,32"}, .iattr = {2, 2, 2, 2}, .fusion = 1},
+    {"bwd relu_grad conv", OP_RELU_GRAD, 2, {"64,26,26,32", "64,26,26,32"}, .dtype = {0}, .fusion = 1},
     {"bwd reduce_sum conv db", OP_REDUCE_SUM, 1, {"64,26,26,32"}, .iattr = {7}},
     {"bwd conv2d_grad_filter", OP_CONV2D_GRAD_FILTER, 2, {"64,28,28,1", "64,26,26,32"}, .iattr = {1, 1}, .given = "3,3,1,32"},
+    /* issue 14: what the epilogue pass runs instead of conv2d + bias add + relu, matmul + bias add + relu,
+     * max_pool2d_grad + relu_grad */
+    {"fused conv2d+bias+relu", OP_CONV2D_EPILOGUE, 3, {"64,28,28,1", "3,3,1,32", "32"},
+     .iattr = {1, 1, 0, 0, 0, 0, 1, 1, 1, EPI_RELU}, .fusion = 2},
+    {"fused dense 5408x128 relu", OP_MATMUL_EPILOGUE, 3, {"64,5408", "5408,128", "128"}, .iattr = {0, 0, EPI_RELU},
+     .fusion = 2},
+    {"fused dense 128x10", OP_MATMUL_EPILOGUE, 3, {"64,128", "128,10", "10"}, .iattr = {0, 0, EPI_NONE}, .fusion = 2},
+    {"fused max_pool2d_relu_grad", OP_MAX_POOL2D_RELU_GRAD, 2, {"64,26,26,32", "64,13,13,32"}, .iattr = {2, 2, 2, 2},
+     .fusion = 2},
     {"opt adam 5408x128", OP_ADAM_UPDATE, 4, {"5408,128", "5408,128", "5408,128", "5408,128"},
      .fattr = {1e-3, 0.9, 0.999, 1e-7, 0}},
     {"opt adam small (5 params)", OP_ADAM_UPDATE, 4, {"1738", "1738", "1738", "1738"},
@@ -85,18 +95,20 @@ done:
 
 int main(void) {
     char err[256];
-    double total = 0;
+    double total = 0, fused = 0; /* the step as written; with the epilogue pass (issue 14) */
     cpu_kernels_set_threads(1);
-    printf("%-28s %10s\n", "op (batch 64, 1 thread)", "ms/call");
+    printf("%-32s %10s\n", "op (batch 64, 1 thread)", "ms/call");
     for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
         double ms = time_case(&steps[i], err, sizeof err);
         if (ms < 0) {
             fprintf(stderr, "%s: %s\n", steps[i].name, err);
             return 1;
         }
-        printf("%-28s %10.4f\n", steps[i].name, ms);
-        total += ms;
+        printf("%-32s %10.4f\n", steps[i].name, ms);
+        if (steps[i].fusion != 2) total += ms;
+        if (steps[i].fusion != 1) fused += ms;
     }
-    printf("%-28s %10.4f  (%.0f images/s if kernels were all)\n", "total", total, 64e3 / total);
+    printf("%-32s %10.4f  (%.0f images/s if kernels were all)\n", "total, --no-fuse", total, 64e3 / total);
+    printf("%-32s %10.4f  (%.0f images/s if kernels were all)\n", "total, fused (epilogue pass)", fused, 64e3 / fused);
     return 0;
 }

@@ -250,18 +250,21 @@ static int build_conv(const rt_kernel_args *k, char *err, size_t cap, entry *e) 
 }
 
 /* ---- issue 14: conv2d_epilogue, act(conv2d(x, w) + bias [+ residual]) as one
- * primitive: the bias through the convolution's bias argument, the residual a
- * binary-add post-op, the activation an eltwise post-op after it ---- */
+ * primitive: binary-add post-ops for the bias (per channel) and the residual,
+ * then an eltwise post-op, applied to each accumulated output as the unfused
+ * add, add, activation would (the convolution's own bias argument starts the
+ * sum from the bias instead, which rounds differently) ---- */
 
 static const dnnl_alg_kind_t epilogue_alg[EPI_COUNT] = {
     [EPI_RELU] = dnnl_eltwise_relu, [EPI_TANH] = dnnl_eltwise_tanh, [EPI_SIGMOID] = dnnl_eltwise_logistic};
 
 static int epilogue_pd(const rt_kernel_args *k, char *err, size_t cap, dnnl_primitive_desc_t *pd, const void *desc,
-                       const dnnl_memory_desc_t *residual) {
+                       const dnnl_memory_desc_t *bias, const dnnl_memory_desc_t *residual) {
     int64_t act = k->node->iattr[9];
     dnnl_primitive_attr_t attr = user_scratchpad();
     dnnl_post_ops_t po = NULL;
     dnnl_status_t st = dnnl_post_ops_create(&po);
+    if (st == dnnl_success) st = dnnl_post_ops_append_binary(po, dnnl_binary_add, bias);
     if (st == dnnl_success && residual) st = dnnl_post_ops_append_binary(po, dnnl_binary_add, residual);
     if (st == dnnl_success && act != EPI_NONE) st = dnnl_post_ops_append_eltwise(po, 1.0f, epilogue_alg[act], 0.0f, 0.0f);
     if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(attr, po);
@@ -280,21 +283,21 @@ static int build_conv_epilogue(const rt_kernel_args *k, char *err, size_t cap, e
     int residual = n->n_in == 4;
     dnnl_memory_desc_t xm = md_nhwc(IN_SHAPE(k, 0)), wm = md_filter(n, w, groups, 1), ym = md_nhwc(&n->shape),
                        keras = md_filter(n, w, groups, 0), bm;
-    dnnl_memory_desc_init_by_tag(&bm, 1, (dnnl_dims_t){n->shape.dim[3]}, dnnl_f32, dnnl_x);
+    dnnl_memory_desc_init_by_tag(&bm, 4, (dnnl_dims_t){1, n->shape.dim[3], 1, 1}, dnnl_f32, dnnl_nhwc);
     dnnl_convolution_desc_t d;
     dnnl_primitive_desc_t pd = NULL;
-    if (dnnl_dilated_convolution_forward_desc_init(&d, dnnl_forward_training, dnnl_convolution_direct, &xm, &wm, &bm,
+    if (dnnl_dilated_convolution_forward_desc_init(&d, dnnl_forward_training, dnnl_convolution_direct, &xm, &wm, NULL,
                                                    &ym, win.strides, win.dilates, win.pad_l, win.pad_r))
         return cpu_kerr(k, err, cap, "oneDNN rejects the convolution descriptor");
-    if (epilogue_pd(k, err, cap, &pd, &d, residual ? &ym : NULL)) return -1;
+    if (epilogue_pd(k, err, cap, &pd, &d, &bm, residual ? &ym : NULL)) return -1;
     const dnnl_memory_desc_t *wp = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, DNNL_ARG_WEIGHTS);
     int reorder = !dnnl_memory_desc_equal(wp, &keras), rc = 0;
     if (reorder) rc = bind_reorder(k, err, cap, e, &keras, SRC_IN1, wp, SRC_BUF0);
     if (!rc)
         rc = bind(k, err, cap, e, pd, 4 + residual,
-                  (int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST,
-                          DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1},
-                  (int[]){SRC_IN0, reorder ? SRC_BUF0 : SRC_IN1, 2, SRC_OUT, 3});
+                  (int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
+                          DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1},
+                  (int[]){SRC_IN0, reorder ? SRC_BUF0 : SRC_IN1, SRC_OUT, 2, 3});
     dnnl_primitive_desc_destroy(pd);
     return rc;
 }

@@ -2,6 +2,7 @@
  * epilogue is, in dnnl.c): matmul + bias [+ residual] + activation as one GEMM
  * and one pass over its output, and the max-pool gradient written window by
  * window, optionally masked by the ReLU that fed the pool. */
+#pragma GCC optimize("O3")
 #include <math.h>
 #include <string.h>
 
@@ -53,35 +54,47 @@ typedef struct {
 
 /* One output position (b, oh, ow), channels [c0, c0 + nc): the first maximum of
  * each channel's window (strict >, row-major window order, as max_pool2d's
- * reference) receives dy; with tiles every window element is written, else
- * dx was zeroed and the gradient is added (windows overlap). */
-static void window_grad(const pool_grad *p, int64_t b, int64_t oh, int64_t ow, int64_t c0, int64_t nc) {
+ * reference) receives dy, the window's other elements 0; with tiles that is
+ * written, else dx was zeroed and it is added (windows overlap). Branch-free
+ * over the channels, so both loops vectorize. */
+static inline __attribute__((always_inline)) void window_grad(const pool_grad *p, int64_t b, int64_t oh, int64_t ow, int64_t c0, int64_t nc) {
     float best[CHUNK], g[CHUNK];
-    int64_t arg[CHUNK];
+    int32_t arg[CHUNK]; /* the window position r * k_w + s of the maximum, -1 for none */
     const int64_t *a = p->a, C = p->C;
     for (int64_t c = 0; c < nc; c++) best[c] = -INFINITY, arg[c] = -1;
     for (int64_t r = 0; r < a[0]; r++)
         for (int64_t s = 0; s < a[1]; s++) {
             int64_t ih = oh * a[2] - a[4] + r, iw = ow * a[3] - a[5] + s;
             if (ih < 0 || iw < 0 || ih >= p->H || iw >= p->W) continue;
-            int64_t at = ((b * p->H + ih) * p->W + iw) * C + c0;
-            const float *x = p->x + at;
-            for (int64_t c = 0; c < nc; c++)
-                if (x[c] > best[c]) best[c] = x[c], arg[c] = at + c;
+            const float *x = p->x + ((b * p->H + ih) * p->W + iw) * C + c0;
+            int32_t at = (int32_t)(r * a[1] + s);
+            for (int64_t c = 0; c < nc; c++) {
+                int more = x[c] > best[c];
+                best[c] = more ? x[c] : best[c], arg[c] = more ? at : arg[c];
+            }
         }
     const float *dy = p->dy + ((b * p->OH + oh) * p->OW + ow) * C + c0;
     for (int64_t c = 0; c < nc; c++) g[c] = p->relu ? mg_relu_grad(best[c], dy[c]) : dy[c];
-    if (!p->tiles) {
-        for (int64_t c = 0; c < nc; c++)
-            if (arg[c] >= 0) p->dx[arg[c]] += g[c];
-        return;
-    }
     for (int64_t r = 0; r < a[0]; r++)
         for (int64_t s = 0; s < a[1]; s++) {
-            int64_t at = ((b * p->H + oh * a[2] + r) * p->W + ow * a[3] + s) * C + c0;
-            float *dx = p->dx + at;
-            for (int64_t c = 0; c < nc; c++) dx[c] = arg[c] == at + c ? g[c] : 0.0f;
+            int64_t ih = oh * a[2] - a[4] + r, iw = ow * a[3] - a[5] + s;
+            if (ih < 0 || iw < 0 || ih >= p->H || iw >= p->W) continue;
+            float *dx = p->dx + ((b * p->H + ih) * p->W + iw) * C + c0;
+            int32_t at = (int32_t)(r * a[1] + s);
+            if (p->tiles)
+                for (int64_t c = 0; c < nc; c++) dx[c] = arg[c] == at ? g[c] : 0.0f;
+            else
+                for (int64_t c = 0; c < nc; c++) dx[c] += arg[c] == at ? g[c] : 0.0f;
         }
+}
+
+/* every window of n images, compiled for AVX-512 / AVX2 / baseline */
+CPU_CLONES static void pool_grad_all(const pool_grad *p, int64_t n) {
+    for (int64_t b = 0; b < n; b++)
+        for (int64_t oh = 0; oh < p->OH; oh++)
+            for (int64_t ow = 0; ow < p->OW; ow++)
+                for (int64_t c0 = 0; c0 < p->C; c0 += CHUNK)
+                    window_grad(p, b, oh, ow, c0, p->C - c0 < CHUNK ? p->C - c0 : CHUNK);
 }
 
 /* max_pool2d_grad (x, dy) and max_pool2d_relu_grad (y, dy) -> dx: one pass
@@ -95,10 +108,6 @@ int cpu_k_max_pool_grad(const rt_kernel_args *k, char *err, size_t cap) {
                    k->node->op == OP_MAX_POOL2D_RELU_GRAD, 0};
     p.tiles = a[2] == a[0] && a[3] == a[1] && !a[4] && !a[5] && p.OH * a[0] == p.H && p.OW * a[1] == p.W;
     if (!p.tiles) memset(p.dx, 0, (size_t)ir_node_bytes(k->node));
-    for (int64_t b = 0; b < x->dim[0]; b++)
-        for (int64_t oh = 0; oh < p.OH; oh++)
-            for (int64_t ow = 0; ow < p.OW; ow++)
-                for (int64_t c0 = 0; c0 < p.C; c0 += CHUNK)
-                    window_grad(&p, b, oh, ow, c0, p.C - c0 < CHUNK ? p.C - c0 : CHUNK);
+    pool_grad_all(&p, x->dim[0]);
     return 0;
 }

@@ -337,6 +337,12 @@ typedef struct {
 } ir_conv;
 ir_conv ir_conv_of(const ir_node *n, const ir_shape *w);
 
+/* ---- issue 14: epilogues ----
+ * The activation a conv2d_epilogue or matmul_epilogue node applies last (its
+ * "act" attribute). Values are stored in plans: new ones go last. */
+typedef enum { EPI_NONE, EPI_RELU, EPI_TANH, EPI_SIGMOID, EPI_COUNT } ir_epilogue_act;
+extern const char *const ir_epilogue_act_names[EPI_COUNT]; /* "none", "relu", "tanh", "sigmoid" */
+
 /* ---- issue 13: batched matmul ----
  * The geometry of matmul node n (shape inferred) on a [..., m, k] (or [..., k, m]
  * with trans_a) and b [..., k, n]: the output's leading (batch) axes are the

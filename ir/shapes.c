@@ -625,6 +625,41 @@ static bool rule_fused(rule *r) {
     return true;
 }
 
+/* ---- issue 14: epilogues ---- */
+
+const char *const ir_epilogue_act_names[EPI_COUNT] = {"none", "relu", "tanh", "sigmoid"};
+
+/* the epilogue's inputs 2 (bias [channels]) and 3 (residual, the output's shape), act in range */
+static bool epilogue_tail(rule *r, int64_t act) {
+    char b1[96], b2[96];
+    const ir_node *n = r->n, *bias = &r->m->g.nodes[n->in[2]];
+    int64_t c = n->shape.dim[n->shape.rank - 1];
+    if (n->n_in != 3 && n->n_in != 4) return fail(r, "'%s' takes 3 or 4 inputs, got %d", op_name(r), n->n_in);
+    if (act < 0 || act >= EPI_COUNT) return fail(r, "'%s' has no activation %lld", op_name(r), (long long)act);
+    if (bias->dtype != n->dtype || bias->shape.rank != 1 || bias->shape.dim[0] != c)
+        return fail(r, "bias %s of '%s' must be %s[%lld]", tstr(bias, b1), op_name(r), ir_dtype_name(n->dtype),
+                    (long long)c);
+    if (n->n_in == 4) {
+        const ir_node *res = &r->m->g.nodes[n->in[3]];
+        if (res->dtype != n->dtype || !ir_shape_eq(&res->shape, &n->shape))
+            return fail(r, "residual %s of '%s' must have the output's type %s", tstr(res, b1), op_name(r),
+                        tstr(n, b2));
+    }
+    return true;
+}
+
+/* conv2d_epilogue: (x, w, bias[, residual]) -> conv2d(x, w)'s shape */
+static bool rule_conv2d_epilogue(rule *r) {
+    if (r->n->n_in < 3) return fail(r, "'%s' takes 3 or 4 inputs, got %d", op_name(r), r->n->n_in);
+    return rule_conv2d(r) && epilogue_tail(r, r->n->iattr[9]);
+}
+
+/* matmul_epilogue: (a, b, bias[, residual]) -> matmul(a, b)'s shape */
+static bool rule_matmul_epilogue(rule *r) {
+    if (r->n->n_in < 3) return fail(r, "'%s' takes 3 or 4 inputs, got %d", op_name(r), r->n->n_in);
+    return rule_matmul(r) && epilogue_tail(r, r->n->iattr[2]);
+}
+
 typedef bool (*shape_rule)(rule *r);
 
 static const shape_rule rules[OP_COUNT] = {

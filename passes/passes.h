@@ -27,7 +27,7 @@ typedef struct {
     FILE *time_out;               /* --time-passes: each pass's wall time and node count here */
     bool memplan_rescan;          /* tests: memplan places each root by rescanning every placed root
                                    * until none moves it (quadratic), the reference its first fit must match */
-    bool no_fuse;                 /* --no-fuse: no fusion pass changes the graph (issue 14) */
+    bool no_fuse;                 /* --no-fuse: no fusion pass (epilogue, fuse) changes the graph (issue 14) */
 } pass_options;
 
 void pass_options_default(pass_options *o);
@@ -47,6 +47,11 @@ bool pass_shapes(ir_module *m, ir_diag *d, const pass_options *o);
 bool pass_autodiff(ir_module *m, ir_diag *d, const pass_options *o);
 /* optimizer: slot variables and one update node per param. */
 bool pass_optimizer(ir_module *m, ir_diag *d, const pass_options *o);
+/* epilogue (issue 14, fuse_epilogue.c): conv2d/matmul + bias [+ residual] [+ relu,
+ * tanh, sigmoid] into one conv2d_epilogue/matmul_epilogue node, relu_grad after
+ * max_pool2d_grad into max_pool2d_relu_grad; nothing with o->no_fuse. */
+bool pass_epilogue(ir_module *m, ir_diag *d, const pass_options *o);
+
 /* fuse (issue 14): chains of f32 elementwise ops become one `fused` node
  * each (passes/fuse.c); records o->no_fuse in m->no_fuse and does nothing
  * else when it is set. */
@@ -66,7 +71,7 @@ typedef struct {
     pass_fn run;
 } pass_info;
 
-/* The pipeline, in order: "shapes", "autodiff", "optimizer", "fuse", "replicate",
+/* The pipeline, in order: "shapes", "autodiff", "optimizer", "epilogue", "fuse", "replicate",
  * "schedule", "memplan". */
 extern const pass_info pass_pipeline[];
 extern const int pass_pipeline_count;

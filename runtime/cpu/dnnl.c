@@ -250,6 +250,59 @@ static int build_conv(const rt_kernel_args *k, char *err, size_t cap, entry *e) 
     return rc;
 }
 
+/* ---- issue 14: conv2d_epilogue, act(conv2d(x, w) + bias [+ residual]) as one
+ * primitive: binary-add post-ops for the bias (per channel) and the residual,
+ * then an eltwise post-op, applied to each accumulated output as the unfused
+ * add, add, activation would (the convolution's own bias argument starts the
+ * sum from the bias instead, which rounds differently) ---- */
+
+static const dnnl_alg_kind_t epilogue_alg[EPI_COUNT] = {
+    [EPI_RELU] = dnnl_eltwise_relu, [EPI_TANH] = dnnl_eltwise_tanh, [EPI_SIGMOID] = dnnl_eltwise_logistic};
+
+static int epilogue_pd(const rt_kernel_args *k, char *err, size_t cap, dnnl_primitive_desc_t *pd, const void *desc,
+                       const dnnl_memory_desc_t *bias, const dnnl_memory_desc_t *residual) {
+    int64_t act = k->node->iattr[9];
+    dnnl_primitive_attr_t attr = user_scratchpad();
+    dnnl_post_ops_t po = NULL;
+    dnnl_status_t st = dnnl_post_ops_create(&po);
+    if (st == dnnl_success) st = dnnl_post_ops_append_binary(po, dnnl_binary_add, bias);
+    if (st == dnnl_success && residual) st = dnnl_post_ops_append_binary(po, dnnl_binary_add, residual);
+    if (st == dnnl_success && act != EPI_NONE) st = dnnl_post_ops_append_eltwise(po, 1.0f, epilogue_alg[act], 0.0f, 0.0f);
+    if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(attr, po);
+    if (st == dnnl_success) st = dnnl_primitive_desc_create(pd, desc, attr, engine, NULL);
+    if (po) dnnl_post_ops_destroy(po);
+    dnnl_primitive_attr_destroy(attr);
+    if (st != dnnl_success) return cpu_kerr(k, err, cap, "oneDNN has no fused convolution for it (status %d)", (int)st);
+    return 0;
+}
+
+static int build_conv_epilogue(const rt_kernel_args *k, char *err, size_t cap, entry *e) {
+    const ir_node *n = k->node;
+    const ir_shape *w = IN_SHAPE(k, 1);
+    window win = conv_window(n, w);
+    int64_t groups = ir_conv_of(n, w).groups;
+    int residual = n->n_in == 4;
+    dnnl_memory_desc_t xm = md_nhwc(IN_SHAPE(k, 0)), wm = md_filter(n, w, groups, 1), ym = md_nhwc(&n->shape),
+                       keras = md_filter(n, w, groups, 0), bm;
+    dnnl_memory_desc_init_by_tag(&bm, 4, (dnnl_dims_t){1, n->shape.dim[3], 1, 1}, dnnl_f32, dnnl_nhwc);
+    dnnl_convolution_desc_t d;
+    dnnl_primitive_desc_t pd = NULL;
+    if (dnnl_dilated_convolution_forward_desc_init(&d, dnnl_forward_training, dnnl_convolution_direct, &xm, &wm, NULL,
+                                                   &ym, win.strides, win.dilates, win.pad_l, win.pad_r))
+        return cpu_kerr(k, err, cap, "oneDNN rejects the convolution descriptor");
+    if (epilogue_pd(k, err, cap, &pd, &d, &bm, residual ? &ym : NULL)) return -1;
+    const dnnl_memory_desc_t *wp = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, DNNL_ARG_WEIGHTS);
+    int reorder = !dnnl_memory_desc_equal(wp, &keras), rc = 0;
+    if (reorder) rc = bind_reorder(k, err, cap, e, &keras, SRC_IN1, wp, SRC_BUF0);
+    if (!rc)
+        rc = bind(k, err, cap, e, pd, 4 + residual,
+                  (int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
+                          DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1},
+                  (int[]){SRC_IN0, reorder ? SRC_BUF0 : SRC_IN1, SRC_OUT, 2, 3});
+    dnnl_primitive_desc_destroy(pd);
+    return rc;
+}
+
 /* ---- pooling ---- */
 
 static dnnl_alg_kind_t pool_alg(ir_op op) {
@@ -309,7 +362,7 @@ static void put_shape(int64_t *v, const ir_shape *s) {
 }
 
 static signature signature_of(const rt_kernel_args *k, int variant) {
-    signature s = {{k->node->op, cpu_kernels_threads(), variant}};
+    signature s = {{k->node->op | (int64_t)k->node->n_in << 16, cpu_kernels_threads(), variant}}; /* n_in: an epilogue's residual */
     put_shape(s.v + 3, &k->node->shape);
     put_shape(s.v + 3 + SIG_SHAPE, IN_SHAPE(k, 0));
     if (k->node->n_in > 1) put_shape(s.v + 3 + 2 * SIG_SHAPE, IN_SHAPE(k, 1));
@@ -327,6 +380,7 @@ static entry *build(const rt_kernel_args *k, int variant, char *err, size_t cap)
     else if (k->node->op == OP_CONV2D || k->node->op == OP_CONV2D_GRAD_INPUT || k->node->op == OP_CONV2D_GRAD_FILTER)
         rc = build_conv(k, err, cap, e);
     else if (k->node->op == OP_CONV2D_TRANSPOSE) rc = build_deconv(k, err, cap, e);
+    else if (k->node->op == OP_CONV2D_EPILOGUE) rc = build_conv_epilogue(k, err, cap, e); /* issue 14 */
     else rc = build_pool(k, err, cap, e);
     if (rc) return entry_free(e), NULL;
     return e;
@@ -391,3 +445,4 @@ static const cpu_tune_op conv_op = {conv_names, 2, cpu_dnnl_conv};
 int cpu_k_conv2d(const rt_kernel_args *k, char *err, size_t cap) { return cpu_tune_run(k, &conv_op, err, cap); }
 int cpu_k_conv2d_grad_input(const rt_kernel_args *k, char *err, size_t cap) { return cpu_tune_run(k, &conv_op, err, cap); }
 int cpu_k_conv2d_grad_filter(const rt_kernel_args *k, char *err, size_t cap) { return cpu_tune_run(k, &conv_op, err, cap); }
+int cpu_k_conv2d_epilogue(const rt_kernel_args *k, char *err, size_t cap) { return run(k, 0, err, cap); } /* issue 14 */

@@ -164,7 +164,8 @@ static int conv_run(const dnn *d, descs *ds) {
     int data_grad = op == OP_CONV2D_GRAD_INPUT || op == OP_CONV2D_TRANSPOSE;
     const ir_shape *w = op == OP_CONV2D_GRAD_FILTER ? &d->n->shape : &in[1]->shape;
     const ir_shape *x = data_grad ? &d->n->shape : &in[0]->shape;
-    const ir_shape *y = op == OP_CONV2D ? &d->n->shape : data_grad ? &in[0]->shape : &in[1]->shape;
+    int fwd = op == OP_CONV2D || op == OP_CONV2D_EPILOGUE; /* issue 14: the epilogue's convolution */
+    const ir_shape *y = fwd ? &d->n->shape : data_grad ? &in[0]->shape : &in[1]->shape;
     float *ohwi;
     int rc;
     TRY(conv_descs(d, ds, x, y, w));
@@ -173,7 +174,7 @@ static int conv_run(const dnn *d, descs *ds) {
     if (op != OP_CONV2D_GRAD_FILTER) e = cuda_k_hwio_to_ohwi(d->k->in[1], ohwi, khw(w), w->dim[2], w->dim[3], d->s);
     if (e != cudaSuccess)
         rc = cuda_fail(d->b, "cuda_k_hwio_to_ohwi", cudaGetErrorString(e), __FILE__, __LINE__);
-    else if (op == OP_CONV2D)
+    else if (fwd)
         rc = conv_forward(d, ds, ohwi);
     else if (data_grad)
         rc = conv_grad_input(d, ds, ohwi);

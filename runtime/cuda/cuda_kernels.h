@@ -123,6 +123,16 @@ typedef struct {
     const float *x[IR_FUSED_MAX_INPUTS];
 } cuda_fused_args;
 cudaError_t cuda_k_fused(const ir_fused *f, const cuda_fused_args *a, float *out, int64_t n, cudaStream_t s);
+/* issue 14 (cuda_epilogue.cu): out [total / n, n] = act(out + bias [n] [+ res]) in place,
+ * act an ir_epilogue_act, res NULL for none; max-pool gradient of x [n, h, w, c] by dy
+ * [n, oh, ow, c], times (x > 0) when relu (max_pool2d_relu_grad) */
+typedef struct {
+    int64_t n, h, w, c, oh, ow, kh, kw, sh, sw, pt, pl;
+} cuda_pool_geom;
+cudaError_t cuda_k_epilogue(float *out, const float *bias, const float *res, int64_t total, int64_t n, int act,
+                            cudaStream_t s);
+cudaError_t cuda_k_max_pool_grad(const float *x, const float *dy, float *dx, const cuda_pool_geom *g, int relu,
+                                 cudaStream_t s);
 
 /* filters: HWIO [kh,kw,ci,co] <-> cuDNN's NHWC filter format OHWI [co,kh,kw,ci] */
 cudaError_t cuda_k_hwio_to_ohwi(const float *w, float *o, int64_t khw, int64_t ci, int64_t co, cudaStream_t s);

@@ -410,6 +410,29 @@ static int op_fused(const ctx *c) {
     return 0;
 }
 
+/* ---- issue 14: epilogues (cuda_epilogue.cu) ---- */
+
+/* the core (cuDNN convolution, cuBLAS GEMM) into out, then one pass adding the
+ * bias (and residual) and applying the activation */
+static int op_epilogue(const ctx *c) {
+    TRY(need_f32(c));
+    int conv = c->n->op == OP_CONV2D_EPILOGUE;
+    TRY(conv ? op_conv(c) : op_matmul(c));
+    int64_t n = c->n->shape.dim[c->n->shape.rank - 1], act = c->n->iattr[conv ? 9 : 2];
+    CUDA_CHECK(c->b, cuda_k_epilogue(outf(c), inf(c, 2), c->n->n_in == 4 ? inf(c, 3) : NULL, out_numel(c), n,
+                                     (int)act, c->s));
+    return 0;
+}
+
+static int op_max_pool_relu_grad(const ctx *c) {
+    TRY(need_f32(c));
+    const ir_shape *x = in_shape(c, 0), *y = in_shape(c, 1);
+    const int64_t *a = c->n->iattr; /* k_h, k_w, stride_h, stride_w, pad_t, pad_l */
+    cuda_pool_geom g = {x->dim[0], x->dim[1], x->dim[2], x->dim[3], y->dim[1], y->dim[2], a[0], a[1], a[2], a[3], a[4], a[5]};
+    CUDA_CHECK(c->b, cuda_k_max_pool_grad(inf(c, 0), inf(c, 1), outf(c), &g, 1, c->s));
+    return 0;
+}
+
 /* The kernel of each op; sources have none (cuda_supports reports the rest). */
 static int (*const kernels[OP_COUNT])(const ctx *c) = {
     [OP_ADD] = op_binary, [OP_SUB] = op_binary, [OP_MUL] = op_binary, [OP_DIV] = op_binary,
@@ -452,6 +475,9 @@ static int (*const kernels[OP_COUNT])(const ctx *c) = {
     [OP_ONE_HOT] = op_one_hot,
     [OP_ALL_GATHER] = op_all_gather, /* issue 13: sparse gradient exchange */
     [OP_FUSED] = op_fused, /* issue 14: elementwise fusion */
+    /* issue 14: epilogues */
+    [OP_CONV2D_EPILOGUE] = op_epilogue, [OP_MATMUL_EPILOGUE] = op_epilogue,
+    [OP_MAX_POOL2D_RELU_GRAD] = op_max_pool_relu_grad,
 };
 
 bool cuda_supports(const ir_node *n, char *why, size_t cap) {

@@ -311,6 +311,19 @@ static void fused(ir_module *m) {
     check(m, OP_FUSED, (int[]){x, b, dy, col}, 4, NULL, NULL, NULL, 1e-6);
 }
 
+/* issue 14: the epilogues (residual and activation), the relu-masked pool
+ * gradient with overlapping windows, and the direct max-pool gradient */
+static void epilogues(ir_module *m) {
+    int img = input(m, IR_F32, 4, 2, 6, 6, 3), f = input(m, IR_F32, 4, 3, 3, 3, 4), b4 = input(m, IR_F32, 1, 4, 0, 0, 0);
+    int res = input(m, IR_F32, 4, 2, 4, 4, 4), a = input(m, IR_F32, 2, 8, 5, 0, 0), w = input(m, IR_F32, 2, 5, 6, 0, 0);
+    int b6 = input(m, IR_F32, 1, 6, 0, 0, 0), x = input(m, IR_F32, 4, 2, 7, 7, 3), dy = input(m, IR_F32, 4, 2, 3, 3, 3);
+    check(m, OP_CONV2D_EPILOGUE, (int[]){img, f, b4, res}, 4, (int64_t[IR_MAX_IATTR]){1, 1, 0, 0, 0, 0, 1, 1, 1, EPI_RELU},
+          NULL, NULL, 1e-4);
+    check(m, OP_MATMUL_EPILOGUE, (int[]){a, w, b6}, 3, (int64_t[]){0, 0, EPI_TANH}, NULL, NULL, 1e-5);
+    check(m, OP_MAX_POOL2D_RELU_GRAD, (int[]){x, dy}, 2, (int64_t[]){3, 3, 2, 2, 0, 0, 0, 0}, NULL, NULL, 1e-6);
+    check(m, OP_MAX_POOL2D_GRAD, (int[]){x, dy}, 2, (int64_t[]){3, 3, 2, 2, 0, 0, 0, 0}, NULL, NULL, 1e-6);
+}
+
 int main(void) {
     char why[256];
     if (rt_cuda_device_count(why, sizeof why) == 0) {
@@ -335,6 +348,7 @@ int main(void) {
     plain_optimizers(m);
     casts_and_reductions(m);
     fused(m);
+    epilogues(m);
     ir_module_free(m);
     backend_calls();
     gpu->i->shutdown(gpu);

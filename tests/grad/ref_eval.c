@@ -196,7 +196,7 @@ static void conv_terms(const ir_shape *xs, const ir_shape *ys, const ir_shape *w
 static void eval_conv(args *t) {
     const ir_node *n = t->n;
     memset(t->out, 0, (size_t)t->len * sizeof *t->out);
-    if (n->op == OP_CONV2D)
+    if (n->op == OP_CONV2D || n->op == OP_CONV2D_EPILOGUE)
         conv_terms(&t->x->shape, &n->shape, &t->y->shape, ir_conv_of(n, &t->y->shape), t->a, t->b, t->out, 0);
     else if (n->op == OP_CONV2D_GRAD_INPUT || n->op == OP_CONV2D_TRANSPOSE)
         conv_terms(&n->shape, &t->x->shape, &t->y->shape, ir_conv_of(n, &t->y->shape), t->a, t->b, t->out, 1);
@@ -208,8 +208,9 @@ static void eval_conv(args *t) {
  * y; backward (dy given) adds each dy to the first max / spreads it evenly. */
 static void eval_pool(args *t) {
     const ir_node *n = t->n;
-    bool is_max = n->op == OP_MAX_POOL2D || n->op == OP_MAX_POOL2D_GRAD;
-    bool back = n->op == OP_MAX_POOL2D_GRAD || n->op == OP_AVG_POOL2D_GRAD;
+    bool relu = n->op == OP_MAX_POOL2D_RELU_GRAD; /* issue 14: the gradient times (x > 0) */
+    bool is_max = n->op == OP_MAX_POOL2D || n->op == OP_MAX_POOL2D_GRAD || relu;
+    bool back = n->op == OP_MAX_POOL2D_GRAD || n->op == OP_AVG_POOL2D_GRAD || relu;
     const ir_shape *ys = back ? &t->y->shape : &n->shape;
     window g = window_of(&t->x->shape, ys, n->iattr[0], n->iattr[1], n->iattr + 2);
     if (back) memset(t->out, 0, (size_t)t->len * sizeof *t->out);
@@ -235,6 +236,19 @@ static void eval_pool(args *t) {
                     if (!back) t->out[yo] = is_max ? t->a[best] : acc / (double)count;
                     else if (is_max) t->out[best] += t->b[yo];
                 }
+    for (int64_t k = 0; relu && k < t->len; k++)
+        if (!(t->a[k] > 0)) t->out[k] = 0;
+}
+
+/* issue 14: out = act(out + bias [+ residual]), bias along the last axis */
+static void eval_epilogue(ref_eval *e, args *t, int64_t act) {
+    const ir_node *n = t->n;
+    int64_t c = n->shape.dim[n->shape.rank - 1];
+    const double *res = n->n_in == 4 ? e->val[n->in[3]] : NULL;
+    for (int64_t k = 0; k < t->len; k++) {
+        double v = t->out[k] + t->c[k % c] + (res ? res[k] : 0);
+        t->out[k] = act == EPI_RELU ? (v > 0 ? v : 0) : act == EPI_TANH ? tanh(v) : act == EPI_SIGMOID ? 1 / (1 + exp(-v)) : v;
+    }
 }
 
 /* ---- shapes and reductions ---- */
@@ -598,6 +612,10 @@ static void eval_node(ref_eval *e, int i, int64_t step, bool training) {
     case OP_IN_TOP_K: eval_in_top_k(&t); return;
     case OP_ONE_HOT: eval_one_hot(&t); return; /* issue 13 */
     case OP_ALL_GATHER: memcpy(t.out, t.a, (size_t)t.len * sizeof *t.out); return; /* issue 13: one replica, a copy */
+    /* issue 14: epilogues */
+    case OP_CONV2D_EPILOGUE: eval_conv(&t); eval_epilogue(e, &t, n->iattr[9]); return;
+    case OP_MATMUL_EPILOGUE: eval_matmul(&t); eval_epilogue(e, &t, n->iattr[2]); return;
+    case OP_MAX_POOL2D_RELU_GRAD: eval_pool(&t); return;
     case OP_SHARD: case OP_BROADCAST: case OP_COUNT: break;
     case OP_FUSED: break; /* issue 14: made by the fuse pass, which these tests do not run */
     }

@@ -406,6 +406,7 @@ static void ref_rmsprop(const one_op *t, double **in, double *out) {
 }
 
 #include "act_cases.h" /* issue 12: references and ACT_CASES */
+#include "epilogue_cases.h" /* issue 14: fused ops against the unfused composition */
 /* ---- issue 12: adagrad, nadam, lamb (at step t = 3, no clipping: tests/kern/test_optim.c
  * runs every optimizer for several steps with clipping and a schedule), sq_norm ---- */
 static void ref_adagrad(const one_op *t, double **in, double *out) {
@@ -659,6 +660,7 @@ static const tcase cases[] = {
     {"rmsprop momentum", OP_RMSPROP_UPDATE, 4, {"21", "21", "21", "21"}, .fill = {0, 0, R_POSITIVE},
      .fattr = {1e-3, 0.9, 0.5, 1e-7}, .ref = ref_rmsprop},
     ACT_CASES
+    EPILOGUE_CASES
     /* issue 12: optimizers and clipping */
     {"adagrad", OP_ADAGRAD_UPDATE, 3, {"5,7", "5,7", "5,7"}, .fill = {0, 0, R_POSITIVE},
      .fattr = {0.01, 0.1, 1e-7, 0.01}, .ref = ref_adagrad},
@@ -890,7 +892,7 @@ static int test_two_threads(int *count) {
     cpu_kernels_set_threads(2);
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         ir_op op = cases[i].op;
-        if (op == OP_MATMUL || (op >= OP_CONV2D && op <= OP_AVG_POOL2D_GRAD)) failed += run_case(&cases[i]), ++*count;
+        if (op == OP_MATMUL || (op >= OP_CONV2D && op <= OP_AVG_POOL2D_GRAD) || op == OP_CONV2D_EPILOGUE) failed += run_case(&cases[i]), ++*count;
     }
     cpu_kernels_set_threads(1);
     return failed;

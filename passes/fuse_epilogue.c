@@ -1,0 +1,161 @@
+/* fuse_epilogue.c - the "epilogue" pass (issue 14): after autodiff and the
+ * optimizer, before replicate, rewrite in place
+ *
+ *   relu_grad(x, dy)                 -> relu_grad(relu(x), dy)   (x > 0 iff relu(x) > 0)
+ *   act(core + bias [+ residual])    -> core_epilogue(a, b, bias[, residual]; act)
+ *       core conv2d or matmul, bias [channels], residual of the output's shape,
+ *       act relu, tanh, sigmoid or none; the intermediates used by nothing else
+ *   relu_grad(y, max_pool2d_grad(y, dy)) -> max_pool2d_relu_grad(y, dy)
+ *
+ * The first rule leaves the pre-activation to the activation alone (relu_grad
+ * now reads the output; tanh_grad and sigmoid_grad always did), which lets the
+ * second fuse it away. Each rewrite turns the last node of a pattern into the
+ * fused op at the same index, so every reference to it (later nodes, loss,
+ * metrics, outputs, gradients) stays valid; the nodes it replaced are left
+ * unread, and replicate's program marking never schedules them. Use counts
+ * are recomputed after each rewrite (one linear pass; a model has a few
+ * hundred epilogues at most). Skipped by
+ * `mgc compile --no-fuse`.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes.h"
+
+typedef struct {
+    ir_module *m;
+    bool *live;      /* live[i]: node i is read, through other nodes, by a root (updates, assigns, */
+                     /*   collectives, the model interface) */
+    int *uses;       /* uses[i]: references to node i from live nodes and the model interface */
+    int *user;       /* user[i]: the last live node reading node i, -1 for none */
+    int *relu_of;    /* relu_of[x]: a live relu node reading x, -1 for none */
+} fuser;
+
+static ir_node *at(const fuser *f, int i) { return ir_node_at(f->m, i); }
+
+static bool is_root(const ir_node *n) {
+    return (ir_ops[n->op].flags & (OPF_UPDATE | OPF_COLLECTIVE)) || n->op == OP_ASSIGN;
+}
+
+/* live, uses, user and relu_of of the graph as it is now (after each rewrite) */
+static void count_uses(fuser *f) {
+    ir_module *m = f->m;
+    int *ref = f->uses;
+    for (int i = 0; i < m->g.n; i++) ref[i] = 0, f->user[i] = -1, f->relu_of[i] = -1;
+    if (m->loss >= 0) ref[m->loss]++;
+    for (int k = 0; k < m->n_metrics; k++) ref[m->metrics[k].node]++;
+    for (int k = 0; k < m->n_outputs; k++) ref[m->outputs[k].node]++;
+    for (int k = 0; m->grads && k < m->n_params; k++)
+        if (m->grads[k] >= 0) ref[m->grads[k]]++;
+    for (int i = m->g.n - 1; i >= 0; i--) { /* readers come after what they read */
+        const ir_node *n = at(f, i);
+        f->live[i] = ref[i] > 0 || is_root(n);
+        if (!f->live[i]) continue;
+        for (int k = 0; k < n->n_in; k++) {
+            ref[n->in[k]]++;
+            if (f->user[n->in[k]] < i) f->user[n->in[k]] = i;
+        }
+        if (n->op == OP_RELU) f->relu_of[n->in[0]] = i; /* the first such relu wins */
+    }
+}
+
+/* node i's only reader, -1 when it has several or the interface reads it */
+static int only_user(const fuser *f, int i) { return f->uses[i] == 1 ? f->user[i] : -1; }
+
+/* Replaces node i by op(in) with iattr, keeping its index; reverts and returns
+ * false when the shape rule rejects it (a pattern that only looked fusable). */
+static bool rewrite(fuser *f, int i, ir_op op, const int *in, int n_in, const int64_t *iattr, ir_loc loc) {
+    ir_node *n = at(f, i), old = *n;
+    n->op = op, n->n_in = n_in, n->loc = loc;
+    n->in = malloc((size_t)n_in * sizeof *n->in);
+    memcpy(n->in, in, (size_t)n_in * sizeof *in);
+    memcpy(n->iattr, iattr, sizeof n->iattr);
+    memset(n->fattr, 0, sizeof n->fattr);
+    char err[256];
+    if (n->in && ir_infer_node(f->m, i, err, sizeof err)) {
+        free(old.in);
+        count_uses(f);
+        return true;
+    }
+    free(n->in);
+    *n = old;
+    return false;
+}
+
+/* relu_grad(x, dy) reads relu(x) instead of x, when that relu exists */
+static void grads_read_outputs(fuser *f) {
+    for (int i = 0; i < f->m->g.n; i++) {
+        ir_node *n = at(f, i);
+        int y = n->op == OP_RELU_GRAD && f->live[i] ? f->relu_of[n->in[0]] : -1;
+        if (y >= 0 && y < i) n->in[0] = y;
+    }
+}
+
+static int act_of(ir_op op) {
+    return op == OP_RELU ? EPI_RELU : op == OP_TANH ? EPI_TANH : op == OP_SIGMOID ? EPI_SIGMOID : -1;
+}
+
+/* bias of add node t over core c: its other operand, a vector of c's channels */
+static int bias_of(const fuser *f, int t, int c) {
+    const ir_node *n = at(f, t), *core = at(f, c);
+    int b = n->in[0] == c ? n->in[1] : n->in[0];
+    const ir_node *bn = at(f, b);
+    if (b == c || bn->shape.rank != 1 || bn->dtype != IR_F32 || !ir_shape_eq(&n->shape, &core->shape)) return -1;
+    return bn->shape.dim[0] == core->shape.dim[core->shape.rank - 1] ? b : -1;
+}
+
+/* The epilogue rooted at add node t (core + bias): extended over a residual
+ * add and an activation its single readers, then written into the last node. */
+static void fuse_epilogue_at(fuser *f, int t) {
+    const ir_node *n = at(f, t);
+    int c = -1, b = -1;
+    for (int k = 0; k < 2 && b < 0; k++) {
+        c = n->in[k];
+        ir_op op = at(f, c)->op;
+        if ((op == OP_CONV2D || op == OP_MATMUL) && only_user(f, c) == t && at(f, c)->dtype == IR_F32)
+            b = bias_of(f, t, c);
+    }
+    if (b < 0) return;
+    int last = t, res = -1, act = EPI_NONE, u = only_user(f, t);
+    if (u >= 0 && at(f, u)->op == OP_ADD && ir_shape_eq(&at(f, u)->shape, &n->shape)) {
+        res = at(f, u)->in[0] == t ? at(f, u)->in[1] : at(f, u)->in[0];
+        if (res != t && ir_shape_eq(&at(f, res)->shape, &n->shape)) last = u, u = only_user(f, u);
+        else res = -1;
+    }
+    if (u >= 0 && act_of(at(f, u)->op) >= 0) act = act_of(at(f, u)->op), last = u;
+    const ir_node *core = at(f, c);
+    int in[4] = {core->in[0], core->in[1], b, res};
+    int64_t iattr[IR_MAX_IATTR] = {0};
+    if (core->op == OP_CONV2D) {
+        memcpy(iattr, core->iattr, 9 * sizeof *iattr), iattr[9] = act;
+        rewrite(f, last, OP_CONV2D_EPILOGUE, in, res >= 0 ? 4 : 3, iattr, core->loc);
+    } else {
+        iattr[0] = core->iattr[0], iattr[1] = core->iattr[1], iattr[2] = act;
+        rewrite(f, last, OP_MATMUL_EPILOGUE, in, res >= 0 ? 4 : 3, iattr, core->loc);
+    }
+}
+
+/* relu_grad(y, max_pool2d_grad(y, dy)) -> max_pool2d_relu_grad(y, dy) */
+static void fuse_pool_relu_grad(fuser *f, int i) {
+    const ir_node *n = at(f, i);
+    int pg = n->in[1];
+    const ir_node *p = at(f, pg);
+    if (p->op != OP_MAX_POOL2D_GRAD || p->in[0] != n->in[0] || only_user(f, pg) != i) return;
+    rewrite(f, i, OP_MAX_POOL2D_RELU_GRAD, (int[]){n->in[0], p->in[1]}, 2, p->iattr, p->loc);
+}
+
+bool pass_epilogue(ir_module *m, ir_diag *d, const pass_options *o) {
+    (void)d;
+    if (o->no_fuse) return true;
+    size_t n = (size_t)m->g.n;
+    fuser f = {m, malloc(n * sizeof(bool)), malloc(n * sizeof(int)), malloc(n * sizeof(int)), malloc(n * sizeof(int))};
+    count_uses(&f);
+    grads_read_outputs(&f);
+    count_uses(&f);
+    for (int i = 0; i < m->g.n; i++)
+        if (f.live[i] && at(&f, i)->op == OP_ADD) fuse_epilogue_at(&f, i);
+    for (int i = 0; i < m->g.n; i++)
+        if (f.live[i] && at(&f, i)->op == OP_RELU_GRAD) fuse_pool_relu_grad(&f, i);
+    free(f.live), free(f.uses), free(f.user), free(f.relu_of);
+    return true;
+}

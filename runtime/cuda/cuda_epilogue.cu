@@ -1,0 +1,61 @@
+/* cuda_epilogue.cu - issue 14: the epilogue after a cuDNN convolution or a
+ * cuBLAS GEMM (bias, residual, activation in one pass over the output), and the
+ * max-pool gradient masked by the ReLU that fed the pool, in one kernel. The
+ * per-element math is runtime/ops_math.h, as on the CPU. */
+#include "../ops_math.h"
+#include "cuda_device.cuh"
+
+__device__ static inline float epilogue_act(int act, float v) {
+    return act == EPI_RELU ? mg_relu(v) : act == EPI_TANH ? mg_tanh(v) : act == EPI_SIGMOID ? mg_sigmoid(v) : v;
+}
+
+/* out[i] = act(out[i] + bias[i % n] [+ res[i]]), the unfused ops' order */
+__global__ static void epilogue_kernel(float *out, const float *bias, const float *res, int64_t total, int64_t n,
+                                       int act) {
+    FOR_EACH(i, total) {
+        float v = out[i] + bias[i % n];
+        if (res) v = v + res[i];
+        out[i] = epilogue_act(act, v);
+    }
+}
+
+extern "C" cudaError_t cuda_k_epilogue(float *out, const float *bias, const float *res, int64_t total, int64_t n,
+                                       int act, cudaStream_t s) {
+    epilogue_kernel<<<blocks_for(total), THREADS, 0, s>>>(out, bias, res, total, n, act);
+    return cudaGetLastError();
+}
+
+/* One thread per element of dx [N, H, W, C]: the sum of dy over the windows
+ * whose first maximum (strict >, row-major window order, as the CPU kernel) is
+ * this element, times (x > 0) when relu; no atomics, so deterministic. */
+__global__ static void max_pool_grad_kernel(const float *x, const float *dy, float *dx, cuda_pool_geom g, int relu) {
+    FOR_EACH(i, g.n * g.h * g.w * g.c) {
+        int64_t c = i % g.c, iw = i / g.c % g.w, ih = i / (g.c * g.w) % g.h, b = i / (g.c * g.w * g.h);
+        float sum = 0.0f;
+        for (int64_t oh = 0; oh < g.oh; oh++) {
+            int64_t top = oh * g.sh - g.pt;
+            if (ih < top || ih >= top + g.kh) continue;
+            for (int64_t ow = 0; ow < g.ow; ow++) {
+                int64_t left = ow * g.sw - g.pl;
+                if (iw < left || iw >= left + g.kw) continue;
+                float best = -INFINITY;
+                int64_t arg = -1;
+                for (int64_t r = 0; r < g.kh; r++)
+                    for (int64_t q = 0; q < g.kw; q++) {
+                        int64_t h = top + r, w = left + q;
+                        if (h < 0 || w < 0 || h >= g.h || w >= g.w) continue;
+                        int64_t at = ((b * g.h + h) * g.w + w) * g.c + c;
+                        if (x[at] > best) best = x[at], arg = at;
+                    }
+                if (arg == i) sum += dy[((b * g.oh + oh) * g.ow + ow) * g.c + c];
+            }
+        }
+        dx[i] = relu ? mg_relu_grad(x[i], sum) : sum;
+    }
+}
+
+extern "C" cudaError_t cuda_k_max_pool_grad(const float *x, const float *dy, float *dx, const cuda_pool_geom *g,
+                                            int relu, cudaStream_t s) {
+    max_pool_grad_kernel<<<blocks_for(g->n * g->h * g->w * g->c), THREADS, 0, s>>>(x, dy, dx, *g, relu);
+    return cudaGetLastError();
+}

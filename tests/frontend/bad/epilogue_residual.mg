@@ -1,0 +1,9 @@
+# issue 14: an epilogue's residual has the output's type
+model m {
+  input x: f32[batch, 4]
+  input label: i32[batch]
+  w = prim.broadcast_to(prim.reshape(prim.reduce_sum(x, axes: 3), 1, 1), 4, 3)
+  b = prim.broadcast_to(prim.reshape(prim.reduce_sum(x, axes: 3), 1), 3)
+  y = prim.matmul_epilogue(x, w, b, x)
+  loss = prim.reduce_mean(y, axes: 3)
+}

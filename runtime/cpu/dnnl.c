@@ -445,4 +445,5 @@ static const cpu_tune_op conv_op = {conv_names, 2, cpu_dnnl_conv};
 int cpu_k_conv2d(const rt_kernel_args *k, char *err, size_t cap) { return cpu_tune_run(k, &conv_op, err, cap); }
 int cpu_k_conv2d_grad_input(const rt_kernel_args *k, char *err, size_t cap) { return cpu_tune_run(k, &conv_op, err, cap); }
 int cpu_k_conv2d_grad_filter(const rt_kernel_args *k, char *err, size_t cap) { return cpu_tune_run(k, &conv_op, err, cap); }
-int cpu_k_conv2d_epilogue(const rt_kernel_args *k, char *err, size_t cap) { return run(k, 0, err, cap); } /* issue 14 */
+/* the epilogue's convolution as conv2d's (tune.c keys it so) */
+int cpu_k_conv2d_epilogue(const rt_kernel_args *k, char *err, size_t cap) { return cpu_tune_run(k, &conv_op, err, cap); }

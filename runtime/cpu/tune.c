@@ -203,15 +203,23 @@ static void put_shape(char *s, size_t cap, size_t *n, const ir_shape *sh) {
     *n += (size_t)snprintf(s + *n, *n < cap ? cap - *n : 0, "]");
 }
 
-/* "<op> t<threads> [in0] [in1] -> [out] a<iattr...>" */
+/* "<op> t<threads> [in0] [in1] -> [out] a<iattr...>". An epilogue node
+ * (issue 14) has the key of its core conv2d or matmul: its bias, residual and
+ * activation left out, so a fused plan runs the GEMM or convolution the
+ * unfused plan runs, and the two train to the same bits. */
 static void key_of(const rt_kernel_args *k, char *s, size_t cap) {
-    size_t n = (size_t)snprintf(s, cap, "%s t%d", ir_ops[k->node->op].name, cpu_kernels_threads());
-    for (int i = 0; i < k->node->n_in; i++) put_shape(s, cap, &n, IN_SHAPE(k, i));
+    ir_op op = k->node->op;
+    int n_in = k->node->n_in, act = -1; /* the epilogue's activation attribute */
+    if (op == OP_MATMUL_EPILOGUE) op = OP_MATMUL, n_in = 2, act = 2;
+    if (op == OP_CONV2D_EPILOGUE) op = OP_CONV2D, n_in = 2, act = 9;
+    size_t n = (size_t)snprintf(s, cap, "%s t%d", ir_ops[op].name, cpu_kernels_threads());
+    for (int i = 0; i < n_in; i++) put_shape(s, cap, &n, IN_SHAPE(k, i));
     n += (size_t)snprintf(s + n, n < cap ? cap - n : 0, " ->");
     put_shape(s, cap, &n, &k->node->shape);
     n += (size_t)snprintf(s + n, n < cap ? cap - n : 0, " a");
     for (int i = 0; i < IR_MAX_IATTR; i++)
-        n += (size_t)snprintf(s + n, n < cap ? cap - n : 0, "%s%lld", i ? "," : "", (long long)k->node->iattr[i]);
+        n += (size_t)snprintf(s + n, n < cap ? cap - n : 0, "%s%lld", i ? "," : "",
+                              i == act ? 0LL : (long long)k->node->iattr[i]);
 }
 
 static double now(void) {

@@ -177,25 +177,30 @@ static void test_in_place(const char *stdlib, const char *cnn) {
     ir_module_free(m);
 }
 
-/* issue 14: fused, the conv's bias add and relu_grad become one node
- * fused(conv, bias, max_pool2d_grad) that writes in place over the first of
- * its inputs that die there: the conv output (its last reader) */
-static void test_in_place_fused(const char *stdlib, const char *cnn) {
+/* issue 14: a fused node writes in place over an input of its own shape
+ * that dies there, as any elementwise op does (tests/train/activations.mg,
+ * whose elementwise chains fuse; the seed CNN's go to the epilogue pass), and
+ * never over one read later */
+static void test_in_place_fused(const char *stdlib, const char *model) {
     pass_options o;
     pass_options_default(&o);
     o.quiet = true;
     ir_diag *d = ir_diag_new(stderr);
-    ir_module *m = pass_elaborate(cnn, stdlib, d, &o);
+    ir_module *m = pass_elaborate(model, stdlib, d, &o);
     CHECK(m && pass_run_all(m, d, &o, NULL, NULL));
     int checked = 0;
-    for (int i = 0; i < m->g.n; i++) {
+    for (int i = 0; m && i < m->g.n; i++) {
         const ir_node *n = &m->g.nodes[i];
-        if (n->op != OP_FUSED || n->n_in != 3 || m->g.nodes[n->in[2]].op != OP_MAX_POOL2D_GRAD) continue;
-        CHECK(m->g.nodes[n->in[0]].op == OP_CONV2D);
-        CHECK(n->offset == m->g.nodes[n->in[0]].offset && n->offset != m->g.nodes[n->in[2]].offset);
-        checked++;
+        if (n->op != OP_FUSED) continue;
+        for (int k = 0; k < n->n_in; k++) {
+            const ir_node *x = &m->g.nodes[n->in[k]];
+            if (x->offset != n->offset || x->device != n->device || ir_node_bytes(x) == 0) continue;
+            for (int j = i + 1; j < m->g.n; j++) /* sharing bytes: nothing after it reads the input */
+                for (int q = 0; q < m->g.nodes[j].n_in; q++) CHECK(m->g.nodes[j].in[q] != n->in[k]);
+            checked++;
+        }
     }
-    CHECK(checked == 1);
+    CHECK(checked >= 1);
     ir_diag_free(d);
     ir_module_free(m);
 }
@@ -313,8 +318,10 @@ int main(int argc, char **argv) {
     test_deadlock();
     test_wait_before_record();
     test_cross_device_wait();
-    for (int a = 2; a < argc; a++)
-        if (strstr(argv[a], "mnist_cnn.mg")) test_in_place(argv[1], argv[a]), test_in_place_fused(argv[1], argv[a]);
+    for (int a = 2; a < argc; a++) {
+        if (strstr(argv[a], "mnist_cnn.mg")) test_in_place(argv[1], argv[a]);
+        if (strstr(argv[a], "train/activations.mg")) test_in_place_fused(argv[1], argv[a]);
+    }
     int plans = 0;
     for (int a = 2; a < argc; a++)
         for (int n_dev = 1; n_dev <= 4; n_dev *= 2)

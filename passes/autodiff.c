@@ -4,17 +4,9 @@
 #include <string.h>
 
 #include "../ir/order.h"
+#include "pass_impl.h"
 #include "passes.h"
 
-#define ASSERT(c, ...)                                                                        \
-    do {                                                                                      \
-        if (!(c)) {                                                                           \
-            fprintf(stderr, "mgc: internal error at %s:%d: ", __FILE__, __LINE__);            \
-            fprintf(stderr, __VA_ARGS__);                                                     \
-            fputc('\n', stderr);                                                              \
-            abort();                                                                          \
-        }                                                                                     \
-    } while (0)
 
 /* State of one backward sweep. Arrays are indexed by forward node (< n_fwd). */
 typedef struct {

@@ -24,17 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pass_impl.h"
 #include "passes.h"
 
-#define ASSERT(c, ...)                                                             \
-    do {                                                                           \
-        if (!(c)) {                                                                \
-            fprintf(stderr, "mgc: internal error at %s:%d: ", __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                                          \
-            fputc('\n', stderr);                                                   \
-            abort();                                                               \
-        }                                                                          \
-    } while (0)
 
 static void *xcalloc(size_t n, size_t size) {
     void *p = calloc(n ? n : 1, size);

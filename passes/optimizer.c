@@ -20,17 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "pass_impl.h"
 #include "passes.h"
 
-#define ASSERT(c, ...)                                                             \
-    do {                                                                           \
-        if (!(c)) {                                                                \
-            fprintf(stderr, "mgc: internal error at %s:%d: ", __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                                          \
-            fputc('\n', stderr);                                                   \
-            abort();                                                               \
-        }                                                                          \
-    } while (0)
 
 /* VAR "<param>/<suffix>" of the param's type, initialized to zeros. */
 static int slot(ir_module *m, int param, const char *suffix) {

@@ -49,17 +49,11 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static dnnl_engine_t engine;
 static entry *table[BUCKETS];
 
-#define DNNL_TRY(call)                                                                                         \
-    do {                                                                                                       \
-        dnnl_status_t st_ = (call);                                                                            \
-        if (st_ != dnnl_success) return cpu_kerr(k, err, cap, "oneDNN %s failed (status %d)", #call, (int)st_); \
-    } while (0)
-
 /* ---- threads: oneDNN runs on OpenMP here; the thread count is per calling thread ---- */
 
 static _Thread_local int omp_applied;
 
-static void apply_threads(void) {
+void cpu_dnnl_apply_threads(void) {
     int want = cpu_kernels_threads();
     if (omp_applied == want) return;
     void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
@@ -422,7 +416,7 @@ static int execute(const rt_kernel_args *k, char *err, size_t cap, entry *e, bou
 }
 
 static int run(const rt_kernel_args *k, int variant, char *err, size_t cap) {
-    apply_threads(); /* before creation: primitives fix their thread count when created */
+    cpu_dnnl_apply_threads(); /* before creation: primitives fix their thread count when created */
     entry *e = lookup(k, variant, err, cap);
     if (!e) return -1;
     for (int i = 0; i < e->n_steps; i++)

@@ -2,7 +2,6 @@
  * candidate): one 2-D primitive per node, created at its first run and cached
  * like dnnl.c's (key: node pointer, checked against the geometry and thread
  * count), run once per output matrix of the broadcast batch. */
-#include <dlfcn.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -30,23 +29,6 @@ typedef struct gemm {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static dnnl_engine_t engine;
 static gemm *table[BUCKETS];
-
-#define DNNL_TRY(call)                                                                                         \
-    do {                                                                                                       \
-        dnnl_status_t st_ = (call);                                                                            \
-        if (st_ != dnnl_success) return cpu_kerr(k, err, cap, "oneDNN %s failed (status %d)", #call, (int)st_); \
-    } while (0)
-
-/* oneDNN runs on OpenMP here; its thread count is per calling thread (as dnnl.c) */
-static _Thread_local int omp_applied;
-
-static void apply_threads(void) {
-    int want = cpu_kernels_threads();
-    if (omp_applied == want) return;
-    void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
-    if (set) set(want);
-    omp_applied = want;
-}
 
 static geometry geometry_of(const rt_kernel_args *k, const ir_matmul *g) {
     const ir_shape *a = IN_SHAPE(k, 0), *b = IN_SHAPE(k, 1);
@@ -125,7 +107,7 @@ static gemm *lookup(const rt_kernel_args *k, const ir_matmul *g, char *err, size
 
 int cpu_dnnl_matmul(const rt_kernel_args *k, char *err, size_t cap) {
     ir_matmul g = ir_matmul_of(k->node, IN_SHAPE(k, 0), IN_SHAPE(k, 1));
-    apply_threads(); /* before creation: primitives fix their thread count when created */
+    cpu_dnnl_apply_threads(); /* before creation: primitives fix their thread count when created */
     gemm *e = lookup(k, &g, err, cap);
     if (!e) return -1;
     dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, e->a}, {DNNL_ARG_WEIGHTS, e->b}, {DNNL_ARG_DST, e->c},

@@ -41,6 +41,19 @@ const char *cpu_tune_choice(const rt_kernel_args *k);
 /* Keys measured (not read from the cache or forced) since the last reset. */
 int cpu_tune_measured(void);
 
+/* ---- oneDNN, shared by dnnl.c and gemm_dnnl.c ---- */
+
+/* a failed oneDNN call: the kernel fails with its name and status (k, err, cap in scope) */
+#define DNNL_TRY(call)                                                                                         \
+    do {                                                                                                       \
+        dnnl_status_t st_ = (call);                                                                            \
+        if (st_ != dnnl_success) return cpu_kerr(k, err, cap, "oneDNN %s failed (status %d)", #call, (int)st_); \
+    } while (0)
+
+/* dnnl.c: sets OpenMP's thread count of the calling thread (oneDNN runs on
+ * OpenMP; the count is per thread) to cpu_kernels_threads(); call before
+ * creating a primitive, which fixes its thread count when created */
+void cpu_dnnl_apply_threads(void);
 /* gemm_dnnl.c: matmul through oneDNN's matmul primitive (the "onednn" candidate) */
 int cpu_dnnl_matmul(const rt_kernel_args *k, char *err, size_t cap);
 /* dnnl.c: conv2d and its gradients with the filter in oneDNN's preferred

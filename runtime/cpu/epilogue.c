@@ -2,7 +2,9 @@
  * epilogue is, in dnnl.c): matmul + bias [+ residual] + activation as one GEMM
  * and one pass over its output, and the max-pool gradient written window by
  * window, optionally masked by the ReLU that fed the pool. */
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3")
+#endif
 #include <math.h>
 #include <string.h>
 

@@ -113,17 +113,6 @@ static void eval_cast(args *t) {
 
 /* ---- dense algebra ---- */
 
-/* issue 13, batched matmul: flat index into s of element (row, col) of the matrix
- * at output batch coordinates ob[0..nb) (numpy broadcast: an axis of 1 reads 0) */
-static int64_t mm_at(const ir_shape *s, const int64_t *ob, int nb, int64_t row, int64_t col) {
-    int64_t off = 0;
-    for (int d = 0; d < s->rank - 2; d++) {
-        int64_t c = ob[nb - (s->rank - 2) + d];
-        off = off * s->dim[d] + (s->dim[d] == 1 ? 0 : c);
-    }
-    return (off * s->dim[s->rank - 2] + row) * s->dim[s->rank - 1] + col;
-}
-
 static void eval_matmul(args *t) {
     const ir_shape *as = &t->x->shape, *bs = &t->y->shape, *os = &t->n->shape;
     int ta = t->n->iattr[0] != 0, tb = t->n->iattr[1] != 0, nb = os->rank - 2;

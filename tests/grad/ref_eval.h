@@ -27,4 +27,15 @@ void ref_eval_run(ref_eval *e, int64_t step, bool training);
 /* Dropout's keep decision for element idx (shared by dropout and dropout_grad). */
 bool ref_eval_keep(int64_t seed, int64_t step, int64_t idx, double rate);
 
+/* Batched matmul references (here and tests/kern): flat index into s of element (row, col) of the matrix
+ * at output batch coordinates ob[0..nb) (numpy broadcast: an axis of 1 reads 0) */
+static inline int64_t mm_at(const ir_shape *s, const int64_t *ob, int nb, int64_t row, int64_t col) {
+    int64_t off = 0;
+    for (int d = 0; d < s->rank - 2; d++) {
+        int64_t c = ob[nb - (s->rank - 2) + d];
+        off = off * s->dim[d] + (s->dim[d] == 1 ? 0 : c);
+    }
+    return (off * s->dim[s->rank - 2] + row) * s->dim[s->rank - 1] + col;
+}
+
 #endif

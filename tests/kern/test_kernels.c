@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "../../runtime/ops_math.h"
+#include "../grad/ref_eval.h" /* mm_at */
 #include "harness.h"
 #include "../../runtime/cpu/tune.h"
 
@@ -109,17 +110,6 @@ static void ref_cast(const one_op *t, double **in, double *out) {
         if (onode(t)->dtype == IR_U8) v = v < 0 ? 0 : v > 255 ? 255 : v;
         out[i] = v;
     }
-}
-
-/* issue 13, batched matmul: flat index into s of element (row, col) of the matrix
- * at output batch coordinates ob[0..nb) (numpy broadcast: an axis of 1 reads 0) */
-static int64_t mm_at(const ir_shape *s, const int64_t *ob, int nb, int64_t row, int64_t col) {
-    int64_t off = 0;
-    for (int d = 0; d < s->rank - 2; d++) {
-        int64_t c = ob[nb - (s->rank - 2) + d];
-        off = off * s->dim[d] + (s->dim[d] == 1 ? 0 : c);
-    }
-    return (off * s->dim[s->rank - 2] + row) * s->dim[s->rank - 1] + col;
 }
 
 static void ref_matmul(const one_op *t, double **in, double *out) {

@@ -3,8 +3,9 @@
  * same graph replicated on two devices at T/2 and T) compiles - elaborate,
  * every pass, the plan check with its race proof, writing the plan - in at
  * most 2.6 times the CPU time (linear: 2, quadratic: 4). Each size is
- * compiled 3 times and the least CPU time kept, so a loaded machine does not
- * decide; process CPU time, not wall time, for the same reason.
+ * compiled RUNS times and the least CPU time kept, so a loaded machine does
+ * not decide (with 3, one full ctest -j2 run failed the bound; alone the ratio
+ * measures 1.9-2.2); process CPU time, not wall time, for the same reason.
  *   test_irplan_scale STDLIB_DIR OUT.mgx */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "../../passes/passes.h"
 
 static const double MAX_RATIO = 2.6;
+enum { RUNS = 7 };
 
 static double cpu_seconds(void) {
     struct timespec t;
@@ -22,7 +24,7 @@ static double cpu_seconds(void) {
 }
 
 /* Compiles the lstm over `steps` steps for n_dev devices; returns the least
- * CPU seconds of 3 compiles, *nodes the plan's node count. */
+ * CPU seconds of RUNS compiles, *nodes the plan's node count. */
 static double compile_lstm(const char *stdlib, const char *out, int steps, int n_dev, int *nodes) {
     char text[1024];
     snprintf(text, sizeof text,
@@ -33,7 +35,7 @@ static double compile_lstm(const char *stdlib, const char *out, int steps, int n
     ir_source src = {.path = "long.mg", .text = text};
     ir_device dev[2] = {{"cpu", 0}, {"cpu", 1}};
     double best = 1e30;
-    for (int run = 0; run < 3; run++) {
+    for (int run = 0; run < RUNS; run++) {
         pass_options o;
         pass_options_default(&o);
         o.n_sources = 1, o.sources = &src, o.devices = dev, o.n_devices = n_dev, o.quiet = true;

@@ -423,7 +423,7 @@ int rt_session_average_states(rt_session *s) {
             rc = rt_session_read(s, rt_session_peer(s, i, r), buf);
             for (int64_t k = 0; k < count && !rc; k++) sum[k] += buf[k];
         }
-        if (!rc) rc = rt_session_sum_processes(s, sum, (int)count);
+        if (!rc) rc = rt_session_sum_processes(s, sum, (int)count, "sum of evaluation results");
         for (int64_t k = 0; k < count && !rc; k++) buf[k] = (float)(sum[k] / m->n_devices);
         for (int r = s->first; r < s->first + s->local && !rc; r++) rc = rt_session_write(s, rt_session_peer(s, i, r), buf);
         free(buf), free(sum);
@@ -431,13 +431,10 @@ int rt_session_average_states(rt_session *s) {
     return rc;
 }
 
-int rt_session_sum_processes(rt_session *s, double *v, int n) {
+int rt_session_sum_processes(rt_session *s, double *v, int n, const char *label) {
     const rt_interprocess *ip = s->b->ip;
     if (!ip || ip->size < 2) return 0;
-    if (ip->all_reduce_sum(ip->ctx, v, n, IR_F64, s->b->collective_timeout, "sum of evaluation results", s->err,
-                           sizeof s->err))
-        return -1;
-    return 0;
+    return ip->all_reduce_sum(ip->ctx, v, n, IR_F64, s->b->collective_timeout, label, s->err, sizeof s->err);
 }
 
 int rt_session_merge_processes(rt_session *s, void *buf, int64_t bytes, const char *label) {

@@ -18,8 +18,11 @@ static int launcher_size(void) {
 
 #ifdef MGC_HAVE_MPI
 #include <mpi.h>
+#include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <time.h>
+#include <unistd.h>
 
 #define PIECE (1 << 30) /* elements per MPI call (counts are int) */
 
@@ -113,10 +116,52 @@ static int broadcast(void *ctx, void *buf, int64_t bytes, int root, double timeo
     return rc;
 }
 
-rt_interprocess *rt_mpi_init(int *argc, char ***argv, char *err, size_t cap) {
+/* MPI_Init waits for every process of the job with no deadline of its own: a
+ * peer that froze or never calls it would hang this one forever. A watchdog
+ * thread ends the process instead, and mpirun then ends the job. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+    double timeout_s;
+} init_watch;
+
+static void *watch_init(void *arg) {
+    init_watch *w = arg;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += (time_t)w->timeout_s;
+    until.tv_nsec += (long)((w->timeout_s - (double)(time_t)w->timeout_s) * 1e9);
+    if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+    pthread_mutex_lock(&w->mu);
+    int rc = 0;
+    while (!w->done && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&w->cv, &w->mu, &until);
+    if (!w->done) {
+        const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+        fprintf(stderr,
+                "mgc: collective timeout after %.1f s: MPI_Init across processes: rank %s of %d waited, "
+                "another rank never started MPI (it died, stopped or is not mgc)\n",
+                w->timeout_s, rank ? rank : "?", launcher_size());
+        _exit(1);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+rt_interprocess *rt_mpi_init(double timeout_s, char *err, size_t cap) {
     err[0] = 0;
     if (launcher_size() < 2) return NULL;
-    int provided = 0, rc = MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+    init_watch w = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .timeout_s = timeout_s};
+    pthread_t watcher;
+    bool watching = pthread_create(&watcher, NULL, watch_init, &w) == 0;
+    int provided = 0, rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
+    if (watching) {
+        pthread_mutex_lock(&w.mu);
+        w.done = 1;
+        pthread_cond_signal(&w.cv);
+        pthread_mutex_unlock(&w.mu);
+        pthread_join(watcher, NULL);
+    }
     if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Init_thread", "mpi", err, cap), NULL;
     if (provided < MPI_THREAD_SERIALIZED) {
         snprintf(err, cap, "mpi: the MPI library offers no thread support (level %d)", provided);
@@ -156,8 +201,8 @@ void rt_mpi_finalize(rt_interprocess *ip) {
 
 #else /* built without MPI */
 
-rt_interprocess *rt_mpi_init(int *argc, char ***argv, char *err, size_t cap) {
-    (void)argc, (void)argv;
+rt_interprocess *rt_mpi_init(double timeout_s, char *err, size_t cap) {
+    (void)timeout_s;
     int size = launcher_size();
     err[0] = 0;
     if (size >= 2) snprintf(err, cap, "mpi: started as %d processes, but this build has no MPI", size);

@@ -11,8 +11,11 @@
 /* Under mpirun with two or more processes: initializes MPI and returns the
  * process group (rank, size, all_reduce_sum, broadcast). Otherwise returns
  * NULL: with err "" when this is simply one process (not started by mpirun,
- * or -np 1), with a message when MPI failed or this build has no MPI. */
-rt_interprocess *rt_mpi_init(int *argc, char ***argv, char *err, size_t cap);
+ * or -np 1), with a message when MPI failed or this build has no MPI.
+ * When MPI_Init has not finished after timeout_s (a peer froze or never
+ * started), prints a collective timeout message and ends the process with
+ * status 1. */
+rt_interprocess *rt_mpi_init(double timeout_s, char *err, size_t cap);
 
 /* Ends MPI (NULL: no-op). After a collective across processes failed, a
  * peer may be gone and MPI_Finalize could wait for it forever: then only the

@@ -77,8 +77,9 @@ int rt_session_check_replicas(rt_session *s, char *err, size_t cap);
  * Training never reads state and moving averages are linear, so averaging
  * early changes no later value. A collective: every process calls it. */
 int rt_session_average_states(rt_session *s);
-/* Sums v[0..n) over every process (no-op in one process). */
-int rt_session_sum_processes(rt_session *s, double *v, int n);
+/* Sums v[0..n) over every process (no-op in one process); `label` names the
+ * sum in a timeout message (rt_session_error). */
+int rt_session_sum_processes(rt_session *s, double *v, int n, const char *label);
 /* Under mpirun: every process ends with buf's bytes merged, where each
  * process wrote its own disjoint part and left the rest zero (a byte-wise
  * sum, so every bit survives, -0.0 included). No-op in one process. */

@@ -175,7 +175,7 @@ int rt_evaluate(rt_session *s, const rt_dataset *ds, rt_scores *out, char *err, 
         }
         sums[16] += (double)b->valid;
     }
-    if (!rc) rc = rt_session_sum_processes(s, sums, 17);
+    if (!rc) rc = rt_session_sum_processes(s, sums, 17, "sum of evaluation results");
     if (rc) snprintf(err, cap, "%s", rt_session_error(s));
     out->examples = (int64_t)sums[16];
     out->loss = sums[0] / (sums[16] > 0 ? sums[16] : 1);
@@ -391,11 +391,13 @@ static int train_step(rt_session *s, progress *p, const rt_batch *b, int report,
     return 0;
 }
 
-/* Whether to stop after this step: the flag of any worker. */
-static bool stop_requested(rt_session *s, const rt_train_options *o) {
-    if (!o->stop) return false;
+/* Whether to stop after this step: 1 when any worker's flag is set. -1 when
+ * the flags cannot be summed (a worker died or froze): that is a failure to
+ * report, not a stop, which would claim a signal nobody sent. */
+static int stop_requested(rt_session *s, const rt_train_options *o, char *err, size_t cap) {
+    if (!o->stop) return 0;
     double flag = *o->stop ? 1 : 0;
-    if (rt_session_sum_processes(s, &flag, 1)) return true; /* a worker is gone: stop too */
+    if (rt_session_sum_processes(s, &flag, 1, "the stop flag")) return snprintf(err, cap, "%s", rt_session_error(s)), -1;
     return flag > 0;
 }
 
@@ -454,7 +456,9 @@ int rt_train(rt_session *s, const rt_dataset *train, const rt_dataset *test, con
                 rc = rt_ckpt_dir_save(s, o->checkpoint_dir, o->seed, o->keep, err, cap);
                 saved_at = rt_session_step(s);
             }
-            stopping = !rc && (stop_requested(s, o) || p.stop_asked);
+            int stop = rc ? 0 : stop_requested(s, o, err, cap);
+            if (stop < 0) rc = -1;
+            stopping = !rc && (stop || p.stop_asked);
         } while (!rc && !stopping && rt_session_step(s) < p.target && rt_session_step(s) % p.steps_per_epoch);
         int64_t step = rt_session_step(s);
         if (!rc && !stopping) rc = end_epoch(s, &p, test, err, cap);

@@ -405,7 +405,7 @@ bool cli_bind_plan(const char *path, const run_options *o, bound_plan *bp) {
     char err[640] = "";
     *bp = (bound_plan){.seed = o->seed};
     rt_facts_init(&bp->facts);
-    bp->ip = rt_mpi_init(NULL, NULL, err, sizeof err);
+    bp->ip = rt_mpi_init(o->timeout > 0 ? o->timeout : 60, err, sizeof err);
     if (!bp->ip && *err) {
         fprintf(stderr, "mgc: %s\n", err);
         return false;

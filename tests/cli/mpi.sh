@@ -123,7 +123,8 @@ rank_pid() {
 stop_worker() {
   $mpi -np 2 "$MGC" run "$tmp/one.mgx" --epochs 50 --collective-timeout 3 > "$tmp/log4" 2>&1 &
   job=$!
-  for _ in $(seq 100); do grep -q "^Epoch 1/" "$tmp/log4" 2>/dev/null && break; sleep 0.1; done
+  for _ in $(seq 600); do grep -q "^Epoch 1/" "$tmp/log4" 2>/dev/null && break; sleep 0.1; done
+  grep -q "^Epoch 1/" "$tmp/log4" || fail "the job did not start training within 60 s: $(cat "$tmp/log4")"
   sleep 1
   pid=$(rank_pid 1); [ -n "$pid" ] || fail "no rank 1 process"
   start=$(date +%s)
@@ -136,8 +137,19 @@ stop_worker() {
 # a frozen worker: rank 0 fails the collective after the 3 s timeout, naming it, and exits 1
 stop_worker STOP
 grep -q "collective timeout after 3.0 s: .* across processes" "$tmp/log4" || fail "no timeout message: $(cat "$tmp/log4")"
+# (when rank 1 stops between a step's all_reduce and the stop-flag sum, the
+# timeout names the stop flag; it once read as a SIGTERM nobody sent, exit 75)
+grep -q "stopped after step" "$tmp/log4" && fail "a frozen worker read as a stop signal: $(cat "$tmp/log4")"
 # a killed worker: the job ends with a nonzero status
 stop_worker KILL
+# a worker that never calls MPI_Init: the others' MPI_Init gives up after the
+# timeout, naming it, instead of waiting forever
+start=$(date +%s); status=0
+timeout 60 $mpi -np 1 "$MGC" run "$tmp/one.mgx" --collective-timeout 3 : -np 1 sleep 50 > "$tmp/log8" 2>&1 || status=$?
+[ "$status" != 0 ] && [ "$status" != 124 ] || fail "a worker without MPI_Init: mpirun exited $status: $(cat "$tmp/log8")"
+[ $(( $(date +%s) - start )) -le 30 ] || fail "a worker without MPI_Init: took over 30 s to stop"
+grep -q "^mgc: collective timeout after 3.0 s: MPI_Init across processes: rank 0 of 2 waited" "$tmp/log8" ||
+  fail "a worker without MPI_Init: no timeout message: $(cat "$tmp/log8")"
 # sparse gradient exchange across processes (issue 13): the all_gather of ids
 # and rows goes over MPI; 2 workers of 1 device equal 1 process of 2 devices
 # (measured: bit for bit; the re-planned workers keep --sparse-grads always)

@@ -125,7 +125,7 @@ static int test_timeout(rt_interprocess *ip, int die) {
 
 int main(int argc, char **argv) {
     char err[512];
-    rt_interprocess *ip = rt_mpi_init(&argc, &argv, err, sizeof err);
+    rt_interprocess *ip = rt_mpi_init(60, err, sizeof err);
     if (!ip) {
         fprintf(stderr, "test_rt_mpi: expected mpirun with 3 processes: %s\n", err[0] ? err : "one process");
         return 1;

@@ -152,7 +152,7 @@ start=$(date +%s%N)
 expect_fail "mgc: $tmp/half.mgx: the plan needs 6144.0 GiB of memory, this machine has $("$PY" -c '
 import os; print("%.1f" % ((os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") + int(open("/proc/meminfo").read().split("SwapTotal:")[1].split()[0]) * 1024) / 2**30))') GiB" \
   "$MGC" predict "$tmp/half.mgx" --load "$tmp/ok.safetensors" --input x="$tmp/x.npy" -o "$tmp/o.npy"
-[ $(( ($(date +%s%N) - start) / 1000000 )) -lt 2000 ] || fail "refusing an absurd plan took over 2 s"
+[ $(( ($(date +%s%N) - start) / 1000000 )) -lt 10000 ] || fail "refusing an absurd plan took over 10 s"
 
 # ... and one of 2 GiB that fits the machine but not the process's address space (not under ASan,
 # which needs terabytes of it for its shadow memory)

@@ -18,3 +18,10 @@ expect_fail() {
 
 # expect_line FILE LINE-REGEX
 expect_line() { grep -qE -- "$2" "$1" || fail "$1 lacks /$2/; it holds: $(head -c 2000 "$1")"; }
+
+# wait_for FILE: polls until FILE exists (a run's checkpoint, say), up to 120 s,
+# so a loaded machine slows the test instead of failing it
+wait_for() {
+  for _ in $(seq 12000); do [ -e "$1" ] && return; sleep 0.01; done
+  fail "$1 did not appear within 120 s"
+}

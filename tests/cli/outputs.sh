@@ -56,12 +56,13 @@ done
 "$PY" -c 'import sys, numpy as np; np.save(sys.argv[1], np.zeros((64, 14, 56), np.float32))' "$tmp/x1456.npy"
 expect_fail "mgc: $tmp/x1456.npy: examples are 14x56 but input 'image' wants f32[28,28,1]" \
   "$MGC" run "$tmp/m.mgx" --steps 1 --input "image=$tmp/x1456.npy" --input "label=$tmp/y.npy"
-# data smaller than one global batch: refused before the plan's arenas are allocated
+# data smaller than one global batch: refused before the plan's arenas are allocated and a
+# step runs (that takes ~23 s here; the refusal ~1.6 s, 10 s leaves room for ASan under load)
 "$MGC" compile "$SRC/examples/mlp.mg" --devices cpu:0 --global-batch 60001 -o "$tmp/big.mgx" 2>/dev/null
 start=$(date +%s%N)
 expect_fail "mgc: /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz: 60000 examples, fewer than one global batch of 60001" \
   "$MGC" run "$tmp/big.mgx" --steps 1
-[ $(( ($(date +%s%N) - start) / 1000000 )) -lt 3000 ] || fail "refusing a too-large global batch took over 3 s"
+[ $(( ($(date +%s%N) - start) / 1000000 )) -lt 10000 ] || fail "refusing a too-large global batch took over 10 s"
 
 # --history: never truncated before the first epoch ends, rewritten whole at each epoch end
 printf '{"epoch": 1}\n' > "$tmp/h.jsonl"

@@ -24,7 +24,7 @@ run --epochs 40 --checkpoint-dir "$tmp/a" --save-every 7steps > /dev/null
 # SIGTERM once a checkpoint exists: the step finishes, a checkpoint is written, status 75
 "$MGC" run "$tmp/m2.mgx" "${data[@]}" --epochs 40 --checkpoint-dir "$tmp/b" --save-every 7steps > "$tmp/log" 2>&1 &
 pid=$!  # mgc itself, not a subshell
-for _ in $(seq 300); do [ -e "$tmp/b/step-14.safetensors" ] && break; sleep 0.01; done
+wait_for "$tmp/b/step-14.safetensors"
 kill -TERM "$pid"
 status=0; wait "$pid" || status=$?
 [ "$status" = 75 ] || fail "SIGTERM: exit status $status, expected 75: $(cat "$tmp/log")"
@@ -41,7 +41,7 @@ cmp "$tmp/a/step-320.safetensors" "$tmp/b/step-320.safetensors" || fail "the res
 # a second signal, of either kind, ends the process at once (no checkpoint, no status 75)
 "$MGC" run "$tmp/m2.mgx" "${data[@]}" --epochs 400 --checkpoint-dir "$tmp/s" > /dev/null 2>&1 &
 pid=$!
-for _ in $(seq 300); do [ -e "$tmp/s/step-8.safetensors" ] && break; sleep 0.01; done
+wait_for "$tmp/s/step-8.safetensors"
 kill -STOP "$pid"; kill -INT "$pid"; kill -TERM "$pid"; kill -CONT "$pid"
 status=0; wait "$pid" || status=$?
 [ "$status" = 130 ] || [ "$status" = 143 ] || fail "two signals: status $status, expected death by the signal"
@@ -49,7 +49,7 @@ status=0; wait "$pid" || status=$?
 # kill -9 while checkpointing every step: the newest complete checkpoint resumes to the same bytes
 "$MGC" run "$tmp/m2.mgx" "${data[@]}" --epochs 40 --checkpoint-dir "$tmp/k" --save-every 1steps > /dev/null 2>&1 &
 pid=$!
-for _ in $(seq 300); do [ -e "$tmp/k/step-30.safetensors" ] && break; sleep 0.01; done
+wait_for "$tmp/k/step-30.safetensors"
 kill -KILL "$pid"; wait "$pid" 2>/dev/null || true
 run --epochs 40 --checkpoint-dir "$tmp/k" --save-every 7steps > /dev/null 2>&1 || fail "resuming after kill -9"
 cmp "$tmp/a/step-320.safetensors" "$tmp/k/step-320.safetensors" || fail "resumed after kill -9, other bytes"
@@ -76,7 +76,7 @@ if [ -n "${MGC_MPI:-}" ]; then
   mrun --checkpoint-dir "$tmp/d" > /dev/null 2>&1 || fail "mpirun, uninterrupted"
   mrun --checkpoint-dir "$tmp/e" > "$tmp/log3" 2>&1 &
   job=$!
-  for _ in $(seq 500); do [ -e "$tmp/e/step-14.safetensors" ] && break; sleep 0.01; done
+  wait_for "$tmp/e/step-14.safetensors"
   for p in $(pgrep -f "mgc run $tmp/m1.mgx"); do
     tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" && kill -TERM "$p"
   done

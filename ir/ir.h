@@ -357,6 +357,14 @@ ir_matmul ir_matmul_of(const ir_node *n, const ir_shape *a, const ir_shape *b);
 /* element offsets of the a (which 0) or b (which 1) matrix of output matrix i */
 int64_t ir_matmul_offset(const ir_matmul *g, int which, int64_t i);
 
+/* ---- issue 14: arithmetic per step (ir/flops.c) ----
+ * Flops of node n: 2 per multiply-add of a matmul or convolution (forward or
+ * gradient, epilogues included), 0 for any other op. */
+int64_t ir_node_flops(const ir_module *m, const ir_node *n);
+/* The flops of every kernel the schedule runs for program index `program`
+ * (0 train, 1 eval, 2 predict) on device index `device`: one replica's step. */
+int64_t ir_step_flops(const ir_module *m, int program, int device);
+
 /* Structural checks (input order, arity, attrs, shapes agree with the rules,
  * schedule and plan ranges). Returns the number of problems, each reported
  * through msg (may be NULL). */

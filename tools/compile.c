@@ -485,6 +485,10 @@ static void inspect(const char *path, const ir_module *m) {
         print_bytes(m->unplanned_bytes ? m->unplanned_bytes[d] : 0);
         printf("\n");
     }
+    if (m->n_devices)
+        printf("work per replica (matmul and convolution flops, forward and backward): train step %.3f GFLOP, "
+               "predict %.3f GFLOP\n",
+               1e-9 * (double)ir_step_flops(m, 0, 0), 1e-9 * (double)ir_step_flops(m, 2, 0));
     int64_t pairs = 0; /* cli_load_plan verified the plan, the race check included; this counts its work */
     ir_check_races(m, NULL, NULL, &pairs);
     printf("checked       race-free: %s pairs of nodes on different streams touch the same bytes, each pair\n"

@@ -10,6 +10,10 @@ expect_line "$tmp/inspect" 'image: f32\[128,28,28,1\]'
 expect_line "$tmp/inspect" '^devices +cpu:0 cpu:1'
 expect_line "$tmp/inspect" '^  bucket 0: '
 expect_line "$tmp/inspect" '^  cpu:1  planned with reuse [0-9.]+ MiB   without reuse [0-9.]+ MiB$'
+# 64 a replica: conv 64*26*26*32 outputs * 9 taps, dense 64*5408*128, dense_1 64*128*10, 2 flops a
+# multiply-add: forward 113.7 M; the train step adds the conv's filter gradient and both
+# gradients of each dense: 316.0 M (no input gradient of the first conv)
+expect_line "$tmp/inspect" '^work per replica \(matmul and convolution flops, forward and backward\): train step 0\.316 GFLOP, predict 0\.114 GFLOP$'
 "$MGC" dump "$SRC/examples/mnist_cnn.mg" > "$tmp/ir"
 expect_line "$tmp/ir" 'conv2d\('
 "$MGC" dump "$SRC/examples/mnist_cnn.mg" --format dot | dot -Tsvg > "$tmp/one.svg"

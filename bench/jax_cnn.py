@@ -14,6 +14,7 @@ os.environ["XLA_FLAGS"] = (f"--xla_force_host_platform_device_count={devices} "
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import NamedSharding, PartitionSpec
 
 from peer_data import fashion_mnist
 
@@ -46,8 +47,7 @@ def adam(p, g, m, v, t, lr=1e-3, b1=0.9, b2=0.999, eps=1e-7):
 
 
 def step(p, m, v, t, x, y):
-    g = jax.lax.pmean(jax.grad(loss_fn)(p, x, y), "replicas")
-    return adam(p, g, m, v, t)
+    return adam(p, jax.grad(loss_fn)(p, x, y), m, v, t)
 
 
 def main():
@@ -55,18 +55,18 @@ def main():
     x = x[..., None]
     params = init(jax.random.PRNGKey(1))
     zeros = jax.tree_util.tree_map(jnp.zeros_like, params)
-    replicate = lambda tree: jax.device_put_replicated(tree, jax.local_devices())
-    p, m, v = replicate(params), replicate(zeros), replicate(zeros)
-    train = jax.pmap(step, axis_name="replicas")
+    mesh = jax.make_mesh((devices,), ("replicas",))
+    same = NamedSharding(mesh, PartitionSpec())
+    split = NamedSharding(mesh, PartitionSpec("replicas"))
+    p, m, v = (jax.device_put(tree, same) for tree in (params, zeros, zeros))
+    train = jax.jit(step, in_shardings=(same, same, same, None, split, split), out_shardings=(same, same, same))
     order = np.random.default_rng(1).permutation(len(x))
     global_batch = batch * devices
 
     def run(k):
         nonlocal p, m, v
         rows = order[(k * global_batch) % (len(x) - global_batch):][:global_batch]
-        xs = x[rows].reshape(devices, batch, 28, 28, 1)
-        ys = y[rows].reshape(devices, batch)
-        p, m, v = train(p, m, v, jnp.full(devices, k + 1.0), xs, ys)
+        p, m, v = train(p, m, v, k + 1.0, jax.device_put(x[rows], split), jax.device_put(y[rows], split))
 
     for k in range(WARMUP):
         run(k)

@@ -6,6 +6,9 @@ add_test(NAME kern_kernels COMMAND test_kernels)
 # bench/kernels.c: ms per kernel of the mnist CNN step (run by hand, not a test)
 add_executable(bench_kernels ${MGC_SRC}/bench/kernels.c)
 target_link_libraries(bench_kernels PRIVATE mgc_runtime)
+# bench/sgemm_peak.c: OpenBLAS sgemm GFLOP/s on one thread (bench/train.sh)
+add_executable(sgemm_peak ${MGC_SRC}/bench/sgemm_peak.c)
+target_link_libraries(sgemm_peak PRIVATE mgc_runtime)
 
 # initializers (issue 12): statistics against Keras' formulas
 add_executable(test_init ${MGC_SRC}/tests/kern/test_init.c)

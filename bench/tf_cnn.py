@@ -8,6 +8,9 @@ core). The peer of bench/train.sh; run from the venv that script makes.
 import os, sys, time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import warnings
+
+warnings.filterwarnings("ignore")  # Keras notes on tf.data pipelines, not results
 import numpy as np
 import tensorflow as tf
 

@@ -5,7 +5,12 @@
 # DistributedDataParallel on 2 processes (gloo, one core each), beside the
 # machine's 2-core ceiling: two independent one-device runs at once, one per
 # core, with no communication at all (shared caches and memory bandwidth).
-#   bench/train.sh [STEPS]     (default 300; needs build/mgc)
+# TensorFlow (the seed's MirroredStrategy code, bench/tf_cnn.py) and JAX
+# (bench/jax_cnn.py) run on 1 and 2 logical devices in a venv this script makes
+# (build/bench-venv, tensorflow-cpu and jax from PyPI); without PyPI they are
+# reported as skipped. The step's flop rate (mgc inspect's count) is set beside
+# OpenBLAS's sgemm rate on one core measured in the same run.
+#   bench/train.sh [STEPS]     (default 300; needs build/mgc, build/tests/sgemm_peak)
 # MGC_COMPILE_FLAGS adds compile options to every mgc plan (e.g. --no-fuse, issue 14).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,24 +25,55 @@ mgc_ips() { # devices [name] -> images/s of the training steps (history, no eval
 }
 export -f mgc_ips; export tmp steps MGC_COMPILE_FLAGS
 
+venv=build/bench-venv
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import tensorflow, jax" 2>/dev/null; then
+  echo "bench: installing tensorflow-cpu and jax into $venv (once)" >&2
+  { /usr/bin/python3 -m venv "$venv" && "$venv/bin/pip" install -q tensorflow-cpu "jax[cpu]"; } >&2 ||
+    echo "bench: could not install them; TensorFlow and JAX are skipped" >&2
+fi
+peer() { # script devices [command prefix, e.g. taskset -c 0] -> images/s, or "skipped"
+  local script=$1 devices=$2; shift 2
+  PYTHONPATH=bench "$@" "$venv/bin/python" "bench/$script" "$steps" 64 "$devices" 2>/dev/null || echo skipped
+}
+
 one=$(taskset -c 0 bash -c "mgc_ips cpu:0")
+gflop=$(build/mgc inspect "$tmp/p.mgx" | sed -n 's/^work per replica.*train step \([0-9.]*\) GFLOP.*/\1/p')
+sgemm=$(OPENBLAS_NUM_THREADS=1 taskset -c 0 build/tests/sgemm_peak)
 torch=$(taskset -c 0 /usr/bin/python3 bench/torch_cnn.py "$steps" 64 1)
+tf1=$(peer tf_cnn.py 1 taskset -c 0)
+jax1=$(peer jax_cnn.py 1 taskset -c 0)
 two=$(mgc_ips cpu:0,cpu:1)
 ddp=$(/usr/bin/python3 bench/torch_cnn.py "$steps" 64 1 2)
+tf2=$(peer tf_cnn.py 2)
+jax2=$(peer jax_cnn.py 2)
 taskset -c 0 bash -c "mgc_ips cpu:0 a" > "$tmp/a" & taskset -c 1 bash -c "mgc_ips cpu:0 b" > "$tmp/b"; wait
 ceiling=$(( $(cat "$tmp/a") + $(cat "$tmp/b") ))
 printf "%-40s %10s\n" "run (seed CNN, Adam, batch 64/replica)" "images/s"
 printf "%-40s %10s\n" "pytorch $(/usr/bin/python3 -c 'import torch;print(torch.__version__)'), 1 thread, 1 core" "$torch"
+printf "%-40s %10s\n" "tensorflow MirroredStrategy, 1 device" "$tf1"
+printf "%-40s %10s\n" "jax, 1 device" "$jax1"
 printf "%-40s %10s\n" "mgc, cpu:0, 1 core" "$one"
 printf "%-40s %10s\n" "mgc, cpu:0,cpu:1, 2 cores" "$two"
 printf "%-40s %10s\n" "pytorch DDP, 2 processes, 2 cores" "$ddp"
+printf "%-40s %10s\n" "tensorflow MirroredStrategy, 2 devices" "$tf2"
+printf "%-40s %10s\n" "jax, 2 devices (sharded jit)" "$jax2"
 printf "%-40s %10s\n" "2 x mgc cpu:0 at once, 1 core each" "$ceiling"
-/usr/bin/python3 - "$torch" "$one" "$two" "$ceiling" "$ddp" <<'PY'
+/usr/bin/python3 - "$torch" "$one" "$two" "$ceiling" "$ddp" "$tf1" "$tf2" "$jax1" "$jax2" "$gflop" "$sgemm" <<'PY'
 import sys
-t, one, two, ceiling, ddp = map(float, sys.argv[1:])
-print(f"mgc / pytorch (1 core):        {one / t:.2f}x   (target >= 3x)")
+t, one, two, ceiling, ddp = map(float, sys.argv[1:6])
+tf1, tf2, jax1, jax2 = (float(v) if v != "skipped" else None for v in sys.argv[6:10])
+gflop, sgemm = map(float, sys.argv[10:12])
+ratio = lambda a, b: f"{a / b:.2f}x" if b else "skipped"
+print(f"mgc / pytorch (1 core):        {one / t:.2f}x   (target >= 4x)")
+print(f"mgc / tensorflow (1 device):   {ratio(one, tf1)}   (target >= 2x)")
+print(f"mgc / tensorflow (2 devices):  {ratio(two, tf2)}   (target >= 2x)")
+print(f"mgc / jax (1 device):          {ratio(one, jax1)}")
+print(f"mgc / jax (2 devices):         {ratio(two, jax2)}")
 print(f"mgc / pytorch DDP (2 cores):   {two / ddp:.2f}x")
-print(f"mgc 2 devices / 1 device:      {two / one:.2f}x   (target >= 1.8x)")
+print(f"mgc 2 devices / 1 device:      {two / one:.2f}x")
 print(f"2-core ceiling / 1 device:     {ceiling / one:.2f}x   (no communication: what the machine allows)")
-print(f"mgc 2 devices / ceiling:       {two / ceiling:.0%}")
+print(f"mgc 2 devices / ceiling:       {two / ceiling:.0%}   (target >= 90%)")
+rate = one / 64 * gflop
+print(f"mgc step flop rate (1 core):   {rate:.1f} GFLOP/s of {gflop:.3f} GFLOP a step; sgemm {sgemm:.1f} GFLOP/s: "
+      f"{rate / sgemm:.0%}   (target >= 60%)")
 PY

@@ -6,11 +6,17 @@ zero biases, BatchNormalization momentum 0.99 / epsilon 1e-3), SGD momentum
 0.9 and a cosine decay of the learning rate over every step. Trains EPOCHS
 epochs at global batch 128 on THREADS threads, evaluates on the test set and
 prints one JSON line: test accuracy, test loss, images/s of the training steps.
-    torch_resnet20.py SEED EPOCHS THREADS [LR]"""
-import json, math, sys, time
+With --speed it only times STEPS steps of BATCH examples a replica (after a
+warm-up) and prints images/s; REPLICAS > 1 runs DistributedDataParallel over
+that many processes (gloo, one core each), as bench/torch_cnn.py does.
+    torch_resnet20.py SEED EPOCHS THREADS [LR]
+    torch_resnet20.py --speed STEPS BATCH THREADS [REPLICAS]"""
+import json, math, os, sys, time
 
 import numpy as np
 import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
 import torch.nn as nn
 
 from torch_cnn import idx
@@ -103,5 +109,44 @@ def main():
                       "test_loss": loss_fn(logits, yt).item(), "images_per_sec": total * BATCH / seconds}))
 
 
+def speed(rank, replicas, steps, batch, threads, result):
+    torch.set_num_threads(threads)
+    torch.manual_seed(1)
+    x = torch.from_numpy(idx("train-images-idx3-ubyte").astype(np.float32) / 255).unsqueeze(1)
+    y = torch.from_numpy(idx("train-labels-idx1-ubyte").astype(np.int64))
+    model = ResNet20()
+    if replicas > 1:
+        os.sched_setaffinity(0, {rank % os.cpu_count()})
+        dist.init_process_group("gloo", init_method="tcp://127.0.0.1:29519", rank=rank, world_size=replicas)
+        model = nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+    perm = torch.randperm(len(x))
+
+    def step(k):
+        rows = perm[(k * batch * replicas + rank * batch) % (len(x) - batch * replicas):][:batch]
+        opt.zero_grad()
+        loss_fn(model(x[rows]), y[rows]).backward()
+        opt.step()
+
+    for k in range(5):  # warm-up
+        step(k)
+    start = time.perf_counter()
+    for k in range(5, 5 + steps):
+        step(k)
+    if rank == 0:
+        result.value = steps * batch * replicas / (time.perf_counter() - start)
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1] == "--speed":
+        steps, batch, threads = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+        replicas = int(sys.argv[5]) if len(sys.argv) > 5 else 1
+        result = mp.get_context("spawn").Value("d", 0.0)
+        if replicas > 1:
+            mp.spawn(speed, (replicas, steps, batch, threads, result), nprocs=replicas)
+        else:
+            speed(0, 1, steps, batch, threads, result)
+        print(round(result.value))
+    else:
+        main()

@@ -11,19 +11,15 @@
 # reported as skipped. The step's flop rate (mgc inspect's count) is set beside
 # OpenBLAS's sgemm rate on one core measured in the same run.
 #   bench/train.sh [STEPS]     (default 300; needs build/mgc, build/tests/sgemm_peak)
-# MGC_COMPILE_FLAGS adds compile options to every mgc plan (e.g. --no-fuse, issue 14).
+# MGC_COMPILE_FLAGS adds compile options to every mgc plan (e.g. --no-fuse, issue 14; bench/lib.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=${1:-300}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=1
 
-mgc_ips() { # devices [name] -> images/s of the training steps (history, no evaluation time)
-  build/mgc compile examples/mnist_cnn.mg --devices "$1" ${MGC_COMPILE_FLAGS:-} -o "$tmp/p${2:-}.mgx" 2>/dev/null
-  build/mgc run "$tmp/p${2:-}.mgx" --steps "$steps" --history "$tmp/h${2:-}.jsonl" >/dev/null
-  /usr/bin/python3 -c "import json,sys; print(round(json.loads(open(sys.argv[1]).readlines()[-1])['images_per_sec']))" "$tmp/h${2:-}.jsonl"
-}
-export -f mgc_ips; export tmp steps MGC_COMPILE_FLAGS
+. bench/lib.sh
+model=examples/mnist_cnn.mg
 
 venv=build/bench-venv
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import tensorflow, jax" 2>/dev/null; then
@@ -36,18 +32,17 @@ peer() { # script devices [command prefix, e.g. taskset -c 0] -> images/s, or "s
   PYTHONPATH=bench "$@" "$venv/bin/python" "bench/$script" "$steps" 64 "$devices" 2>/dev/null || echo skipped
 }
 
-one=$(taskset -c 0 bash -c "mgc_ips cpu:0")
-gflop=$(build/mgc inspect "$tmp/p.mgx" | sed -n 's/^work per replica.*train step \([0-9.]*\) GFLOP.*/\1/p')
-sgemm=$(OPENBLAS_NUM_THREADS=1 taskset -c 0 build/tests/sgemm_peak)
+one=$(mgc_ips $model cpu:0 "$steps" taskset -c 0)
+gflop=$(gflop_per_image $model)
+sgemm=$(sgemm_gflops)
 torch=$(taskset -c 0 /usr/bin/python3 bench/torch_cnn.py "$steps" 64 1)
 tf1=$(peer tf_cnn.py 1 taskset -c 0)
 jax1=$(peer jax_cnn.py 1 taskset -c 0)
-two=$(mgc_ips cpu:0,cpu:1)
+two=$(mgc_ips $model cpu:0,cpu:1 "$steps")
 ddp=$(/usr/bin/python3 bench/torch_cnn.py "$steps" 64 1 2)
 tf2=$(peer tf_cnn.py 2)
 jax2=$(peer jax_cnn.py 2)
-taskset -c 0 bash -c "mgc_ips cpu:0 a" > "$tmp/a" & taskset -c 1 bash -c "mgc_ips cpu:0 b" > "$tmp/b"; wait
-ceiling=$(( $(cat "$tmp/a") + $(cat "$tmp/b") ))
+ceiling=$(ceiling $model "$steps")
 printf "%-40s %10s\n" "run (seed CNN, Adam, batch 64/replica)" "images/s"
 printf "%-40s %10s\n" "pytorch $(/usr/bin/python3 -c 'import torch;print(torch.__version__)'), 1 thread, 1 core" "$torch"
 printf "%-40s %10s\n" "tensorflow MirroredStrategy, 1 device" "$tf1"
@@ -73,7 +68,7 @@ print(f"mgc / pytorch DDP (2 cores):   {two / ddp:.2f}x")
 print(f"mgc 2 devices / 1 device:      {two / one:.2f}x")
 print(f"2-core ceiling / 1 device:     {ceiling / one:.2f}x   (no communication: what the machine allows)")
 print(f"mgc 2 devices / ceiling:       {two / ceiling:.0%}   (target >= 90%)")
-rate = one / 64 * gflop
-print(f"mgc step flop rate (1 core):   {rate:.1f} GFLOP/s of {gflop:.3f} GFLOP a step; sgemm {sgemm:.1f} GFLOP/s: "
+rate = one * gflop
+print(f"mgc step flop rate (1 core):   {rate:.1f} GFLOP/s ({1000 * gflop:.2f} MFLOP an image); sgemm {sgemm:.1f} GFLOP/s: "
       f"{rate / sgemm:.0%}   (target >= 60%)")
 PY

@@ -1,0 +1,36 @@
+# lib.sh - what the throughput benchmarks share (sourced by train.sh and
+# resnet20.sh from the project root, with $tmp set): mgc's images/s from a
+# run's history, a plan's flops per step, OpenBLAS's one-core sgemm rate.
+
+# mgc_ips MODEL DEVICES STEPS [COMMAND PREFIX...] -> images/s of the training
+# steps (the history's, so evaluation time is left out); the plan keeps the
+# model's batch per replica. MGC_COMPILE_FLAGS adds compile options (e.g. --no-fuse).
+mgc_ips() {
+  local model=$1 devices=$2 steps=$3 name
+  shift 3
+  name=$tmp/$(basename "$model" .mg)-${devices//[:,]/_}-$RANDOM
+  build/mgc compile "$model" --devices "$devices" ${MGC_COMPILE_FLAGS:-} -o "$name.mgx" 2>/dev/null
+  "$@" build/mgc run "$name.mgx" --steps "$steps" --history "$name.jsonl" >/dev/null
+  /usr/bin/python3 -c "import json,sys; print(round(json.loads(open(sys.argv[1]).readlines()[-1])['images_per_sec']))" "$name.jsonl"
+}
+
+# gflop_per_image MODEL -> GFLOP of the train step per training example
+# (mgc inspect's matmul and convolution count of one replica's step / its batch)
+gflop_per_image() {
+  build/mgc compile "$1" --devices cpu:0 -o "$tmp/flops.mgx" 2>/dev/null
+  build/mgc inspect "$tmp/flops.mgx" | awk '
+    /^inputs/ { for (k = 1; k <= NF; k++) if ($k == "per") batch = $(k - 1) }
+    /^work per replica/ { for (k = 1; k <= NF; k++) if ($k == "GFLOP,") gflop = $(k - 1) }
+    END { printf "%.6f\n", gflop / batch }'
+}
+
+# sgemm_gflops -> OpenBLAS sgemm GFLOP/s on core 0 (bench/sgemm_peak.c)
+sgemm_gflops() { OPENBLAS_NUM_THREADS=1 taskset -c 0 build/tests/sgemm_peak; }
+
+# ceiling MODEL STEPS -> images/s of two independent one-device runs at once,
+# one per core, with no communication: what two cores allow
+ceiling() {
+  mgc_ips "$1" cpu:0 "$2" taskset -c 0 > "$tmp/ceiling0" & mgc_ips "$1" cpu:0 "$2" taskset -c 1 > "$tmp/ceiling1"
+  wait
+  echo $(( $(cat "$tmp/ceiling0") + $(cat "$tmp/ceiling1") ))
+}

@@ -51,6 +51,9 @@ bool pass_optimizer(ir_module *m, ir_diag *d, const pass_options *o);
  * tanh, sigmoid] into one conv2d_epilogue/matmul_epilogue node, relu_grad after
  * max_pool2d_grad into max_pool2d_relu_grad; nothing with o->no_fuse. */
 bool pass_epilogue(ir_module *m, ir_diag *d, const pass_options *o);
+/* Dead-node elimination (passes/dce.c, issue 14): removes the nodes nothing
+ * live reads (what the epilogue pass replaced); nothing with o->no_fuse. */
+bool pass_dce(ir_module *m, ir_diag *d, const pass_options *o);
 
 /* fuse (issue 14): chains of f32 elementwise ops become one `fused` node
  * each (passes/fuse.c); records o->no_fuse in m->no_fuse and does nothing

@@ -44,7 +44,7 @@ set_property(TARGET mgc_cuda PROPERTY COMPILE_OPTIONS
   $<$<COMPILE_LANGUAGE:C>:-Wall -Wextra -Werror>
   $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra,-Werror --Werror=all-warnings -lineinfo>)
 target_include_directories(mgc_cuda PUBLIC ${CUDAToolkit_INCLUDE_DIRS} ${MGC_CUDNN_INCLUDE} ${MGC_NCCL_INCLUDE})
-target_link_libraries(mgc_cuda PUBLIC mgc_ir CUDA::cudart CUDA::cublas ${MGC_CUDNN_LIB} ${MGC_NCCL_LIB} Threads::Threads m)
+target_link_libraries(mgc_cuda PUBLIC mgc_ir CUDA::cudart CUDA::cublas CUDA::cublasLt ${MGC_CUDNN_LIB} ${MGC_NCCL_LIB} Threads::Threads m)
 
 # mgc_cuda depends only on mgc_ir, so linking it below mgc_runtime makes no cycle.
 target_link_libraries(mgc_runtime PUBLIC mgc_cuda)

@@ -74,6 +74,7 @@ static int device_init(rt_backend *b, cuda_device *d, int n_events) {
         CUDNN_CHECK(b, cudnnCreate(&d->dnn[s]));
         CUDNN_CHECK(b, cudnnSetStream(d->dnn[s], d->stream[s]));
     }
+    CUBLAS_CHECK(b, cublasLtCreate(&d->lt)); /* issue 14: cuda_lt.c */
     CUDA_CHECK(b, cudaStreamCreateWithFlags(&d->nccl_stream, cudaStreamNonBlocking));
     TRY(cuda_stage_init(b, d));
     TRY(cuda_algo_cache_init(b, d));
@@ -108,6 +109,7 @@ static void device_free(cuda_device *d, int n_events) {
         if (d->dnn[s]) cudnnDestroy(d->dnn[s]);
         if (d->stream[s]) cudaStreamDestroy(d->stream[s]);
     }
+    if (d->lt) cublasLtDestroy(d->lt);
     if (d->nccl_stream) cudaStreamDestroy(d->nccl_stream);
     for (int s = 0; s < STREAM_COUNT + 1; s++)
         if (d->idle[s]) cudaEventDestroy(d->idle[s]);

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdio.h>
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -91,6 +92,7 @@ typedef struct {
     cudaStream_t stream[STREAM_COUNT];  /* STREAM_COMPUTE, STREAM_COMM */
     cudaStream_t nccl_stream;           /* where grouped NCCL calls run (cuda_nccl.c) */
     cublasHandle_t blas[STREAM_COUNT];  /* one per stream: handles keep a workspace */
+    cublasLtHandle_t lt;                /* cuBLASLt epilogues (cuda_lt.c, issue 14); stream given per call */
     cudnnHandle_t dnn[STREAM_COUNT];
     cudaEvent_t *events;                /* [n_events] */
     uint32_t *flags;                    /* [CUDA_MAX_PENDING] device words: sequence of the slot's last collective done */
@@ -182,6 +184,18 @@ int cuda_conv_algo(rt_backend *b, cuda_device *dev, const cuda_conv_find *f, int
 /* cuda_dnn.c: cuDNN convolution and pooling */
 int cuda_conv(rt_backend *b, int device, int stream, const rt_kernel_args *k);
 int cuda_pool(rt_backend *b, int device, int stream, const rt_kernel_args *k);
+
+/* ---- issue 14: cuda_lt.c, matmul_epilogue through cuBLASLt ----
+ * out[m, n] = act(op(a) op(b) + bias [+ residual]) in one cublasLtMatmul on
+ * stream s; *done 0 (nothing run) for an act cuBLASLt has no epilogue for
+ * (tanh, sigmoid) or a shape its heuristic has no algorithm for. */
+typedef struct {
+    int64_t m, n, k, lda, ldb;          /* row-major leading dims of a and b, as stored */
+    int trans_a, trans_b, act;          /* act: ir_epilogue_act */
+    const float *a, *b, *bias, *residual; /* bias [n]; residual [m, n] or NULL */
+    float *out;                         /* [m, n] */
+} cuda_lt_gemm;
+int cuda_lt_matmul_epilogue(rt_backend *b, cublasLtHandle_t h, cudaStream_t s, const cuda_lt_gemm *g, int *done);
 
 /* cuda_nccl.c: communicators and grouped collectives */
 int cuda_nccl_init(rt_backend *b);

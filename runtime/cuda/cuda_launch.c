@@ -412,11 +412,27 @@ static int op_fused(const ctx *c) {
 
 /* ---- issue 14: epilogues (cuda_epilogue.cu) ---- */
 
+/* issue 14: a 2-D matmul_epilogue as one cuBLASLt call (cuda_lt.c); *done 0
+ * when cuBLASLt has no epilogue or algorithm for it */
+static int lt_epilogue(const ctx *c, int *done) {
+    const ir_shape *a = in_shape(c, 0), *bsh = in_shape(c, 1);
+    ir_matmul g = ir_matmul_of(c->n, a, bsh);
+    *done = 0;
+    if (g.batch != 1) return 0;
+    cuda_lt_gemm lt = {g.m, g.n, g.k, a->dim[a->rank - 1], bsh->dim[bsh->rank - 1],
+                       (int)c->n->iattr[0], (int)c->n->iattr[1], (int)c->n->iattr[2],
+                       inf(c, 0), inf(c, 1), inf(c, 2), c->n->n_in == 4 ? inf(c, 3) : NULL, outf(c)};
+    return cuda_lt_matmul_epilogue(c->b, c->dev->lt, c->s, &lt, done);
+}
+
 /* the core (cuDNN convolution, cuBLAS GEMM) into out, then one pass adding the
- * bias (and residual) and applying the activation */
+ * bias (and residual) and applying the activation; a 2-D matmul with no or a
+ * relu activation is one cuBLASLt call instead */
 static int op_epilogue(const ctx *c) {
     TRY(need_f32(c));
-    int conv = c->n->op == OP_CONV2D_EPILOGUE;
+    int conv = c->n->op == OP_CONV2D_EPILOGUE, done = 0;
+    if (!conv) TRY(lt_epilogue(c, &done));
+    if (done) return 0;
     TRY(conv ? op_conv(c) : op_matmul(c));
     int64_t n = c->n->shape.dim[c->n->shape.rank - 1], act = c->n->iattr[conv ? 9 : 2];
     CUDA_CHECK(c->b, cuda_k_epilogue(outf(c), inf(c, 2), c->n->n_in == 4 ? inf(c, 3) : NULL, out_numel(c), n,

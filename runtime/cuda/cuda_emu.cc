@@ -74,6 +74,7 @@ static void on_fault(int sig, siginfo_t *info, void *) {
             "(past the end of one?)\n",
             current, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z,
             sig == SIGSEGV ? "invalid access" : "bus error", info->si_addr);
+    fflush(NULL);
     _exit(1);
 }
 
@@ -119,6 +120,7 @@ void __syncthreads(void) {
          * (0,0,0) of the launch did not (a divergent barrier, undefined in CUDA) */
         fprintf(stderr, "FAIL: kernel %s: __syncthreads in thread %u of block %u but not in thread 0 of block 0\n",
                 current, threadIdx.x, blockIdx.x);
+        fflush(NULL);
         _exit(1);
     }
     synced = true;
@@ -144,20 +146,21 @@ static void resume(fiber *f, uint3 tid) {
 }
 
 /* runs every thread of the block as a fiber, round by round: a round ends when
- * each thread has finished or waits at the barrier; a mix is a divergent barrier */
+ * each thread has finished or waits at the barrier; a mix is a divergent
+ * barrier. Threads below first_started already wait at the first barrier. */
 static void run_block_fibers(unsigned nt, dim3 b, unsigned first_started) {
-    for (unsigned t = first_started; t < nt; t++) start_fiber(&fibers[t]);
+    for (unsigned t = first_started; t < nt; t++) start_fiber(&fibers[t]), resume(&fibers[t], thread_of(t, b));
     for (;;) {
         unsigned done = 0, waiting = 0;
-        for (unsigned t = 0; t < nt; t++)
-            if (!fibers[t].done) resume(&fibers[t], thread_of(t, b));
         for (unsigned t = 0; t < nt; t++) done += fibers[t].done, waiting += fibers[t].waiting;
         if (done == nt) return;
         if (waiting != nt) {
             fprintf(stderr, "FAIL: kernel %s block %u: %u threads wait at __syncthreads, %u have returned\n", current,
                     blockIdx.x, waiting, done);
+            fflush(NULL);
             _exit(1);
         }
+        for (unsigned t = 0; t < nt; t++) resume(&fibers[t], thread_of(t, b));
     }
 }
 

@@ -5,10 +5,10 @@
  * Coverage is checked both ways: every wrapper declared in cuda_kernels.h has a
  * case below, and every __global__ kernel of the .cu files ran.
  * Usage: test_cuda_emu <runtime/cuda directory> */
+#include <ctype.h>
 #include <dirent.h>
 
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -43,19 +43,32 @@ static std::string slurp(const std::string &path) {
     return s.str();
 }
 
-/* every match of group 1 of re in text */
-static std::set<std::string> matches(const std::string &text, const char *re) {
+/* the identifier that ends just before text[end] (spaces skipped) */
+static std::string name_before(const std::string &text, size_t end) {
+    while (end > 0 && isspace((unsigned char)text[end - 1])) end--;
+    size_t start = end;
+    while (start > 0 && (isalnum((unsigned char)text[start - 1]) || text[start - 1] == '_')) start--;
+    return text.substr(start, end - start);
+}
+
+/* the name of each function whose declaration follows a `key` (cudaError_t,
+ * __global__): the identifier before the first '(' after it, if no ';' or '{'
+ * comes first; only names starting with prefix */
+static std::set<std::string> declared_after(const std::string &text, const std::string &key, const std::string &prefix) {
     std::set<std::string> out;
-    std::regex r(re);
-    for (auto it = std::sregex_iterator(text.begin(), text.end(), r); it != std::sregex_iterator(); ++it)
-        out.insert((*it)[1]);
+    for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + 1)) {
+        size_t paren = text.find_first_of("(;{", at);
+        if (paren == std::string::npos || text[paren] != '(') continue;
+        std::string name = name_before(text, paren);
+        if (!name.empty() && name.compare(0, prefix.size(), prefix) == 0) out.insert(name);
+    }
     return out;
 }
 
 /* every wrapper declared in cuda_kernels.h has a case, and every case a wrapper */
 static void wrappers_covered(const std::string &dir) {
     std::string header = slurp(dir + "/cuda_kernels.h");
-    std::set<std::string> declared = matches(header, R"(cudaError_t\s+(cuda_k_\w+)\s*\()"), tested;
+    std::set<std::string> declared = declared_after(header, "cudaError_t", "cuda_k_"), tested;
     for (auto &c : cases) tested.insert(c.wrapper);
     if (declared.empty()) fprintf(stderr, "FAIL: no cuda_k_ wrapper found in %s/cuda_kernels.h\n", dir.c_str()), failures++;
     for (auto &w : declared)
@@ -75,7 +88,7 @@ static void kernels_covered(const std::string &dir) {
     for (struct dirent *e; d && (e = readdir(d));) {
         std::string name = e->d_name;
         if (name.size() > 3 && name.compare(name.size() - 3, 3, ".cu") == 0)
-            for (auto &k : matches(slurp(dir + "/" + name), R"(__global__[^;{(]*\s(\w+)\s*\()")) kernels.insert(k);
+            for (auto &k : declared_after(slurp(dir + "/" + name), "__global__", "")) kernels.insert(k);
     }
     if (d) closedir(d);
     mgc_emu_launched(note_launched, &ran);

@@ -15,8 +15,8 @@
 #include <set>
 #include <string>
 
-thread_local uint3 threadIdx, blockIdx;
-thread_local dim3 blockDim, gridDim;
+uint3 threadIdx, blockIdx;
+dim3 blockDim, gridDim;
 
 static cudaError_t last_error = cudaSuccess;
 static const char *current = "(no kernel)"; /* the kernel running, for fault messages */

@@ -57,8 +57,8 @@ struct dim3 {
     unsigned x, y, z;
     dim3(unsigned vx = 1, unsigned vy = 1, unsigned vz = 1) : x(vx), y(vy), z(vz) {}
 };
-extern thread_local uint3 threadIdx, blockIdx;
-extern thread_local dim3 blockDim, gridDim;
+extern uint3 threadIdx, blockIdx; /* one launch at a time, on one thread */
+extern dim3 blockDim, gridDim;
 
 void __syncthreads(void);
 int atomicCAS(int *p, int compare, int value);

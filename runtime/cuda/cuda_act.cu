@@ -37,13 +37,13 @@ __global__ static void act_grad_kernel(int op, const float *x, const float *dy, 
 }
 
 extern "C" cudaError_t cuda_k_activation(int op, const float *x, float *out, int64_t n, float alpha, cudaStream_t s) {
-    act_kernel<<<blocks_for(n), THREADS, 0, s>>>(op, x, out, n, alpha);
+    MGC_LAUNCH(blocks_for(n), THREADS, 0, s, act_kernel)(op, x, out, n, alpha);
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t cuda_k_activation_grad(int op, const float *x, const float *dy, float *out, int64_t n,
                                               float alpha, cudaStream_t s) {
-    act_grad_kernel<<<blocks_for(n), THREADS, 0, s>>>(op, x, dy, out, n, alpha);
+    MGC_LAUNCH(blocks_for(n), THREADS, 0, s, act_grad_kernel)(op, x, dy, out, n, alpha);
     return cudaGetLastError();
 }
 
@@ -61,6 +61,6 @@ __global__ static void in_top_k_kernel(const float *x, const int32_t *lab, float
 
 extern "C" cudaError_t cuda_k_in_top_k(const float *x, const int32_t *lab, float *out, int64_t rows, int64_t c,
                                        int64_t k, cudaStream_t s) {
-    in_top_k_kernel<<<blocks_for(rows), THREADS, 0, s>>>(x, lab, out, rows, c, k);
+    MGC_LAUNCH(blocks_for(rows), THREADS, 0, s, in_top_k_kernel)(x, lab, out, rows, c, k);
     return cudaGetLastError();
 }

@@ -1,6 +1,6 @@
 /* cuda_device.cuh - what every .cu file of the backend shares on the device
- * side: the launch geometry of a grid-stride loop, the loop itself, and the
- * input offset of a reduction over an axes mask (cuda_reduce_desc). */
+ * side: the launch geometry of a grid-stride loop, the loop itself, the launch
+ * macro, and the input offset of a reduction over an axes mask (cuda_reduce_desc). */
 #ifndef MGC_CUDA_DEVICE_CUH
 #define MGC_CUDA_DEVICE_CUH
 
@@ -8,7 +8,21 @@
 
 #include "cuda_kernels.h"
 
-static const int64_t THREADS = 256, MAX_BLOCKS = 65535;
+/* MGC_CUDA_MAX_BLOCKS: the grid cap; the CPU emulation also builds the
+ * kernels with a tiny one, so every grid-stride loop strides on small inputs */
+#ifndef MGC_CUDA_MAX_BLOCKS
+#define MGC_CUDA_MAX_BLOCKS 65535
+#endif
+static const int64_t THREADS = 256, MAX_BLOCKS = MGC_CUDA_MAX_BLOCKS;
+
+/* MGC_LAUNCH(grid, block, shmem, stream, kernel)(args...): kernel<<<grid, block,
+ * shmem, stream>>>(args...) under nvcc; the grid run on the CPU under the
+ * emulation (cuda_emu.h). The kernel comes last: template arguments hold commas. */
+#ifdef MGC_CUDA_EMU
+#define MGC_LAUNCH(grid, block, shmem, stream, ...) MGC_EMU_LAUNCH(grid, block, shmem, stream, __VA_ARGS__)
+#else
+#define MGC_LAUNCH(grid, block, shmem, stream, ...) __VA_ARGS__<<<(grid), (block), (shmem), (stream)>>>
+#endif
 
 /* grid for a grid-stride loop over n items */
 static inline unsigned blocks_for(int64_t n) {

@@ -32,12 +32,12 @@ __global__ static void scatter_add_kernel(const int32_t *ids, const float *dy, f
 
 extern "C" cudaError_t cuda_k_gather(const float *table, const int32_t *ids, float *out, int64_t n, int64_t V,
                                      int64_t D, int32_t *bad, int32_t node, cudaStream_t s) {
-    gather_kernel<<<blocks_for(n * D), THREADS, 0, s>>>(table, ids, out, n, V, D, bad, node);
+    MGC_LAUNCH(blocks_for(n * D), THREADS, 0, s, gather_kernel)(table, ids, out, n, V, D, bad, node);
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t cuda_k_scatter_add(const int32_t *ids, const float *dy, float *out, int64_t n, int64_t V,
                                           int64_t D, cudaStream_t s) {
-    scatter_add_kernel<<<blocks_for(V * D), THREADS, 0, s>>>(ids, dy, out, n, V, D);
+    MGC_LAUNCH(blocks_for(V * D), THREADS, 0, s, scatter_add_kernel)(ids, dy, out, n, V, D);
     return cudaGetLastError();
 }

@@ -21,7 +21,7 @@ __global__ static void epilogue_kernel(float *out, const float *bias, const floa
 
 extern "C" cudaError_t cuda_k_epilogue(float *out, const float *bias, const float *res, int64_t total, int64_t n,
                                        int act, cudaStream_t s) {
-    epilogue_kernel<<<blocks_for(total), THREADS, 0, s>>>(out, bias, res, total, n, act);
+    MGC_LAUNCH(blocks_for(total), THREADS, 0, s, epilogue_kernel)(out, bias, res, total, n, act);
     return cudaGetLastError();
 }
 
@@ -56,6 +56,6 @@ __global__ static void max_pool_grad_kernel(const float *x, const float *dy, flo
 
 extern "C" cudaError_t cuda_k_max_pool_grad(const float *x, const float *dy, float *dx, const cuda_pool_geom *g,
                                             int relu, cudaStream_t s) {
-    max_pool_grad_kernel<<<blocks_for(g->n * g->h * g->w * g->c), THREADS, 0, s>>>(x, dy, dx, *g, relu);
+    MGC_LAUNCH(blocks_for(g->n * g->h * g->w * g->c), THREADS, 0, s, max_pool_grad_kernel)(x, dy, dx, *g, relu);
     return cudaGetLastError();
 }

@@ -35,6 +35,6 @@ __global__ static void fused_kernel(const ir_fused f, const cuda_fused_args a, f
 }
 
 extern "C" cudaError_t cuda_k_fused(const ir_fused *f, const cuda_fused_args *a, float *out, int64_t n, cudaStream_t s) {
-    if (n > 0) fused_kernel<<<blocks_for(n), THREADS, 0, s>>>(*f, *a, out, n);
+    if (n > 0) MGC_LAUNCH(blocks_for(n), THREADS, 0, s, fused_kernel)(*f, *a, out, n);
     return cudaGetLastError();
 }

@@ -68,23 +68,23 @@ template <typename T> __global__ static void broadcast_kernel(cuda_bcast bc, con
 
 extern "C" cudaError_t cuda_k_binary(int op, const cuda_bcast *bc, const float *a, const float *b, float *out,
                                      int64_t n, cudaStream_t s) {
-    binary_kernel<<<blocks_for(n), THREADS, 0, s>>>(op, *bc, a, b, out, n);
+    MGC_LAUNCH(blocks_for(n), THREADS, 0, s, binary_kernel)(op, *bc, a, b, out, n);
     return launched();
 }
 
 extern "C" cudaError_t cuda_k_unary(int op, const float *x, float *out, int64_t n, cudaStream_t s) {
-    unary_kernel<<<blocks_for(n), THREADS, 0, s>>>(op, x, out, n);
+    MGC_LAUNCH(blocks_for(n), THREADS, 0, s, unary_kernel)(op, x, out, n);
     return launched();
 }
 
 extern "C" cudaError_t cuda_k_broadcast(const cuda_bcast *bc, const void *x, void *out, int64_t n, int elem,
                                         cudaStream_t s) {
     if (elem == 1)
-        broadcast_kernel<uint8_t><<<blocks_for(n), THREADS, 0, s>>>(*bc, (const uint8_t *)x, (uint8_t *)out, n);
+        MGC_LAUNCH(blocks_for(n), THREADS, 0, s, broadcast_kernel<uint8_t>)(*bc, (const uint8_t *)x, (uint8_t *)out, n);
     else if (elem == 4)
-        broadcast_kernel<uint32_t><<<blocks_for(n), THREADS, 0, s>>>(*bc, (const uint32_t *)x, (uint32_t *)out, n);
+        MGC_LAUNCH(blocks_for(n), THREADS, 0, s, broadcast_kernel<uint32_t>)(*bc, (const uint32_t *)x, (uint32_t *)out, n);
     else
-        broadcast_kernel<uint64_t><<<blocks_for(n), THREADS, 0, s>>>(*bc, (const uint64_t *)x, (uint64_t *)out, n);
+        MGC_LAUNCH(blocks_for(n), THREADS, 0, s, broadcast_kernel<uint64_t>)(*bc, (const uint64_t *)x, (uint64_t *)out, n);
     return launched();
 }
 
@@ -103,10 +103,10 @@ template <typename S, typename D> __global__ static void cast_kernel(const S *x,
 
 template <typename S> static void cast_from(ir_dtype to, const S *x, void *out, int64_t n, cudaStream_t s) {
     switch (to) {
-    case IR_F32: cast_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, (float *)out, n); break;
-    case IR_I32: cast_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, (int32_t *)out, n); break;
-    case IR_F64: cast_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, (double *)out, n); break;
-    default: cast_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, (uint8_t *)out, n); break;
+    case IR_F32: MGC_LAUNCH(blocks_for(n), THREADS, 0, s, cast_kernel<S, float>)(x, (float *)out, n); break;
+    case IR_I32: MGC_LAUNCH(blocks_for(n), THREADS, 0, s, cast_kernel<S, int32_t>)(x, (int32_t *)out, n); break;
+    case IR_F64: MGC_LAUNCH(blocks_for(n), THREADS, 0, s, cast_kernel<S, double>)(x, (double *)out, n); break;
+    default: MGC_LAUNCH(blocks_for(n), THREADS, 0, s, cast_kernel<S, uint8_t>)(x, (uint8_t *)out, n); break;
     }
 }
 
@@ -126,10 +126,10 @@ template <typename T> __global__ static void fill_kernel(T *out, T v, int64_t n)
 
 extern "C" cudaError_t cuda_k_fill(ir_dtype t, void *out, double v, int64_t n, cudaStream_t s) {
     switch (t) {
-    case IR_F32: fill_kernel<<<blocks_for(n), THREADS, 0, s>>>((float *)out, (float)v, n); break;
-    case IR_I32: fill_kernel<<<blocks_for(n), THREADS, 0, s>>>((int32_t *)out, (int32_t)v, n); break;
-    case IR_F64: fill_kernel<<<blocks_for(n), THREADS, 0, s>>>((double *)out, v, n); break;
-    default: fill_kernel<<<blocks_for(n), THREADS, 0, s>>>((uint8_t *)out, (uint8_t)v, n); break;
+    case IR_F32: MGC_LAUNCH(blocks_for(n), THREADS, 0, s, fill_kernel<float>)((float *)out, (float)v, n); break;
+    case IR_I32: MGC_LAUNCH(blocks_for(n), THREADS, 0, s, fill_kernel<int32_t>)((int32_t *)out, (int32_t)v, n); break;
+    case IR_F64: MGC_LAUNCH(blocks_for(n), THREADS, 0, s, fill_kernel<double>)((double *)out, v, n); break;
+    default: MGC_LAUNCH(blocks_for(n), THREADS, 0, s, fill_kernel<uint8_t>)((uint8_t *)out, (uint8_t)v, n); break;
     }
     return launched();
 }
@@ -231,20 +231,20 @@ extern "C" cudaError_t cuda_k_reduce(const cuda_reduce_desc *r, const float *x, 
                                      cudaStream_t s) {
     red_plan p = red_plan_of(r);
     if (p.red_n < RED_SHORT || p.out_n == 0) {
-        reduce_short_kernel<<<blocks_for(p.out_n), THREADS, 0, s>>>(p, x, out, scale);
+        MGC_LAUNCH(blocks_for(p.out_n), THREADS, 0, s, reduce_short_kernel)(p, x, out, scale);
         return launched();
     }
     int64_t chunks = (p.red_n + RED_CHUNK - 1) / RED_CHUNK, blocks = p.out_n * chunks;
     unsigned grid = (unsigned)(blocks < MAX_BLOCKS ? blocks : MAX_BLOCKS);
     if (chunks == 1) {
-        reduce_chunk_kernel<<<grid, RED_THREADS, 0, s>>>(p, x, out, 1, scale);
+        MGC_LAUNCH(grid, RED_THREADS, 0, s, reduce_chunk_kernel)(p, x, out, 1, scale);
         return launched();
     }
     float *partial = NULL;
     cudaError_t e = cudaMallocAsync((void **)&partial, (size_t)blocks * sizeof *partial, s);
     if (e != cudaSuccess) return e;
-    reduce_chunk_kernel<<<grid, RED_THREADS, 0, s>>>(p, x, partial, chunks, scale);
-    reduce_partials_kernel<<<blocks_for(p.out_n), THREADS, 0, s>>>(partial, out, p.out_n, chunks, scale);
+    MGC_LAUNCH(grid, RED_THREADS, 0, s, reduce_chunk_kernel)(p, x, partial, chunks, scale);
+    MGC_LAUNCH(blocks_for(p.out_n), THREADS, 0, s, reduce_partials_kernel)(partial, out, p.out_n, chunks, scale);
     e = launched();
     cudaError_t f = cudaFreeAsync(partial, s);
     return e != cudaSuccess ? e : f;
@@ -295,19 +295,19 @@ __global__ static void argmax_match_kernel(const float *x, const int32_t *lab, f
 
 extern "C" cudaError_t cuda_k_xent(const float *x, const int32_t *lab, float *out, int64_t rows, int64_t c,
                                    cudaStream_t s) {
-    xent_kernel<<<blocks_for(rows), THREADS, 0, s>>>(x, lab, out, rows, c);
+    MGC_LAUNCH(blocks_for(rows), THREADS, 0, s, xent_kernel)(x, lab, out, rows, c);
     return launched();
 }
 
 extern "C" cudaError_t cuda_k_xent_grad(const float *x, const int32_t *lab, const float *dy, float *dx, int64_t rows,
                                         int64_t c, cudaStream_t s) {
-    xent_grad_kernel<<<blocks_for(rows), THREADS, 0, s>>>(x, lab, dy, dx, rows, c);
+    MGC_LAUNCH(blocks_for(rows), THREADS, 0, s, xent_grad_kernel)(x, lab, dy, dx, rows, c);
     return launched();
 }
 
 extern "C" cudaError_t cuda_k_argmax_match(const float *x, const int32_t *lab, float *out, int64_t rows, int64_t c,
                                            cudaStream_t s) {
-    argmax_match_kernel<<<blocks_for(rows), THREADS, 0, s>>>(x, lab, out, rows, c);
+    MGC_LAUNCH(blocks_for(rows), THREADS, 0, s, argmax_match_kernel)(x, lab, out, rows, c);
     return launched();
 }
 
@@ -319,7 +319,7 @@ __global__ static void dropout_kernel(const float *x, float *out, int64_t n, uin
 
 extern "C" cudaError_t cuda_k_dropout(const float *x, float *out, int64_t n, uint64_t seed, int64_t step,
                                       uint64_t base, float rate, cudaStream_t s) {
-    dropout_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, out, n, seed, step, base, rate);
+    MGC_LAUNCH(blocks_for(n), THREADS, 0, s, dropout_kernel)(x, out, n, seed, step, base, rate);
     return launched();
 }
 
@@ -359,20 +359,20 @@ __global__ static void rmsprop_kernel(float *p, const float *g, float *ms, float
 
 extern "C" cudaError_t cuda_k_sgd(float *p, const float *g, float *v, int64_t n, float lr, float mu, int nesterov,
                                   float lr_wd, const float *sq_norm, float clip, cudaStream_t s) {
-    sgd_kernel<<<blocks_for(n), THREADS, 0, s>>>(p, g, v, n, lr, mu, nesterov, lr_wd, sq_norm, clip);
+    MGC_LAUNCH(blocks_for(n), THREADS, 0, s, sgd_kernel)(p, g, v, n, lr, mu, nesterov, lr_wd, sq_norm, clip);
     return launched();
 }
 
 extern "C" cudaError_t cuda_k_adam(float *p, const float *g, float *m, float *v, int64_t n, float lr_t, float b1,
                                    float b2, float eps, float lr_wd, const float *sq_norm, float clip, cudaStream_t s) {
-    adam_kernel<<<blocks_for(n), THREADS, 0, s>>>(p, g, m, v, n, lr_t, b1, b2, eps, lr_wd, sq_norm, clip);
+    MGC_LAUNCH(blocks_for(n), THREADS, 0, s, adam_kernel)(p, g, m, v, n, lr_t, b1, b2, eps, lr_wd, sq_norm, clip);
     return launched();
 }
 
 extern "C" cudaError_t cuda_k_rmsprop(float *p, const float *g, float *ms, float *mom, int64_t n, float lr, float rho,
                                       float mu, float eps, float lr_wd, const float *sq_norm, float clip,
                                       cudaStream_t s) {
-    rmsprop_kernel<<<blocks_for(n), THREADS, 0, s>>>(p, g, ms, mom, n, lr, rho, mu, eps, lr_wd, sq_norm, clip);
+    MGC_LAUNCH(blocks_for(n), THREADS, 0, s, rmsprop_kernel)(p, g, ms, mom, n, lr, rho, mu, eps, lr_wd, sq_norm, clip);
     return launched();
 }
 
@@ -391,12 +391,12 @@ __global__ static void hwio_ohwi_kernel(const float *src, float *dst, int64_t kh
 
 extern "C" cudaError_t cuda_k_hwio_to_ohwi(const float *w, float *o, int64_t khw, int64_t ci, int64_t co,
                                            cudaStream_t s) {
-    hwio_ohwi_kernel<<<blocks_for(khw * ci * co), THREADS, 0, s>>>(w, o, khw, ci, co, 1);
+    MGC_LAUNCH(blocks_for(khw * ci * co), THREADS, 0, s, hwio_ohwi_kernel)(w, o, khw, ci, co, 1);
     return launched();
 }
 
 extern "C" cudaError_t cuda_k_ohwi_to_hwio(const float *o, float *w, int64_t khw, int64_t ci, int64_t co,
                                            cudaStream_t s) {
-    hwio_ohwi_kernel<<<blocks_for(khw * ci * co), THREADS, 0, s>>>(o, w, khw, ci, co, 0);
+    MGC_LAUNCH(blocks_for(khw * ci * co), THREADS, 0, s, hwio_ohwi_kernel)(o, w, khw, ci, co, 0);
     return launched();
 }

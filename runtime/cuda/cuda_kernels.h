@@ -6,7 +6,11 @@
 
 #include <stdint.h>
 
+#ifdef MGC_CUDA_EMU
+#include "cuda_emu.h" /* the kernels on the CPU (tests/cuda_emu) */
+#else
 #include <cuda_runtime_api.h>
+#endif
 
 #include "../../ir/ir.h"
 

@@ -18,6 +18,6 @@ __global__ static void check_finite_kernel(const float *y, int64_t n, cuda_nonfi
 
 extern "C" cudaError_t cuda_k_check_finite(const float *y, int64_t n, cuda_nonfinite *rec, int32_t node,
                                            int32_t replica, long long step, cudaStream_t s) {
-    check_finite_kernel<<<blocks_for(n), THREADS, 0, s>>>(y, n, rec, node, replica, step);
+    MGC_LAUNCH(blocks_for(n), THREADS, 0, s, check_finite_kernel)(y, n, rec, node, replica, step);
     return cudaGetLastError();
 }

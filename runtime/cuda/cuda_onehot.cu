@@ -7,6 +7,6 @@ __global__ static void one_hot_kernel(const int32_t *ids, float *out, int64_t n,
 }
 
 extern "C" cudaError_t cuda_k_one_hot(const int32_t *ids, float *out, int64_t n, int64_t depth, cudaStream_t s) {
-    one_hot_kernel<<<blocks_for(n * depth), THREADS, 0, s>>>(ids, out, n, depth);
+    MGC_LAUNCH(blocks_for(n * depth), THREADS, 0, s, one_hot_kernel)(ids, out, n, depth);
     return cudaGetLastError();
 }

@@ -71,25 +71,25 @@ __global__ static void sq_norm_kernel(const float *x, int64_t n, float *out, int
 extern "C" cudaError_t cuda_k_adagrad(float *p, const float *g, float *acc, int64_t n, float lr, float eps,
                                       float lr_wd, int first, float acc0, const float *sq_norm, float clip,
                                       cudaStream_t s) {
-    adagrad_kernel<<<blocks_for(n), THREADS, 0, s>>>(p, g, acc, n, lr, eps, lr_wd, first, acc0, sq_norm, clip);
+    MGC_LAUNCH(blocks_for(n), THREADS, 0, s, adagrad_kernel)(p, g, acc, n, lr, eps, lr_wd, first, acc0, sq_norm, clip);
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t cuda_k_nadam(float *p, const float *g, float *m, float *v, int64_t n, float lr, float b1,
                                     float b2, float eps, float lr_wd, float cm, float cg, float c2,
                                     const float *sq_norm, float clip, cudaStream_t s) {
-    nadam_kernel<<<blocks_for(n), THREADS, 0, s>>>(p, g, m, v, n, lr, b1, b2, eps, lr_wd, cm, cg, c2, sq_norm, clip);
+    MGC_LAUNCH(blocks_for(n), THREADS, 0, s, nadam_kernel)(p, g, m, v, n, lr, b1, b2, eps, lr_wd, cm, cg, c2, sq_norm, clip);
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t cuda_k_lamb(float *p, const float *g, float *m, float *v, int64_t n, float lr, float b1,
                                    float b2, float eps, float lr_wd, float c1, float c2, const float *sq_norm,
                                    float clip, cudaStream_t s) {
-    lamb_kernel<<<1, REDUCE_THREADS, 0, s>>>(p, g, m, v, n, lr, b1, b2, eps, lr_wd, c1, c2, sq_norm, clip);
+    MGC_LAUNCH(1, REDUCE_THREADS, 0, s, lamb_kernel)(p, g, m, v, n, lr, b1, b2, eps, lr_wd, c1, c2, sq_norm, clip);
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t cuda_k_sq_norm(const float *x, int64_t n, float *out, int accumulate, cudaStream_t s) {
-    sq_norm_kernel<<<1, REDUCE_THREADS, 0, s>>>(x, n, out, accumulate);
+    MGC_LAUNCH(1, REDUCE_THREADS, 0, s, sq_norm_kernel)(x, n, out, accumulate);
     return cudaGetLastError();
 }

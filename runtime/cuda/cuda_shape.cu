@@ -25,7 +25,7 @@ extern "C" cudaError_t cuda_k_box_copy(const cuda_box *b, const float *src, floa
     int64_t n = 1;
     for (int a = 0; a < b->rank; a++) n *= b->dim[a];
     if (n == 0) return cudaSuccess;
-    box_kernel<<<blocks_for(n), THREADS, 0, s>>>(*b, src, dst, n);
+    MGC_LAUNCH(blocks_for(n), THREADS, 0, s, box_kernel)(*b, src, dst, n);
     return cudaGetLastError();
 }
 
@@ -49,7 +49,7 @@ __global__ static void extreme_kernel(cuda_reduce_desc r, const float *x, float 
 
 extern "C" cudaError_t cuda_k_reduce_extreme(const cuda_reduce_desc *r, const float *x, float *out, int is_max,
                                              cudaStream_t s) {
-    extreme_kernel<<<blocks_for(r->out_n), THREADS, 0, s>>>(*r, x, out, is_max);
+    MGC_LAUNCH(blocks_for(r->out_n), THREADS, 0, s, extreme_kernel)(*r, x, out, is_max);
     return cudaGetLastError();
 }
 
@@ -76,6 +76,6 @@ __global__ static void softmax_axis_kernel(int op, const float *x, const float *
 
 extern "C" cudaError_t cuda_k_softmax_axis(int op, const float *x, const float *dy, float *out, int64_t outer,
                                            int64_t n, int64_t inner, cudaStream_t s) {
-    softmax_axis_kernel<<<blocks_for(outer * inner), THREADS, 0, s>>>(op, x, dy, out, outer, n, inner);
+    MGC_LAUNCH(blocks_for(outer * inner), THREADS, 0, s, softmax_axis_kernel)(op, x, dy, out, outer, n, inner);
     return cudaGetLastError();
 }

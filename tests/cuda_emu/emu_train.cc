@@ -1,0 +1,338 @@
+/* emu_train.cc - emulation cases of the optimizer, activation, embedding,
+ * one_hot, fused, epilogue, pooling-gradient, filter-layout and numerics
+ * kernels, against loops written here (per-element math of ops_math.h). */
+#include "../../runtime/ops_math.h"
+#include "emu_util.h"
+
+enum { N = 1003 };
+
+/* the state of one optimizer case: p, g and two slots, with a copy for the reference */
+struct opt_state {
+    dbuf<float> p, g, s1, s2, sq;
+    float rp[N], rg[N], r1[N], r2[N];
+    explicit opt_state(unsigned seed) : p(N), g(N), s1(N), s2(N), sq(1) {
+        randomize(p, N, seed), randomize(g, N, seed + 1), randomize(s1, N, seed + 2, -0.1f, 0.1f);
+        randomize(s2, N, seed + 3, 0.0f, 0.1f); /* second moments are >= 0 */
+        sq[0] = 4.0f;                            /* the norm 2 is clipped to 0.5 */
+        memcpy(rp, p.p, sizeof rp), memcpy(rg, g.p, sizeof rg), memcpy(r1, s1.p, sizeof r1), memcpy(r2, s2.p, sizeof r2);
+    }
+    void check(const char *what, bool slots) {
+        char w[96];
+        snprintf(w, sizeof w, "%s: p", what), same(w, rp, p.p, N, 1e-6);
+        if (!slots) return;
+        snprintf(w, sizeof w, "%s: first slot", what), same(w, r1, s1.p, N, 1e-6);
+        snprintf(w, sizeof w, "%s: second slot", what), same(w, r2, s2.p, N, 1e-6);
+    }
+};
+
+static const float CLIP = 0.5f, LR_WD = 1e-3f;
+
+void case_sgd(void) {
+    for (int variant = 0; variant < 3; variant++) { /* plain; momentum; nesterov with clipping */
+        opt_state s(50 + variant);
+        float *v = variant ? s.s1.p : NULL, sc = variant == 2 ? mg_clip_scale(4.0f, CLIP) : 1.0f;
+        if (!launched_ok(cuda_k_sgd(s.p, s.g, v, N, 0.1f, 0.9f, variant == 2, LR_WD, variant == 2 ? s.sq.p : NULL,
+                                    CLIP, NULL), "cuda_k_sgd"))
+            continue;
+        for (int i = 0; i < N; i++) {
+            mg_decay(&s.rp[i], LR_WD);
+            if (variant) mg_sgd_momentum(&s.rp[i], s.rg[i] * sc, &s.r1[i], 0.1f, 0.9f, variant == 2);
+            else mg_sgd(&s.rp[i], s.rg[i] * sc, 0.1f);
+        }
+        s.check(variant == 0 ? "cuda_k_sgd" : variant == 1 ? "cuda_k_sgd momentum" : "cuda_k_sgd nesterov clipped", true);
+    }
+}
+
+void case_adam(void) {
+    opt_state s(60);
+    float sc = mg_clip_scale(4.0f, CLIP);
+    if (!launched_ok(cuda_k_adam(s.p, s.g, s.s1, s.s2, N, 1e-2f, 0.9f, 0.999f, 1e-7f, LR_WD, s.sq, CLIP, NULL),
+                     "cuda_k_adam"))
+        return;
+    for (int i = 0; i < N; i++) mg_adam(&s.rp[i], s.rg[i] * sc, &s.r1[i], &s.r2[i], 1e-2f, 0.9f, 0.999f, 1e-7f, LR_WD);
+    s.check("cuda_k_adam", true);
+}
+
+void case_rmsprop(void) {
+    for (int mom = 0; mom < 2; mom++) {
+        opt_state s(70 + mom);
+        if (!launched_ok(cuda_k_rmsprop(s.p, s.g, s.s2, mom ? s.s1.p : NULL, N, 1e-2f, 0.9f, 0.5f, 1e-7f, LR_WD, NULL,
+                                        0, NULL), "cuda_k_rmsprop"))
+            continue;
+        for (int i = 0; i < N; i++) {
+            mg_decay(&s.rp[i], LR_WD);
+            if (mom) mg_rmsprop_momentum(&s.rp[i], s.rg[i], &s.r2[i], &s.r1[i], 1e-2f, 0.9f, 0.5f, 1e-7f);
+            else mg_rmsprop(&s.rp[i], s.rg[i], &s.r2[i], 1e-2f, 0.9f, 1e-7f);
+        }
+        s.check(mom ? "cuda_k_rmsprop momentum" : "cuda_k_rmsprop", true);
+    }
+}
+
+void case_adagrad(void) {
+    for (int first = 0; first < 2; first++) {
+        opt_state s(80 + first);
+        if (!launched_ok(cuda_k_adagrad(s.p, s.g, s.s2, N, 0.1f, 1e-7f, LR_WD, first, 0.1f, s.sq, CLIP, NULL),
+                         "cuda_k_adagrad"))
+            continue;
+        for (int i = 0; i < N; i++) {
+            if (first) s.r2[i] = 0.1f;
+            mg_decay(&s.rp[i], LR_WD);
+            mg_adagrad(&s.rp[i], s.rg[i] * mg_clip_scale(4.0f, CLIP), &s.r2[i], 0.1f, 1e-7f);
+        }
+        s.check(first ? "cuda_k_adagrad first step" : "cuda_k_adagrad", true);
+    }
+}
+
+void case_nadam(void) {
+    opt_state s(90);
+    float cm, cg, c2;
+    mg_nadam_coeffs(0.9, 0.999, 3, &cm, &cg, &c2);
+    if (!launched_ok(cuda_k_nadam(s.p, s.g, s.s1, s.s2, N, 1e-2f, 0.9f, 0.999f, 1e-7f, LR_WD, cm, cg, c2, NULL, 0, NULL),
+                     "cuda_k_nadam"))
+        return;
+    for (int i = 0; i < N; i++) {
+        mg_decay(&s.rp[i], LR_WD);
+        mg_nadam(&s.rp[i], s.rg[i], &s.r1[i], &s.r2[i], 1e-2f, 0.9f, 0.999f, 1e-7f, cm, cg, c2);
+    }
+    s.check("cuda_k_nadam", true);
+}
+
+/* one block of 512 threads: norms summed through shared memory between barriers */
+void case_lamb(void) {
+    for (int clip = 0; clip < 2; clip++) {
+        opt_state s(100 + clip);
+        float c1 = 1 - 0.9f * 0.9f, c2 = 1 - 0.999f * 0.999f, sc = clip ? mg_clip_scale(4.0f, CLIP) : 1.0f;
+        if (!launched_ok(cuda_k_lamb(s.p, s.g, s.s1, s.s2, N, 1e-2f, 0.9f, 0.999f, 1e-6f, LR_WD, c1, c2,
+                                     clip ? s.sq.p : NULL, CLIP, NULL), "cuda_k_lamb"))
+            continue;
+        double pp = 0, rr = 0;
+        for (int i = 0; i < N; i++) {
+            mg_decay(&s.rp[i], LR_WD);
+            mg_moments(s.rg[i] * sc, &s.r1[i], &s.r2[i], 0.9f, 0.999f);
+            float r = mg_lamb_dir(s.r1[i], s.r2[i], c1, c2, 1e-6f);
+            pp += (double)s.rp[i] * s.rp[i], rr += (double)r * r;
+        }
+        float step = 1e-2f * mg_lamb_ratio(pp, rr);
+        for (int i = 0; i < N; i++) s.rp[i] -= step * mg_lamb_dir(s.r1[i], s.r2[i], c1, c2, 1e-6f);
+        s.check(clip ? "cuda_k_lamb clipped" : "cuda_k_lamb", true);
+    }
+}
+
+void case_sq_norm(void) {
+    for (int acc = 0; acc < 2; acc++) {
+        dbuf<float> x(N), out(1);
+        randomize(x, N, 110);
+        out[0] = 2.5f;
+        if (!launched_ok(cuda_k_sq_norm(x, N, out, acc, NULL), "cuda_k_sq_norm")) continue;
+        double want = acc ? 2.5 : 0, got = out[0];
+        for (int i = 0; i < N; i++) want += (double)x[i] * x[i];
+        same(acc ? "cuda_k_sq_norm accumulating" : "cuda_k_sq_norm", &want, &got, 1, 1e-6);
+    }
+}
+
+/* ---- activations (alpha 0.3 for elu and leaky_relu) ---- */
+void case_activation(void) {
+    const int ops[] = {OP_ABS, OP_ERF, OP_GELU, OP_SOFTPLUS, OP_SELU, OP_ELU, OP_LEAKY_RELU};
+    dbuf<float> x(N), out(N);
+    randomize(x, N, 120, -4, 4);
+    for (int op : ops) {
+        if (!launched_ok(cuda_k_activation(op, x, out, N, 0.3f, NULL), "cuda_k_activation")) continue;
+        float want[N];
+        for (int i = 0; i < N; i++) {
+            float v = x[i];
+            want[i] = op == OP_ABS ? mg_abs(v) : op == OP_ERF ? mg_erf(v) : op == OP_GELU ? mg_gelu(v)
+                    : op == OP_SOFTPLUS ? mg_softplus(v) : op == OP_SELU ? mg_selu(v) : op == OP_ELU ? mg_elu(v, 0.3f)
+                    : mg_leaky_relu(v, 0.3f);
+        }
+        char what[64];
+        snprintf(what, sizeof what, "cuda_k_activation %s", ir_ops[op].name);
+        same(what, want, out.p, N, 0);
+    }
+}
+
+void case_activation_grad(void) {
+    const int ops[] = {OP_ABS_GRAD, OP_ERF_GRAD, OP_GELU_GRAD, OP_SELU_GRAD, OP_ELU_GRAD, OP_LEAKY_RELU_GRAD};
+    dbuf<float> x(N), dy(N), out(N);
+    randomize(x, N, 130, -4, 4), randomize(dy, N, 131);
+    for (int op : ops) {
+        if (!launched_ok(cuda_k_activation_grad(op, x, dy, out, N, 0.3f, NULL), "cuda_k_activation_grad")) continue;
+        float want[N];
+        for (int i = 0; i < N; i++) {
+            float v = x[i], d = dy[i];
+            want[i] = op == OP_ABS_GRAD ? mg_abs_grad(v, d) : op == OP_ERF_GRAD ? mg_erf_grad(v, d)
+                    : op == OP_GELU_GRAD ? mg_gelu_grad(v, d) : op == OP_SELU_GRAD ? mg_selu_grad(v, d)
+                    : op == OP_ELU_GRAD ? mg_elu_grad(v, d, 0.3f) : mg_leaky_relu_grad(v, d, 0.3f);
+        }
+        char what[64];
+        snprintf(what, sizeof what, "cuda_k_activation_grad %s", ir_ops[op].name);
+        same(what, want, out.p, N, 0);
+    }
+}
+
+/* ---- embeddings: table [11, 13], 97 ids ---- */
+enum { V = 11, D = 13, IDS = 97 };
+
+void case_gather(void) {
+    dbuf<float> table(V * D), out(IDS * D);
+    dbuf<int32_t> ids(IDS), bad(3);
+    randomize(table, table.n, 140), randomize_ids(ids, IDS, 141, 0, V);
+    ids[40] = V, ids[70] = -2;
+    bad[0] = bad[1] = bad[2] = 0;
+    if (!launched_ok(cuda_k_gather(table, ids, out, IDS, V, D, bad, 4, NULL), "cuda_k_gather")) return;
+    float want[IDS * D];
+    for (int i = 0; i < IDS; i++)
+        for (int j = 0; j < D; j++) want[i * D + j] = ids[i] >= 0 && ids[i] < V ? table[ids[i] * D + j] : NAN;
+    same("cuda_k_gather", want, out.p, out.n, 0);
+    bool named = bad[0] == 5 && ((bad[1] == V && bad[2] == 40) || (bad[1] == -2 && bad[2] == 70));
+    if (!named) {
+        fprintf(stderr, "FAIL: cuda_k_gather: bad id record (%d, %d, %d), want (5, %d, 40) or (5, -2, 70)\n", bad[0],
+                bad[1], bad[2], V);
+        failures++;
+    }
+}
+
+void case_scatter_add(void) {
+    dbuf<float> dy(IDS * D), out(V * D);
+    dbuf<int32_t> ids(IDS);
+    randomize(dy, dy.n, 150), randomize_ids(ids, IDS, 151, 0, V);
+    ids[10] = V; /* outside: added nowhere */
+    if (!launched_ok(cuda_k_scatter_add(ids, dy, out, IDS, V, D, NULL), "cuda_k_scatter_add")) return;
+    float want[V * D] = {0};
+    for (int i = 0; i < IDS; i++)
+        for (int j = 0; ids[i] < V && j < D; j++) want[ids[i] * D + j] += dy[i * D + j];
+    same("cuda_k_scatter_add", want, out.p, out.n, 0);
+}
+
+void case_one_hot(void) {
+    dbuf<int32_t> ids(IDS);
+    dbuf<float> out(IDS * V);
+    randomize_ids(ids, IDS, 160, -1, V + 1); /* -1 and V: zero rows */
+    if (!launched_ok(cuda_k_one_hot(ids, out, IDS, V, NULL), "cuda_k_one_hot")) return;
+    float want[IDS * V];
+    for (int i = 0; i < IDS; i++)
+        for (int j = 0; j < V; j++) want[i * V + j] = ids[i] == j;
+    same("cuda_k_one_hot", want, out.p, out.n, 0);
+}
+
+/* ---- fused: elu(relu_grad(x + b, dy), 0.7) * col over x [3, 7, 61], b [61], col [3, 1, 1] ---- */
+void case_fused(void) {
+    const int64_t I = 3, J = 7, K = 61;
+    dbuf<float> x(I * J * K), b(K), dy(I * J * K), col(I), out(I * J * K);
+    randomize(x, x.n, 170), randomize(b, K, 171), randomize(dy, dy.n, 172), randomize(col, I, 173);
+    ir_fused f = {};
+    f.n = 4;
+    f.ins[0] = ir_finstr{OP_ADD, 0, 1, 0}, f.ins[1] = ir_finstr{OP_RELU_GRAD, 4, 2, 0};
+    f.ins[2] = ir_finstr{OP_ELU, 5, -1, 0.7}, f.ins[3] = ir_finstr{OP_MUL, 6, 3, 0};
+    cuda_fused_args a = {};
+    a.n_in = 4, a.rank = 3, a.dim[0] = I, a.dim[1] = J, a.dim[2] = K;
+    const int64_t st[4][3] = {{J * K, K, 1}, {0, 0, 1}, {J * K, K, 1}, {1, 0, 0}};
+    for (int k = 0; k < 4; k++)
+        for (int d = 0; d < 3; d++) a.stride[k][d] = st[k][d];
+    a.x[0] = x, a.x[1] = b, a.x[2] = dy, a.x[3] = col;
+    if (!launched_ok(cuda_k_fused(&f, &a, out, out.n, NULL), "cuda_k_fused")) return;
+    float want[I * J * K];
+    for (int64_t i = 0; i < I; i++)
+        for (int64_t j = 0; j < J; j++)
+            for (int64_t k = 0; k < K; k++) {
+                int64_t e = (i * J + j) * K + k;
+                want[e] = mg_mul(mg_elu(mg_relu_grad(mg_add(x[e], b[k]), dy[e]), 0.7f), col[i]);
+            }
+    same("cuda_k_fused", want, out.p, out.n, 0);
+}
+
+/* ---- epilogue: out [37, 29] = act(out + bias [29] (+ res)) ---- */
+void case_epilogue(void) {
+    const int64_t R = 37, C = 29;
+    for (int act = 0; act < EPI_COUNT; act++)
+        for (int with_res = 0; with_res < 2; with_res++) {
+            dbuf<float> out(R * C), bias(C), res(R * C);
+            randomize(out, out.n, 180 + act), randomize(bias, C, 181), randomize(res, res.n, 182);
+            float want[R * C];
+            for (int64_t r = 0; r < R; r++)
+                for (int64_t c = 0; c < C; c++) {
+                    float v = out[r * C + c] + bias[c];
+                    if (with_res) v = v + res[r * C + c];
+                    want[r * C + c] = act == EPI_RELU ? mg_relu(v) : act == EPI_TANH ? mg_tanh(v)
+                                    : act == EPI_SIGMOID ? mg_sigmoid(v) : v;
+                }
+            if (!launched_ok(cuda_k_epilogue(out, bias, with_res ? res.p : NULL, out.n, C, act, NULL), "cuda_k_epilogue"))
+                continue;
+            char what[64];
+            snprintf(what, sizeof what, "cuda_k_epilogue %s%s", ir_epilogue_act_names[act], with_res ? " + residual" : "");
+            same(what, want, out.p, out.n, 0);
+        }
+}
+
+/* ---- max-pool gradient: x [2, 7, 9, 3], 3x3 windows, stride 2, pad 1: dy [2, 4, 5, 3] ---- */
+void case_max_pool_grad(void) {
+    cuda_pool_geom g = {2, 7, 9, 3, 4, 5, 3, 3, 2, 2, 1, 1};
+    for (int relu = 0; relu < 2; relu++) {
+        dbuf<float> x(g.n * g.h * g.w * g.c), dy(g.n * g.oh * g.ow * g.c), dx(x.n);
+        randomize(x, x.n, 190), randomize(dy, dy.n, 191);
+        x[5] = x[5 + 3 * 2]; /* a tie inside one window: the first maximum takes dy */
+        if (!launched_ok(cuda_k_max_pool_grad(x, dy, dx, &g, relu, NULL), "cuda_k_max_pool_grad")) continue;
+        float want[2 * 7 * 9 * 3] = {0};
+        for (int64_t b = 0; b < g.n; b++)
+            for (int64_t oh = 0; oh < g.oh; oh++)
+                for (int64_t ow = 0; ow < g.ow; ow++)
+                    for (int64_t c = 0; c < g.c; c++) {
+                        int64_t arg = -1;
+                        for (int64_t h = oh * g.sh - g.pt; h < oh * g.sh - g.pt + g.kh; h++)
+                            for (int64_t w = ow * g.sw - g.pl; w < ow * g.sw - g.pl + g.kw; w++) {
+                                if (h < 0 || w < 0 || h >= g.h || w >= g.w) continue;
+                                int64_t at = ((b * g.h + h) * g.w + w) * g.c + c;
+                                if (arg < 0 || x[at] > x[arg]) arg = at;
+                            }
+                        want[arg] += dy[((b * g.oh + oh) * g.ow + ow) * g.c + c];
+                    }
+        if (relu)
+            for (int64_t i = 0; i < x.n; i++) want[i] = mg_relu_grad(x[i], want[i]);
+        same(relu ? "cuda_k_max_pool_grad relu" : "cuda_k_max_pool_grad", want, dx.p, dx.n, 1e-6);
+    }
+}
+
+/* ---- filters HWIO [3, 3, 5, 7] <-> OHWI [7, 3, 3, 5] ---- */
+void case_hwio_to_ohwi(void) {
+    const int64_t KHW = 9, CI = 5, CO = 7;
+    dbuf<float> w(KHW * CI * CO), o(KHW * CI * CO);
+    randomize(w, w.n, 200);
+    if (!launched_ok(cuda_k_hwio_to_ohwi(w, o, KHW, CI, CO, NULL), "cuda_k_hwio_to_ohwi")) return;
+    float want[9 * 5 * 7];
+    for (int64_t p = 0; p < KHW; p++)
+        for (int64_t c = 0; c < CI; c++)
+            for (int64_t k = 0; k < CO; k++) want[(k * KHW + p) * CI + c] = w[(p * CI + c) * CO + k];
+    same("cuda_k_hwio_to_ohwi", want, o.p, o.n, 0);
+}
+
+void case_ohwi_to_hwio(void) {
+    const int64_t KHW = 9, CI = 5, CO = 7;
+    dbuf<float> o(KHW * CI * CO), w(KHW * CI * CO);
+    randomize(o, o.n, 210);
+    if (!launched_ok(cuda_k_ohwi_to_hwio(o, w, KHW, CI, CO, NULL), "cuda_k_ohwi_to_hwio")) return;
+    float want[9 * 5 * 7];
+    for (int64_t k = 0; k < CO; k++)
+        for (int64_t p = 0; p < KHW; p++)
+            for (int64_t c = 0; c < CI; c++) want[(p * CI + c) * CO + k] = o[(k * KHW + p) * CI + c];
+    same("cuda_k_ohwi_to_hwio", want, w.p, w.n, 0);
+}
+
+/* ---- --check-numerics: the smallest non-finite index of the first node ---- */
+void case_check_finite(void) {
+    dbuf<float> y(N);
+    dbuf<cuda_nonfinite> rec(1);
+    randomize(y, N, 220);
+    memset(rec.p, 0, sizeof *rec.p);
+    rec[0].key = ~0ull; /* as the backend clears it */
+    bool ok = launched_ok(cuda_k_check_finite(y, N, rec, 8, 1, 77, NULL), "cuda_k_check_finite") && rec[0].node1 == 0;
+    y[900] = -INFINITY, y[1002] = NAN, y[300] = INFINITY;
+    ok = ok && launched_ok(cuda_k_check_finite(y, N, rec, 8, 1, 77, NULL), "cuda_k_check_finite") &&
+         rec[0].node1 == 9 && rec[0].replica == 1 && rec[0].step == 77 && rec[0].key == (300ull << 2 | 1);
+    y[300] = 0, y[10] = NAN; /* another node later: the record keeps the first */
+    ok = ok && launched_ok(cuda_k_check_finite(y, N, rec, 3, 1, 78, NULL), "cuda_k_check_finite") &&
+         rec[0].node1 == 9 && rec[0].key == (300ull << 2 | 1);
+    if (!ok) {
+        fprintf(stderr, "FAIL: cuda_k_check_finite: record (node1 %d, replica %d, step %lld, key %llu), want (9, 1, 77, %llu)\n",
+                rec[0].node1, rec[0].replica, rec[0].step, rec[0].key, 300ull << 2 | 1);
+        failures++;
+    }
+}

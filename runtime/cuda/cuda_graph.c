@@ -152,6 +152,12 @@ int cuda_graph_end(rt_backend *b, int issued) {
         cudaStream_t side[2];
         side_streams(dev, side);
         TRY(cuda_use(b, d));
+        /* the graph also follows whatever the side streams held before the capture (the
+         * step-end sync leaves them idle; this keeps the order without relying on it) */
+        for (int k = 0; k < 2; k++) {
+            CUDA_CHECK(b, cudaEventRecord(dev->graph_ev[CUDA_GRAPH_JOIN + k], side[k]));
+            CUDA_CHECK(b, cudaStreamWaitEvent(dev->stream[STREAM_COMPUTE], dev->graph_ev[CUDA_GRAPH_JOIN + k], 0));
+        }
         CUDA_CHECK(b, cudaGraphLaunch(dev->graph_exec, dev->stream[STREAM_COMPUTE]));
         CUDA_CHECK(b, cudaEventRecord(dev->graph_ev[CUDA_GRAPH_DONE], dev->stream[STREAM_COMPUTE]));
         for (int k = 0; k < 2; k++) CUDA_CHECK(b, cudaStreamWaitEvent(side[k], dev->graph_ev[CUDA_GRAPH_DONE], 0));

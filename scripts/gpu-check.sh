@@ -89,17 +89,18 @@ say "$N GPU(s) ($REASON)"
 
 # ---- 2. build ------------------------------------------------------------
 say "building in $B"
+mkdir -p "$B" || exit 1
 arch=""
 [ -n "${CMAKE_CUDA_ARCHITECTURES:-}" ] && arch="-DCMAKE_CUDA_ARCHITECTURES=$CMAKE_CUDA_ARCHITECTURES"
-if ! cmake -S "$ROOT" -B "$B" -DCMAKE_BUILD_TYPE=Release $arch >"$B.configure.log" 2>&1; then
-    cat "$B.configure.log"; say "FAIL: cmake configure"; exit 1
+if ! cmake -S "$ROOT" -B "$B" -DCMAKE_BUILD_TYPE=Release $arch >"$B/gpu-check.configure.log" 2>&1; then
+    cat "$B/gpu-check.configure.log"; say "FAIL: cmake configure"; exit 1
 fi
-grep 'CUDA backend:' "$B.configure.log"
-if [ "$KIND" = gpu ] && ! grep -q 'CUDA backend: built' "$B.configure.log"; then
+grep 'CUDA backend:' "$B/gpu-check.configure.log"
+if [ "$KIND" = gpu ] && ! grep -q 'CUDA backend: built' "$B/gpu-check.configure.log"; then
     say "FAIL: the CUDA backend was not configured (toolkit, cuDNN and NCCL with headers are needed)"; exit 1
 fi
-if ! cmake --build "$B" -j "$(nproc 2>/dev/null || echo 4)" >"$B.build.log" 2>&1; then
-    tail -n 40 "$B.build.log"; say "FAIL: build (log: $B.build.log)"; exit 1
+if ! cmake --build "$B" -j "$(nproc 2>/dev/null || echo 4)" >"$B/gpu-check.build.log" 2>&1; then
+    tail -n 40 "$B/gpu-check.build.log"; say "FAIL: build (log: $B/gpu-check.build.log)"; exit 1
 fi
 MGC=$B/mgc
 WORK=${GPU_CHECK_DIR:-$B/gpu-check}

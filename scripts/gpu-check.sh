@@ -18,7 +18,8 @@
 #   5. prints images/s for 1..N GPUs (with and without CUDA graphs) and the
 #      NCCL all-reduce bus bandwidth (bench/nccl_allreduce.c).
 # Exit status: 0 when every check passed (or no GPU), 1 otherwise.
-# Environment: MGC_GPU_BUILD, GPU_CHECK_EPOCHS, GPU_CHECK_PERF_STEPS (steps of
+# Environment: MGC_GPU_BUILD, GPU_CHECK_EPOCHS, GPU_CHECK_STEPS (set: the loss
+# curve run is that many steps instead of epochs), GPU_CHECK_PERF_STEPS (steps of
 # each images/s run, default 500), GPU_CHECK_DIR (work files), CUDA_HOME
 # (default /usr/local/cuda), CMAKE_CUDA_ARCHITECTURES (passed on).
 # GPU_CHECK_FAKE=N tests this script without a GPU: N CPU devices play the GPUs
@@ -152,9 +153,14 @@ train() { # name plan args... : --strict-devices, so a GPU plan never falls back
 counts=1
 [ "$N" -gt 1 ] && counts="1 $N"
 cmp() { python3 "$ROOT/scripts/gpu-compare.py" "$@"; }
+if [ -n "${GPU_CHECK_STEPS:-}" ]; then
+    LONG="$GPU_CHECK_STEPS steps" LONG_ARGS="--steps $GPU_CHECK_STEPS"
+else
+    LONG="$EPOCHS epoch(s)" LONG_ARGS="--epochs $EPOCHS"
+fi
 for k in $counts; do
     gp=$(compile "$KIND" "$k") && cp=$(compile cpu "$k") || { fail "compiling the seed CNN for $k device(s)"; continue; }
-    say "seed CNN on $(devices "$KIND" "$k") vs $(devices cpu "$k"): 1 and 10 steps, then $EPOCHS epoch(s)"
+    say "seed CNN on $(devices "$KIND" "$k") vs $(devices cpu "$k"): 1 and 10 steps, then $LONG"
     for n in 1 10; do
         tol=1e-3
         [ "$n" -gt 1 ] && tol=1e-2
@@ -174,10 +180,10 @@ for k in $counts; do
     for run in "gpu$k:$gp:" "cpu$k:$cp:"; do
         name=${run%%:*} rest=${run#*:}
         rm -f "$WORK/$name.jsonl"
-        train "$name" "${rest%%:*}" --epochs "$EPOCHS" --history "$WORK/$name.jsonl" --save "$WORK/$name.safetensors"
+        train "$name" "${rest%%:*}" $LONG_ARGS --history "$WORK/$name.jsonl" --save "$WORK/$name.safetensors"
     done
     [ -f "$WORK/gpu$k.jsonl" ] && [ -f "$WORK/cpu$k.jsonl" ] &&
-        { cmp "gpu$k vs cpu$k after $EPOCHS epoch(s)" "$WORK/gpu$k.safetensors" "$WORK/cpu$k.safetensors" - \
+        { cmp "gpu$k vs cpu$k after $LONG" "$WORK/gpu$k.safetensors" "$WORK/cpu$k.safetensors" - \
               "$WORK/gpu$k.jsonl" "$WORK/cpu$k.jsonl" 2e-2 5e-2 || fail "gpu$k vs cpu$k loss curve"; }
 done
 

@@ -145,6 +145,7 @@ typedef struct {
     double collective_timeout;  /* seconds a collective waits for every device (default 60) */
     int check_replicas;         /* mgc_fit: compare replicas bit for bit every K steps (0: never) */
     int check_numerics;         /* stop at the first op whose output holds NaN or Inf, naming it */
+    int no_cuda_graphs;         /* GPU plans: run every train step eagerly, no CUDA graph (mgc run --no-cuda-graphs) */
 } mgc_session_options;
 
 void mgc_session_options_init(mgc_session_options *o);

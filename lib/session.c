@@ -41,7 +41,7 @@ mgc_status mgc_session_new(const mgc_plan *p, const mgc_session_options *o, mgc_
     if (o->check_replicas < 0) return lib_fail(err, MGC_ERR_ARG, "check_replicas %d is negative", o->check_replicas);
     char msg[1024];
     rt_session_options so = {.threads_per_device = o->threads_per_device, .collective_timeout = o->collective_timeout,
-                             .check_numerics = o->check_numerics != 0};
+                             .check_numerics = o->check_numerics != 0, .no_graphs = o->no_cuda_graphs != 0};
     rt_session *rs = rt_session_new(p->m, &so, msg, sizeof msg);
     if (!rs) return lib_fail(err, MGC_ERR_RUNTIME, "%s", msg);
     if (rt_session_init_variables(rs, o->seed)) {

@@ -98,6 +98,16 @@ typedef struct {
      * not armed a backend does nothing more than test one flag per item. */
     int (*trace_arm)(rt_backend *b, int cap);
     int (*trace_take)(rt_backend *b, rt_trace_span *out, int cap);
+    /* Graphs of train steps (issue 15; NULL: this backend runs every step as
+     * issued, the CPU's case). The executor calls graph_begin(b) before it
+     * issues a train step after the session's first: 0 means what is issued
+     * now is captured, not run; 1 means run this step as issued (no capture);
+     * -1 an error. After issuing it calls graph_end(b, issued), issued = 1
+     * when every call returned 0: 0 means the captured step was launched;
+     * 1 means the capture was dropped, nothing ran, and the executor issues the
+     * same step again, eagerly; -1 an error. */
+    int (*graph_begin)(rt_backend *b);
+    int (*graph_end)(rt_backend *b, int issued);
 } rt_backend_i;
 
 /* Optional hook for the process-level step of a hierarchical all-reduce

@@ -28,6 +28,8 @@ struct rt_session {
     int training;
     int absent;                /* replica that skips collectives (fault injection), -1 none */
     int check_numerics;
+    bool graphs;               /* capture train steps after the first when the backend can (issue 15) */
+    int64_t train_runs;        /* train steps run by this session */
     uint64_t generation;
     rt_trace *trace;           /* train steps it wants are timed into it (NULL: none) */
     rt_trace_span *spans;      /* (span_cap) one step's spans taken from the backend */
@@ -169,6 +171,7 @@ rt_session *rt_session_new(const ir_module *m, const rt_session_options *o, char
     rt_session *s = calloc(1, sizeof *s);
     s->m = m, s->b = b;
     s->local = local, s->first = first, s->absent = o->absent_replica - 1, s->check_numerics = o->check_numerics;
+    s->graphs = !o->no_graphs;
     b->n_devices = s->local, b->n_events = m->n_events;
     b->threads_per_device = o->threads_per_device > 0 ? o->threads_per_device : rt_default_threads(s->local);
     b->replica_base = s->first, b->replica_total = m->n_devices;
@@ -333,6 +336,24 @@ static int take_spans(rt_session *s) {
     return 0;
 }
 
+/* Issues one run of program p; a train step after the session's first (the
+ * warm-up, which also finds the cuDNN algorithms) is captured as a graph
+ * when the backend can (issue 15), except traced steps. */
+static int issue_step(rt_session *s, int p, ir_program program, bool traced) {
+    rt_backend *b = s->b;
+    bool graph = program == PROG_TRAIN && s->train_runs++ > 0 && s->graphs && !traced && b->i->graph_begin;
+    if (graph) {
+        int g = b->i->graph_begin(b);
+        if (g < 0) return -1;
+        graph = g == 0;
+    }
+    int issued = issue_program(s, p, traced);
+    if (!graph) return issued;
+    int g = b->i->graph_end(b, issued == 0);
+    if (g == 1) return issue_program(s, p, traced); /* dropped: nothing ran, issue it eagerly */
+    return g < 0 ? -1 : issued;
+}
+
 int rt_session_run_read(rt_session *s, ir_program program, int read, void *dst) {
     int p = 0;
     while (p < IR_PROGRAM_COUNT && program_bits[p] != (unsigned)program) p++;
@@ -340,7 +361,7 @@ int rt_session_run_read(rt_session *s, ir_program program, int read, void *dst) 
     s->training = program == PROG_TRAIN;
     s->generation++;
     bool traced = s->trace && program == PROG_TRAIN && rt_trace_wants(s->trace, s->step);
-    int issued = issue_program(s, p, traced);
+    int issued = issue_step(s, p, program, traced);
     if (!issued && read >= 0 && queue_copy(s, read, dst, NULL)) {
         s->b->i->sync(s->b);
         return -1;

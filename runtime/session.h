@@ -21,6 +21,7 @@ typedef struct {
     int local_replicas;           /*   0 means all of them */
     bool check_numerics;          /* every kernel's f32 output is checked for NaN and Inf */
     int absent_replica;           /* fault injection for tests: replica N-1 never joins a collective (0: none) */
+    bool no_graphs;               /* issue 15: train steps are not captured as CUDA graphs (mgc run --no-cuda-graphs) */
 } rt_session_options;
 
 /* issue 14: the default threads per device, max(1, cores / (local devices x

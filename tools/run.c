@@ -23,7 +23,7 @@
 #include "run_impl.h"
 
 enum { O_EPOCHS = 256, O_STEPS, O_SEED, O_SAVE, O_LOAD, O_HISTORY, O_DATA, O_INPUT, O_THREADS, O_TIMEOUT,
-       O_CHECK_REPLICAS, O_CHECK_NUMERICS, O_JSON, O_STRICT, O_CKPT_DIR, O_SAVE_EVERY, O_KEEP, O_CONTEXT,
+       O_CHECK_REPLICAS, O_CHECK_NUMERICS, O_NO_CUDA_GRAPHS, O_JSON, O_STRICT, O_CKPT_DIR, O_SAVE_EVERY, O_KEEP, O_CONTEXT,
        O_TRACE, O_TRACE_STEPS, O_PROFILE };
 
 /* mgc run's status when a signal stopped it after a checkpoint (EX_TEMPFAIL:
@@ -55,6 +55,7 @@ static const char run_help[] =
     "  --collective-timeout S     seconds a collective waits for every device (default 60)\n"
     "  --check-replicas K         compare every replica's variables bit for bit every K steps\n"
     "  --check-numerics           stop at the first op whose output holds NaN or Inf, naming it\n"
+    "  --no-cuda-graphs           GPU plans: run each train step as issued, not as a CUDA graph\n"
     "  --strict-devices           fail if the plan's GPUs are not here (default: run on CPU devices)\n"
     "  --trace FILE.json          a Chrome/Perfetto trace of some steps: a track per device stream\n"
     "                             (compute, comm), every op and collective (under mpirun: FILE.rankN.json)\n"
@@ -118,7 +119,8 @@ static int parse_run_options(int argc, char **argv, run_options *o, const char *
         {"threads-per-device", required_argument, 0, O_THREADS},
         {"collective-timeout", required_argument, 0, O_TIMEOUT},
         {"check-replicas", required_argument, 0, O_CHECK_REPLICAS},
-        {"check-numerics", no_argument, 0, O_CHECK_NUMERICS}, {"json", no_argument, 0, O_JSON},
+        {"check-numerics", no_argument, 0, O_CHECK_NUMERICS},
+        {"no-cuda-graphs", no_argument, 0, O_NO_CUDA_GRAPHS}, {"json", no_argument, 0, O_JSON},
         {"strict-devices", no_argument, 0, O_STRICT}, {"checkpoint-dir", required_argument, 0, O_CKPT_DIR},
         {"save-every", required_argument, 0, O_SAVE_EVERY}, {"keep", required_argument, 0, O_KEEP},
         {"context", required_argument, 0, O_CONTEXT},
@@ -175,6 +177,7 @@ static int parse_run_options(int argc, char **argv, run_options *o, const char *
             o->bindings[o->n_bindings++] = optarg;
             break;
         case O_CHECK_NUMERICS: o->check_numerics = true; break;
+        case O_NO_CUDA_GRAPHS: o->no_cuda_graphs = true; break;
         case O_JSON: o->json = true; break;
         case O_STRICT: o->strict_devices = true; break;
         case O_CKPT_DIR: o->checkpoint_dir = optarg; break;
@@ -440,7 +443,7 @@ bool cli_start_plan(bound_plan *bp, const char *path, const run_options *o, cons
     const char *absent = getenv("MGC_FAULT_ABSENT_REPLICA"); /* tests: a replica that never arrives */
     rt_session_options so = {.threads_per_device = o->threads, .collective_timeout = o->timeout, .ip = bp->ip,
                              .first_replica = bp->first, .local_replicas = bp->local,
-                             .check_numerics = o->check_numerics,
+                             .check_numerics = o->check_numerics, .no_graphs = o->no_cuda_graphs,
                              .absent_replica = absent ? atoi(absent) + 1 : 0};
     if (!bp->facts.failed && !(bp->s = rt_session_new(bp->m, &so, err, sizeof err))) {
         char msg[700];

@@ -25,6 +25,7 @@ typedef struct {
     int threads, check_replicas;
     double timeout;
     bool json, check_numerics, strict_devices, seed_given;
+    bool no_cuda_graphs;     /* --no-cuda-graphs (issue 15) */
     /* tracing (runtime/trace.h) */
     const char *trace;         /* --trace FILE.json, NULL: none */
     int64_t trace_from, trace_to; /* --trace-steps A:B, steps of this run (1: its first) */

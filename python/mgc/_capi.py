@@ -49,7 +49,7 @@ class CompileOptions(Structure):
 
 class SessionOptions(Structure):
     _fields_ = [("seed", c_uint64), ("threads_per_device", c_int), ("collective_timeout", c_double),
-                ("check_replicas", c_int), ("check_numerics", c_int)]
+                ("check_replicas", c_int), ("check_numerics", c_int), ("no_cuda_graphs", c_int)]
 
 
 class FitOptions(Structure):

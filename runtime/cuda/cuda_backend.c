@@ -117,6 +117,7 @@ static void device_free(cuda_device *d, int n_events) {
     if (d->bad_id) cudaFree(d->bad_id);
     if (d->nonfinite) cudaFree(d->nonfinite);
     cuda_algo_cache_free(d);
+    cuda_graph_free(d);
     cuda_stage_free(d); /* a zeroed stage (init never reached) frees nothing */
 }
 
@@ -244,6 +245,12 @@ static int cuda_wait(rt_backend *b, int device, int stream, int event, uint64_t 
                  "event %d: wait for generation %llu on gpu replica %d submitted before its record (last %llu)",
                  event, (unsigned long long)generation, device, (unsigned long long)gen);
         return -1;
+    }
+    if (st->capturing && from != device) { /* another device's capture: not one graph (cuda_graph.c) */
+        char why[96];
+        snprintf(why, sizeof why, "event %d crosses devices (gpu replica %d waits for %d)", event, device, from);
+        cuda_graph_broken(b, why);
+        return 0;
     }
     TRY(cuda_use(b, device));
     CUDA_CHECK(b, cudaStreamWaitEvent(st->dev[device].stream[stream], st->dev[from].events[event], 0));
@@ -460,6 +467,8 @@ static const rt_backend_i cuda_iface = {
     .sync = cuda_sync,
     .trace_arm = cuda_trace_arm,
     .trace_take = cuda_trace_take,
+    .graph_begin = cuda_graph_begin,
+    .graph_end = cuda_graph_end,
 };
 
 rt_backend *rt_backend_cuda(void) {

@@ -16,6 +16,9 @@
 #include "cuda_kernels.h"
 
 enum { CUDA_MAX_DEVICES = 64, CUDA_MAX_PENDING = 64 };
+/* events of a captured train step (cuda_graph.c): fork into the capture, join of the comm and
+ * NCCL streams, done after the graph launch */
+enum { CUDA_GRAPH_FORK, CUDA_GRAPH_JOIN, CUDA_GRAPH_DONE = CUDA_GRAPH_JOIN + 2, CUDA_GRAPH_EVENTS };
 
 /* Runtime-failure checks (STYLE 5): each names the call, file and line,
  * writes into b->err and makes the enclosing function return -1. */
@@ -106,6 +109,8 @@ typedef struct {
     cuda_nonfinite *nonfinite;          /* device record of --check-numerics (cuda_numerics.cu) */
     cuda_stage stage;                   /* pinned staging of host copies (cuda_stage.c) */
     struct cuda_algo_cache *algos;      /* cuDNN algorithms found per convolution shape (cuda_dnn_algo.c) */
+    cudaGraphExec_t graph_exec;         /* the instantiated train step (cuda_graph.c), NULL before one */
+    cudaEvent_t graph_ev[CUDA_GRAPH_EVENTS];
 } cuda_device;
 
 /* A collective call waiting for the other local devices of its group. */
@@ -116,6 +121,8 @@ typedef struct {
     void *buf[64];                      /* per local device */
     cudaEvent_t ready[64];              /* recorded on each device's comm stream at the call */
     uint32_t seq;                       /* uses of this slot so far; the flag word reaches it when done */
+    cudaGraphNode_t at[64], cont[64];   /* while capturing: where each device's comm stream arrived and
+                                           the node its later work hangs from (cuda_graph.c) */
 } cuda_pending;
 
 typedef struct {
@@ -130,6 +137,10 @@ typedef struct {
     const ir_module *m;                 /* the plan, for naming a bad embedding id (set by the first gather) */
     int trace_cap;                      /* spans per stream while tracing, 0: off */
     int failed;                         /* a CUDA/cuBLAS/cuDNN/NCCL call failed since init (cuda_fail) */
+    int capturing;                      /* devices whose train step is being captured (cuda_graph.c), 0: none */
+    int graphs_off;                     /* a capture failed: steps run eagerly for the rest of the session */
+    int failed_before_capture;          /* `failed` when the capture began (an abandoned capture ran nothing) */
+    char capture_broken[256];           /* why the current capture cannot be used, empty: it can */
 } cuda_state;
 
 static inline cuda_state *cuda_st(rt_backend *b) { return (cuda_state *)b->impl; }
@@ -164,6 +175,13 @@ void cuda_stage_settle(cuda_state *st, int ok);
 /* cuda_backend.c: --check-numerics on the device (issue 15; the scan: cuda_numerics.cu);
  * after sync: the error of the first kernel output that held NaN/Inf, -1; 0 when none */
 int cuda_check_nonfinite(rt_backend *b);
+
+/* cuda_graph.c: CUDA graphs of train steps (issue 15; rt_backend_i.graph_begin/graph_end) */
+int cuda_graph_begin(rt_backend *b);
+int cuda_graph_end(rt_backend *b, int issued);
+/* while capturing: the step cannot be captured (why), graph_end abandons it */
+void cuda_graph_broken(rt_backend *b, const char *why);
+void cuda_graph_free(cuda_device *d);
 
 /* cuda_dnn_algo.c: the fastest deterministic cuDNN algorithm, found once per shape */
 typedef enum { CUDA_CONV_FWD, CUDA_CONV_BWD_DATA, CUDA_CONV_BWD_FILTER } cuda_conv_kind;
@@ -212,5 +230,7 @@ int cuda_nccl_poll(rt_backend *b);
 int cuda_collective(rt_backend *b, int device, int stream, const rt_coll_args *c);
 /* error naming each collective some local device never joined; 0 if none */
 int cuda_nccl_check_pending(rt_backend *b);
+/* drops every collective joined by some local devices (an abandoned capture, cuda_graph.c) */
+void cuda_nccl_forget_pending(rt_backend *b);
 
 #endif

@@ -153,10 +153,64 @@ static int issue_one(rt_backend *b, cuda_pending *q, int d) {
     return 0;
 }
 
+/* ---- while a train step is captured (cuda_graph.c, issue 15) ----
+ * No flag words (their sequence numbers would be baked into the graph): the
+ * comm stream's branch ends in an empty node `at` and goes on from an empty
+ * node `cont`; the NCCL stream depends on `at`, and the captured NCCL nodes
+ * get edges to `cont`, which the comm stream's later work hangs from. */
+static int capture_info(rt_backend *b, cudaStream_t s, cudaGraph_t *g, const cudaGraphNode_t **deps, size_t *n) {
+    enum cudaStreamCaptureStatus status;
+    CUDA_CHECK(b, cudaStreamGetCaptureInfo(s, &status, NULL, g, deps, NULL, n));
+    if (status != cudaStreamCaptureStatusActive) {
+        snprintf(b->err, sizeof b->err, "collective: the stream is not being captured (status %d)", (int)status);
+        return -1;
+    }
+    return 0;
+}
+
+static int join_captured(rt_backend *b, cuda_pending *q, int device, cudaStream_t s) {
+    cudaGraph_t g;
+    const cudaGraphNode_t *deps;
+    size_t n;
+    TRY(capture_info(b, s, &g, &deps, &n));
+    CUDA_CHECK(b, cudaGraphAddEmptyNode(&q->at[device], g, deps, n));
+    CUDA_CHECK(b, cudaGraphAddEmptyNode(&q->cont[device], g, NULL, 0));
+    CUDA_CHECK(b, cudaStreamUpdateCaptureDependencies(s, &q->cont[device], NULL, 1, cudaStreamSetCaptureDependencies));
+    return 0;
+}
+
+static int flush_captured(rt_backend *b, int p) {
+    cuda_state *st = cuda_st(b);
+    cuda_pending *q = &st->pending[p];
+    for (int d = 0; d < st->n; d++) {
+        TRY(cuda_use(b, d));
+        CUDA_CHECK(b, cudaStreamUpdateCaptureDependencies(st->dev[d].nccl_stream, &q->at[d], NULL, 1,
+                                                          cudaStreamAddCaptureDependencies));
+    }
+    NCCL_CHECK(b, ncclGroupStart());
+    int rc = 0;
+    for (int d = 0; d < st->n && rc == 0; d++) rc = issue_one(b, q, d);
+    ncclResult_t end = ncclGroupEnd();
+    TRY(rc);
+    NCCL_CHECK(b, end);
+    for (int d = 0; d < st->n; d++) {
+        cudaGraph_t g;
+        const cudaGraphNode_t *deps;
+        size_t n;
+        TRY(cuda_use(b, d));
+        TRY(capture_info(b, st->dev[d].nccl_stream, &g, &deps, &n));
+        for (size_t k = 0; k < n; k++) CUDA_CHECK(b, cudaGraphAddDependencies(g, &deps[k], &q->cont[d], NULL, 1));
+    }
+    q->used = 0;
+    memset(q->buf, 0, sizeof q->buf);
+    return 0;
+}
+
 /* every local device has called: run the group and release the comm streams */
 static int flush(rt_backend *b, int p) {
     cuda_state *st = cuda_st(b);
     cuda_pending *q = &st->pending[p];
+    if (st->capturing) return flush_captured(b, p);
     for (int d = 0; d < st->n; d++) {
         TRY(cuda_use(b, d));
         CUDA_CHECK(b, cudaStreamWaitEvent(st->dev[d].nccl_stream, q->ready[d], 0));
@@ -187,10 +241,14 @@ static int join(rt_backend *b, int p, int device, int stream, const rt_coll_args
         q->used = 1, q->args = *c, q->arrived = 0, q->seq++;
     }
     TRY(cuda_use(b, device));
-    if (!q->ready[device]) CUDA_CHECK(b, cudaEventCreateWithFlags(&q->ready[device], cudaEventDisableTiming));
-    CUDA_CHECK(b, cudaEventRecord(q->ready[device], dev->stream[stream]));
-    CU_CHECK(b, st->wait_value((CUstream)dev->stream[stream], (CUdeviceptr)(uintptr_t)(dev->flags + p), q->seq,
-                               CU_STREAM_WAIT_VALUE_GEQ));
+    if (st->capturing) {
+        TRY(join_captured(b, q, device, dev->stream[stream]));
+    } else {
+        if (!q->ready[device]) CUDA_CHECK(b, cudaEventCreateWithFlags(&q->ready[device], cudaEventDisableTiming));
+        CUDA_CHECK(b, cudaEventRecord(q->ready[device], dev->stream[stream]));
+        CU_CHECK(b, st->wait_value((CUstream)dev->stream[stream], (CUdeviceptr)(uintptr_t)(dev->flags + p), q->seq,
+                                   CU_STREAM_WAIT_VALUE_GEQ));
+    }
     q->buf[device] = c->buf;
     q->arrived++;
     return q->arrived == st->n ? flush(b, p) : 0;
@@ -225,4 +283,11 @@ int cuda_nccl_check_pending(rt_backend *b) {
     }
     pthread_mutex_unlock(&st->lock);
     return 0;
+}
+
+void cuda_nccl_forget_pending(rt_backend *b) {
+    cuda_state *st = cuda_st(b);
+    pthread_mutex_lock(&st->lock);
+    for (int p = 0; p < CUDA_MAX_PENDING; p++) st->pending[p].used = 0, memset(st->pending[p].buf, 0, sizeof st->pending[p].buf);
+    pthread_mutex_unlock(&st->lock);
 }

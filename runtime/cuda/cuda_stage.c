@@ -61,7 +61,9 @@ static int take(rt_backend *b, cuda_stage *g, size_t bytes, char **out) {
 int cuda_upload(rt_backend *b, int device, int stream, void *dst, const void *src, size_t bytes) {
     cuda_device *d = &cuda_st(b)->dev[device];
     TRY(cuda_use(b, device));
-    if (bytes > STAGE_MAX || bytes == 0) {
+    /* a captured step (cuda_graph.c) stages every size: a graph's copy must read pinned memory
+     * that stays put until the graph ran */
+    if ((bytes > STAGE_MAX && !cuda_st(b)->capturing) || bytes == 0) {
         CUDA_CHECK(b, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, d->stream[stream]));
         return 0;
     }

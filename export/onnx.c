@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/outfile.h"
 #include "onnx.h"
 #include "onnx_impl.h"
 
@@ -217,9 +218,10 @@ static const char *reduce(ox_ctx *c, const ir_node *n) {
     for (int d = 0; d < IR_MAX_RANK; d++)
         if (n->iattr[0] >> d & 1) axes[count++] = d;
     if (!count) return in(c, n, 0); /* no axis: the input itself */
-    const char *args[] = {in(c, n, 0), ox_ints(&c->b, count, axes)};
-    Onnx__NodeProto *o = ox_node(&c->b, names[n->op], n->op == OP_REDUCE_SUM ? 2 : 1, args, NULL);
-    if (n->op != OP_REDUCE_SUM) ox_attr_ints(&c->b, o, "axes", count, axes);
+    bool sum = n->op == OP_REDUCE_SUM;
+    const char *args[] = {in(c, n, 0), sum ? ox_ints(&c->b, count, axes) : NULL};
+    Onnx__NodeProto *o = ox_node(&c->b, names[n->op], sum ? 2 : 1, args, NULL);
+    if (!sum) ox_attr_ints(&c->b, o, "axes", count, axes);
     ox_attr_int(&c->b, o, "keepdims", n->iattr[1] != 0);
     return o->output[0];
 }
@@ -349,27 +351,27 @@ static bool *needed(const ir_module *m) {
     bool *need = calloc((size_t)m->g.n + 1, sizeof *need);
     if (!need) return NULL;
     for (int k = 0; k < m->n_outputs; k++) need[m->outputs[k].node] = true;
-    for (int i = m->g.n - 1; i >= 0; i--)
+    for (int i = m->g.n - 1; i >= 0; i--) /* in_training(a, b) reads b only outside training */
         if (need[i])
-            for (int k = 0; k < m->g.nodes[i].n_in; k++) need[m->g.nodes[i].in[k]] = true;
+            for (int k = m->g.nodes[i].op == OP_IN_TRAINING; k < m->g.nodes[i].n_in; k++) need[m->g.nodes[i].in[k]] = true;
     return need;
 }
 
-static bool unmapped(const ir_module *m, int i, char *err, size_t cap) {
+static onnx_status unmapped(const ir_module *m, int i, char *err, size_t cap) {
     const ir_node *n = &m->g.nodes[i];
     snprintf(err, cap, "model '%s': op '%s' (%%%d at %s:%d:%d) has no ONNX mapping", m->model_name,
              ir_ops[n->op].name, i, n->loc.file ? n->loc.file : "?", n->loc.line, n->loc.col);
-    return false;
+    return ONNX_UNSUPPORTED;
 }
 
 /* every needed node in graph order, then the outputs */
-static bool build(ox_ctx *c, const bool *need, onnx_read_fn read, void *ctx, char *err, size_t cap) {
+static onnx_status build(ox_ctx *c, const bool *need, onnx_read_fn read, void *ctx, char *err, size_t cap) {
     const ir_module *m = c->m;
     for (int i = 0; i < m->g.n; i++) {
         if (!need[i]) continue;
         const ir_node *n = &m->g.nodes[i];
         if (ir_ops[n->op].flags & OPF_VARIABLE) {
-            if (!variable(c, i, read, ctx, err, cap)) return false;
+            if (!variable(c, i, read, ctx, err, cap)) return ONNX_READ;
         } else if (!(c->names[i] = emit(c, i))) {
             return unmapped(m, i, err, cap);
         }
@@ -387,29 +389,29 @@ static bool build(ox_ctx *c, const bool *need, onnx_read_fn read, void *ctx, cha
         ox_node(&c->b, "Identity", 1, &c->names[m->outputs[k].node], m->outputs[k].name);
         ox_output(&c->b, m->outputs[k].name, o->dtype, &o->shape);
     }
-    return true;
+    return ONNX_OK;
 }
 
-bool onnx_export(const ir_module *m, const char *path, onnx_read_fn read, void *ctx, char *err, size_t cap) {
+onnx_status onnx_export(const ir_module *m, const char *path, onnx_read_fn read, void *ctx, char *err, size_t cap) {
     if (m->n_outputs == 0) {
         snprintf(err, cap, "model '%s' has no output to export", m->model_name);
-        return false;
+        return ONNX_UNSUPPORTED;
     }
+    if (ir_check_output(path, err, cap)) return ONNX_IO; /* before any work */
     ox_ctx c = {.m = m};
     c.names = calloc((size_t)m->g.n + 1, sizeof *c.names);
     c.declared = calloc((size_t)m->g.n + 1, sizeof *c.declared);
     bool *need = needed(m);
-    bool ok = c.names && c.declared && need;
-    if (!ok) snprintf(err, cap, "out of memory");
-    if (ok) ok = build(&c, need, read, ctx, err, cap);
-    if (ok) {
+    onnx_status st = c.names && c.declared && need ? build(&c, need, read, ctx, err, cap) : ONNX_READ;
+    if (!(c.names && c.declared && need)) snprintf(err, cap, "out of memory");
+    if (st == ONNX_OK) {
         const char *doc = ox_str(&c.b, "model '%s' exported by mgc from the predict graph of one replica (batch %lld)",
                                  m->model_name, (long long)m->batch_per_replica);
-        ok = ox_write(&c.b, m->model_name, doc, path, err, cap);
+        if (!ox_write(&c.b, m->model_name, doc, path, err, cap)) st = ONNX_IO;
     }
     ox_free(&c.b);
     free(c.names);
     free(c.declared);
     free(need);
-    return ok;
+    return st;
 }

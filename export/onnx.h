@@ -15,9 +15,14 @@ enum { ONNX_OPSET = 17, ONNX_IR_VERSION = 8 };
  * ir_node_bytes of it; false after writing a message into err. */
 typedef bool (*onnx_read_fn)(void *ctx, int node, void *dst, char *err, size_t cap);
 
-/* Writes m's predict graph to path. On failure returns false with one line
- * in err: an op without an ONNX mapping ("plan 'M': op 'X' (%N, file:line)
- * has no ONNX mapping"), a model without outputs, an I/O error. */
-bool onnx_export(const ir_module *m, const char *path, onnx_read_fn read, void *ctx, char *err, size_t cap);
+typedef enum {
+    ONNX_OK = 0,
+    ONNX_UNSUPPORTED, /* "model 'M': op 'X' (%N at FILE:L:C) has no ONNX mapping", or the model has no output */
+    ONNX_IO,          /* path cannot be written (checked before any work; nothing overwritten) */
+    ONNX_READ,        /* read failed (its message) */
+} onnx_status;
+
+/* Writes m's predict graph to path; on failure one line in err. */
+onnx_status onnx_export(const ir_module *m, const char *path, onnx_read_fn read, void *ctx, char *err, size_t cap);
 
 #endif

@@ -58,7 +58,8 @@ const char *ox_scalar(ox_builder *b, ir_dtype t, double v);
 void ox_input(ox_builder *b, const char *name, ir_dtype t, const ir_shape *s);
 void ox_output(ox_builder *b, const char *name, ir_dtype t, const ir_shape *s);
 
-/* Packs the model (opset ONNX_OPSET, graph name) and writes it to path. */
+/* Packs the model (opset ONNX_OPSET, graph name) and writes it to path
+ * atomically (ir/outfile.h). */
 bool ox_write(ox_builder *b, const char *graph_name, const char *doc, const char *path, char *err, size_t cap);
 
 #endif

@@ -1,11 +1,11 @@
 /* onnx_proto.c - the ONNX graph builder: protobuf-c messages of onnx.proto,
  * owned by one ox_builder, packed and written in one go. */
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/outfile.h"
 #include "onnx.h"
 #include "onnx_impl.h"
 
@@ -219,11 +219,8 @@ bool ox_write(ox_builder *b, const char *graph_name, const char *doc, const char
     uint8_t *buf = malloc(len ? len : 1);
     if (!buf) die_oom();
     onnx__model_proto__pack(&model, buf);
-    FILE *f = fopen(path, "wb");
-    bool ok = f && fwrite(buf, 1, len, f) == len;
-    int e = errno;
-    if (f && fclose(f) && ok) ok = false, e = errno;
+    const void *parts[] = {buf};
+    bool ok = ir_write_file_atomic(path, parts, &len, 1, err, cap) == 0; /* nothing overwritten by a failure */
     free(buf);
-    if (!ok) snprintf(err, cap, "cannot write '%s': %s", path, strerror(e));
     return ok;
 }

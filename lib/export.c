@@ -1,7 +1,6 @@
 /* export.c - libmgc's ONNX export: a session's plan with the session's
  * variables (export/onnx.c does the graph). */
 #include <stdio.h>
-#include <string.h>
 
 #include "../export/onnx.h"
 #include "api_impl.h"
@@ -20,8 +19,11 @@ mgc_status mgc_export_onnx(mgc_session *s, const char *path, mgc_error *err) {
     char msg[1024];
     if (!s || !path) return lib_fail(err, MGC_ERR_ARG, "mgc_export_onnx: session and path must not be NULL");
     if (rt_session_average_states(s->s)) return lib_fail(err, MGC_ERR_RUNTIME, "%s", rt_session_error(s->s));
-    if (onnx_export(s->plan->m, path, read_variable, s, msg, sizeof msg)) return lib_ok(err);
-    /* an op without a mapping or a model without outputs is the argument's fault, the rest I/O */
-    bool io = !strstr(msg, "ONNX mapping") && !strstr(msg, "no output");
-    return lib_fail(err, io ? MGC_ERR_IO : MGC_ERR_ARG, "%s", msg);
+    switch (onnx_export(s->plan->m, path, read_variable, s, msg, sizeof msg)) {
+    case ONNX_OK: return lib_ok(err);
+    case ONNX_UNSUPPORTED: return lib_fail(err, MGC_ERR_ARG, "%s", msg);
+    case ONNX_IO: return lib_fail(err, MGC_ERR_IO, "%s", msg);
+    case ONNX_READ: break;
+    }
+    return lib_fail(err, MGC_ERR_RUNTIME, "%s", msg);
 }

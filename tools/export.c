@@ -42,7 +42,7 @@ int cmd_export(int argc, char **argv) {
     if (mgc_plan_load(path, &p, &e)) rc = fail(NULL, &e);
     else if (mgc_session_new(p, NULL, &s, &e)) rc = fail(path, &e);
     else if (mgc_checkpoint_load(s, load, &e)) rc = fail(NULL, &e);
-    else if (mgc_export_onnx(s, out, &e)) rc = fail(path, &e);
+    else if (mgc_export_onnx(s, out, &e)) rc = fail(e.status == MGC_ERR_ARG ? path : NULL, &e);
     else printf("exported model '%s' (batch %lld) to %s\n", mgc_plan_model_name(p),
                 (long long)(mgc_plan_global_batch(p) / mgc_plan_devices(p)), out);
     mgc_session_free(s);

@@ -116,6 +116,16 @@ def errors(tmp):
     check("model 'grad_out': op 'relu_grad'" in r.stderr and "has no ONNX mapping" in r.stderr,
           "unmapped op: " + r.stderr.strip())
     check(not os.path.exists(os.path.join(tmp, "g.onnx")), "unmapped op: no file written")
+    # a model without outputs has nothing to export
+    src = os.path.join(tmp, "nooutput.mg")
+    with open(src, "w") as f:
+        f.write("use nn\n\nmodel m {\n  input x: f32[batch, 2]\n  input label: i32[batch]\n"
+                "  l = sparse_softmax_cross_entropy(x, label)\n  loss = l\n}\n")
+    plan_path3, ckpt3 = os.path.join(tmp, "n.mgx"), os.path.join(tmp, "n.safetensors")
+    run("compile", src, "--devices", "cpu:0", "-o", plan_path3)
+    mgc.compile(plan_path3).save(ckpt3)
+    r = run("export", plan_path3, "--load", ckpt3, "-o", os.path.join(tmp, "n.onnx"), expect=1)
+    check(r.stderr.strip() == "mgc: %s: model 'm' has no output to export" % plan_path3, "no output: " + r.stderr.strip())
     try:
         p.export_onnx(os.path.join(tmp, "g2.onnx"))
         check(False, "plan.export_onnx of an unmapped op raises")

@@ -94,6 +94,21 @@ def round_trip(tmp, model, feeds_of, rng):
     compare(model + " (plan.export_onnx)", next(iter(onnx_outputs(py_out, feeds).values())), plan.predict(feeds))
 
 
+def two_devices(tmp, rng):
+    """a 2-replica plan exports replica 0's graph: its per-replica batch, the same outputs"""
+    plan = mgc.compile(os.path.join(SRC, "examples", "resnet20.mg"), devices=["cpu:0", "cpu:1"], global_batch=16)
+    for name in list(plan.variables):
+        v = plan.variables[name]
+        if name.endswith("moving_variance"):
+            plan.variables[name] = rng.uniform(0.5, 2.0, v.shape).astype(np.float32)
+        elif name.endswith("moving_mean"):
+            plan.variables[name] = rng.normal(0, 0.1, v.shape).astype(np.float32)
+    path = os.path.join(tmp, "two.onnx")
+    plan.export_onnx(path)
+    x = {"image": rng.random((8, 28, 28, 1), np.float32)}
+    compare("resnet20 on 2 devices (batch 8 per replica)", next(iter(onnx_outputs(path, x).values())), plan.predict(x))
+
+
 def errors(tmp):
     model = os.path.join(SRC, "examples", "mnist_cnn.mg")
     plan_path, ckpt = os.path.join(tmp, "e.mgx"), os.path.join(tmp, "e.safetensors")
@@ -139,6 +154,7 @@ def main():
         round_trip(tmp, "mnist_cnn", lambda n: {"image": rng.random((n, 28, 28, 1), np.float32)}, rng)
         round_trip(tmp, "resnet20", lambda n: {"image": rng.random((n, 28, 28, 1), np.float32)}, rng)
         round_trip(tmp, "char_gpt", lambda n: {"tokens": rng.integers(0, 256, (n, 128)).astype(np.int32)}, rng)
+        two_devices(tmp, rng)
         errors(tmp)
     print("%d failures" % len(failures))
     return 1 if failures else 0

@@ -94,6 +94,23 @@ def round_trip(tmp, model, feeds_of, rng):
     compare(model + " (plan.export_onnx)", next(iter(onnx_outputs(py_out, feeds).values())), plan.predict(feeds))
 
 
+def ops_model(tmp, rng, fuse):
+    """tests/onnx/ops.mg: most mappings (fused programs, or each elementwise op with --no-fuse),
+    two outputs, compared output by output with plan.predict"""
+    plan_path = os.path.join(tmp, "ops.mgx")
+    run("compile", os.path.join(SRC, "tests", "onnx", "ops.mg"), "--devices", "cpu:0", "--global-batch", "4",
+        "-o", plan_path, *([] if fuse else ["--no-fuse"]))
+    plan = perturbed_checkpoint(plan_path, os.path.join(tmp, "ops.safetensors"), rng)
+    path = os.path.join(tmp, "ops.onnx")
+    plan.export_onnx(path)
+    x = {"image": rng.normal(0, 1, (4, 8, 8, 3)).astype(np.float32),
+         "ids": rng.integers(-2, 9, (4, 5)).astype(np.int32)}  # ids outside [0, 7): zero rows
+    got, want = onnx_outputs(path, x), plan.predict(x)
+    check(sorted(got) == ["y", "z"], "ops: outputs y and z")
+    for name in sorted(want):
+        compare("ops.mg %s (%s)" % (name, "fused" if fuse else "--no-fuse"), got[name], want[name])
+
+
 def two_devices(tmp, rng):
     """a 2-replica plan exports replica 0's graph: its per-replica batch, the same outputs"""
     plan = mgc.compile(os.path.join(SRC, "examples", "resnet20.mg"), devices=["cpu:0", "cpu:1"], global_batch=16)
@@ -154,6 +171,8 @@ def main():
         round_trip(tmp, "mnist_cnn", lambda n: {"image": rng.random((n, 28, 28, 1), np.float32)}, rng)
         round_trip(tmp, "resnet20", lambda n: {"image": rng.random((n, 28, 28, 1), np.float32)}, rng)
         round_trip(tmp, "char_gpt", lambda n: {"tokens": rng.integers(0, 256, (n, 128)).astype(np.int32)}, rng)
+        ops_model(tmp, rng, True)
+        ops_model(tmp, rng, False)
         two_devices(tmp, rng)
         errors(tmp)
     print("%d failures" % len(failures))

@@ -9,3 +9,7 @@ if(NOT MGC_SANITIZE)
   set_tests_properties(onnx_export PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
                        ENVIRONMENT "MGC_SRC=${MGC_SRC};MGC_BIN=$<TARGET_FILE:mgc>;MGC_LIBRARY=$<TARGET_FILE:mgc_shared>;MGC_STDLIB=${MGC_SRC}/stdlib")
 endif()
+# export's command-line errors (no onnxruntime needed)
+add_test(NAME onnx_errors COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/onnx/errors.sh)
+set_tests_properties(onnx_errors PROPERTIES TIMEOUT 120
+                     ENVIRONMENT "MGC=$<TARGET_FILE:mgc>;SRC=${MGC_SRC};MGC_STDLIB=${MGC_SRC}/stdlib")

@@ -29,7 +29,7 @@ void ox_free(ox_builder *b);
 void *ox_alloc(ox_builder *b, size_t bytes);
 /* a formatted string owned by b */
 const char *ox_str(ox_builder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* a new tensor name "hint_N" */
+/* a new tensor or node name "mgc::hint_N" */
 const char *ox_fresh(ox_builder *b, const char *hint);
 
 /* ONNX's TensorProto.DataType of an ir dtype */

@@ -54,7 +54,8 @@ const char *ox_str(ox_builder *b, const char *fmt, ...) {
     return s;
 }
 
-const char *ox_fresh(ox_builder *b, const char *hint) { return ox_str(b, "%s_%d", hint, b->fresh++); }
+/* "mgc::" keeps them apart from the model's names (identifiers, scoped "dense/kernel") */
+const char *ox_fresh(ox_builder *b, const char *hint) { return ox_str(b, "mgc::%s_%d", hint, b->fresh++); }
 
 int ox_dtype(ir_dtype t) {
     switch (t) {

@@ -247,6 +247,15 @@ mgc_status mgc_variable_write(mgc_session *s, const char *name, const void *src,
 mgc_status mgc_checkpoint_save(mgc_session *s, const char *path, mgc_error *err);
 mgc_status mgc_checkpoint_load(mgc_session *s, const char *path, mgc_error *err);
 
+/* ---- ONNX export (docs/onnx.md) ---- */
+
+/* Writes the plan's inference graph - the predict program of one replica,
+ * its outputs those of mgc_predict, batch the plan's per-replica batch - as
+ * an ONNX model (opset 17) with the session's variables as initializers.
+ * MGC_ERR_ARG names the op when the graph holds one without an ONNX mapping,
+ * or when the model has no output; MGC_ERR_IO when path cannot be written. */
+mgc_status mgc_export_onnx(mgc_session *s, const char *path, mgc_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,7 +3,7 @@
 # stage's objects in one archive), installed with include/mgc.h, the stdlib
 # and a pkg-config file mgc.pc.
 include(GNUInstallDirs)
-set(MGC_STAGES mgc_ir mgc_frontend mgc_passes mgc_runtime)
+set(MGC_STAGES mgc_ir mgc_frontend mgc_passes mgc_runtime mgc_export)
 if(TARGET mgc_cuda)
   list(APPEND MGC_STAGES mgc_cuda)
 endif()
@@ -14,7 +14,7 @@ set(MGC_LIB_DEFS MGC_INSTALL_STDLIB_DIR="${CMAKE_INSTALL_FULL_DATADIR}/mgc/stdli
 add_library(mgc_shared SHARED ${LIB_SRC})
 target_compile_definitions(mgc_shared PRIVATE ${MGC_LIB_DEFS})
 target_include_directories(mgc_shared PUBLIC ${CMAKE_SOURCE_DIR}/include)
-target_link_libraries(mgc_shared PRIVATE mgc_passes mgc_runtime)
+target_link_libraries(mgc_shared PRIVATE mgc_passes mgc_runtime mgc_export)
 target_link_options(mgc_shared PRIVATE -Wl,--version-script=${CMAKE_SOURCE_DIR}/lib/mgc.map -Wl,--no-undefined)
 set_target_properties(mgc_shared PROPERTIES OUTPUT_NAME mgc VERSION 0.1.0 SOVERSION 0
                       LINK_DEPENDS ${CMAKE_SOURCE_DIR}/lib/mgc.map LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
@@ -26,11 +26,11 @@ endforeach()
 add_library(mgc_static STATIC ${LIB_SRC} ${MGC_STAGE_OBJECTS})
 target_compile_definitions(mgc_static PRIVATE ${MGC_LIB_DEFS})
 target_include_directories(mgc_static PUBLIC ${CMAKE_SOURCE_DIR}/include)
-target_link_libraries(mgc_static PRIVATE mgc_passes mgc_runtime)
+target_link_libraries(mgc_static PRIVATE mgc_passes mgc_runtime mgc_export)
 set_target_properties(mgc_static PROPERTIES OUTPUT_NAME mgc ARCHIVE_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
 
 # pkg-config: what a static link needs besides libmgc.a
-set(MGC_PC_PRIVATE "-lopenblas -ldnnl -lcjson -lz -lpthread -lm")
+set(MGC_PC_PRIVATE "-lopenblas -ldnnl -lcjson -lprotobuf-c -lz -lpthread -lm")
 if(MPI_C_FOUND)
   string(APPEND MGC_PC_PRIVATE " ${MPI_C_LINK_FLAGS}")
   foreach(l ${MPI_C_LIBRARIES})

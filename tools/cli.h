@@ -46,5 +46,6 @@ int cmd_run(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 #endif

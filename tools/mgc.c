@@ -16,6 +16,7 @@ static const struct {
     {"eval", cmd_eval, "test loss and metrics of trained weights"},
     {"predict", cmd_predict, "model outputs for given inputs, as .npy"},
     {"generate", cmd_generate, "sample text from a trained character model"},
+    {"export", cmd_export, "a plan's inference graph with trained weights as an ONNX model"},
 };
 
 static void usage(FILE *out) {

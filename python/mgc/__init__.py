@@ -292,6 +292,12 @@ class Plan:
         err = _capi.Error()
         _check(_lib.mgc_checkpoint_load(self._session, os.fspath(path).encode(), ctypes.byref(err)), err)
 
+    def export_onnx(self, path):
+        """Writes the inference graph (predict's, one replica: batch = global_batch / devices) with
+        the current variables as an ONNX model, opset 17 (docs/onnx.md)."""
+        err = _capi.Error()
+        _check(_lib.mgc_export_onnx(self._session, os.fspath(path).encode(), ctypes.byref(err)), err)
+
 
 def compile(model, devices=None, global_batch=0, cross_device=None, bucket_bytes=0, stdlib_dir=None, seed=1,
             threads_per_device=1, collective_timeout=60.0, check_numerics=False, check_replicas=0):

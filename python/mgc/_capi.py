@@ -112,6 +112,7 @@ def _declare(lib):
         "mgc_variable_write": (c_int, [P, c_char_p, c_void_p, c_size_t, E]),
         "mgc_checkpoint_save": (c_int, [P, c_char_p, E]),
         "mgc_checkpoint_load": (c_int, [P, c_char_p, E]),
+        "mgc_export_onnx": (c_int, [P, c_char_p, E]),
     }
     for name, (res, args) in sigs.items():
         f = getattr(lib, name)

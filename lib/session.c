@@ -33,6 +33,7 @@ mgc_status mgc_session_new(const mgc_plan *p, const mgc_session_options *o, mgc_
     *out = NULL;
     mgc_session_options d;
     if (!o) mgc_session_options_init(&d), o = &d;
+    if (p->forward_only) return lib_fail(err, MGC_ERR_ARG, "mgc_session_new: a forward_only plan cannot run");
     if (o->threads_per_device < 1 || o->threads_per_device > 1024)
         return lib_fail(err, MGC_ERR_ARG, "threads_per_device %d is not from 1 to 1024", o->threads_per_device);
     if (!(o->collective_timeout > 0 && o->collective_timeout <= 86400))

@@ -364,7 +364,7 @@ static ir_module *fit_workers(ir_module *plan, const char *path, bound_plan *bp)
 static ir_module *fit_devices(ir_module *plan, const char *path, bool strict, char *err, size_t cap) {
     char why[256];
     if (strcmp(plan->devices[0].name, "gpu")) return plan;
-    int gpus = cli_gpu_count(why, sizeof why), missing = -1;
+    int gpus = mgc_gpu_count(why, sizeof why), missing = -1;
     for (int d = 0; d < plan->n_devices; d++)
         if (plan->devices[d].index >= gpus) missing = plan->devices[d].index;
     if (missing < 0) return plan;

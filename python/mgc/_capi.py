@@ -44,7 +44,9 @@ PROGRESS_FN = CFUNCTYPE(c_int, POINTER(Progress), c_void_p)
 
 class CompileOptions(Structure):
     _fields_ = [("devices", c_char_p), ("stdlib_dir", c_char_p), ("global_batch", c_int64),
-                ("cross_device", c_char_p), ("bucket_bytes", c_int64)]
+                ("cross_device", c_char_p), ("bucket_bytes", c_int64), ("sparse_grads", c_char_p),
+                ("no_fuse", c_int), ("strict_devices", c_int), ("dump_after", c_char_p), ("time_passes", c_int),
+                ("forward_only", c_int), ("text", c_void_p), ("text_user", c_void_p)]
 
 
 class SessionOptions(Structure):

@@ -33,6 +33,9 @@
  *   A session runs every replica of its plan in this process (cpu:N devices
  *   are logical CPU devices; gpu:N need CUDA). Several processes under
  *   mpirun are the CLI's (mgc run) for now.
+ *
+ * The mgc CLI is a client of this header: mgc compile, dump and inspect are
+ * made of the calls below (docs/api.md, "The CLI as a client of the API").
  */
 #ifndef MGC_H
 #define MGC_H

@@ -262,6 +262,16 @@ typedef struct {
     mgc_progress_fn progress;        /* NULL: no reports */
     void *user;
     int tty;                         /* lines for a terminal: \r-updated, at most 4 a second */
+    /* mgc run's --history, --checkpoint-dir, --save-every and --keep */
+    const char *history;             /* JSON Lines, one object per epoch, the file rewritten whole (atomically)
+                                        at each epoch's end; NULL: none */
+    int history_append;              /* keep the lines the history file holds (a resumed fit) */
+    const char *checkpoint_dir;      /* an existing directory: DIR/step-N.safetensors as mgc_checkpoint_save
+                                        writes them, also when the callback stops the fit; NULL: none */
+    int64_t save_every;              /* every N steps, or N epochs with save_every_epochs (0: every epoch);
+                                        always at the end */
+    int save_every_epochs;
+    int keep;                        /* the newest checkpoints kept in checkpoint_dir (0: 3) */
 } mgc_fit_options;
 
 void mgc_fit_options_init(mgc_fit_options *o);
@@ -297,6 +307,10 @@ mgc_status mgc_variable_write(mgc_session *s, const char *name, const void *src,
  * variables, step and seed; loading sets the step and the shuffling seed. */
 mgc_status mgc_checkpoint_save(mgc_session *s, const char *path, mgc_error *err);
 mgc_status mgc_checkpoint_load(mgc_session *s, const char *path, mgc_error *err);
+/* The newest complete checkpoint a fit with checkpoint_dir wrote there (what
+ * `mgc run --checkpoint-dir` resumes from): 1 with its path (cap bytes) and
+ * step, 0 when dir holds none or does not exist, -1 after an error (err). */
+int mgc_checkpoint_newest(const char *dir, char *path, size_t cap, int64_t *step, mgc_error *err);
 
 #ifdef __cplusplus
 }

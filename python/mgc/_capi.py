@@ -56,7 +56,9 @@ class SessionOptions(Structure):
 
 class FitOptions(Structure):
     _fields_ = [("epochs", c_int64), ("steps", c_int64), ("validation", POINTER(Feed)), ("n_validation", c_int),
-                ("progress", PROGRESS_FN), ("user", c_void_p), ("tty", c_int)]
+                ("progress", PROGRESS_FN), ("user", c_void_p), ("tty", c_int), ("history", c_char_p),
+                ("history_append", c_int), ("checkpoint_dir", c_char_p), ("save_every", c_int64),
+                ("save_every_epochs", c_int), ("keep", c_int)]
 
 
 def _candidates():

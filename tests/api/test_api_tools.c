@@ -3,7 +3,9 @@
  * streamed as the message holds them, the GPU-fallback note, --dump-after,
  * --time-passes), mgc compile's options (a plan byte-equal to the CLI's),
  * mgc_plan_read and mgc_plan_describe (equal to the CLI's output), the
- * forward_only plan that cannot run, mgc_pass_name, mgc_check_output.
+ * forward_only plan that cannot run, mgc_pass_name, mgc_check_output; and
+ * mgc run's --checkpoint-dir/--save-every/--keep/--history as fit options
+ * (the same checkpoint files and history as the CLI's, mgc_checkpoint_newest).
  *
  * usage: test_api_tools MGC_BINARY TINY.mg SOURCE_DIR */
 #include <stdarg.h>
@@ -280,6 +282,115 @@ static void check_output(void) {
           err.message);
 }
 
+/* ---- mgc run's checkpoint and history options as fit options ---- */
+
+enum { N = 256, F = 12, C = 4 };
+static float xs[N][F];
+static int32_t ys[N];
+
+static void save_npy(const char *file, const char *descr, const char *dims, const void *data, size_t bytes) {
+    char head[128];
+    int n = snprintf(head, sizeof head, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, dims);
+    int pad = 64 - (10 + n + 1) % 64;
+    FILE *f = fopen(file, "wb");
+    unsigned short hl = (unsigned short)(n + pad + 1);
+    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+    fwrite(&hl, 2, 1, f);
+    fprintf(f, "%s%*s\n", head, pad, "");
+    fwrite(data, 1, bytes, f);
+    fclose(f);
+}
+
+/* A history file without its timing fields ("images_per_sec", "seconds"). */
+static char *history_figures(const char *file) {
+    size_t len = 0;
+    char *h = (char *)slurp(file, &len);
+    if (!h) return NULL;
+    h[len] = 0;
+    for (char *t; (t = strstr(h, ", \"images_per_sec\""));) {
+        char *end = strchr(t, '}');
+        memmove(t, end, strlen(end) + 1);
+    }
+    return h;
+}
+
+static int stop_at_5(const mgc_progress *p, void *user) {
+    (void)user;
+    return p->kind == MGC_PROGRESS_STEP && p->step == 5;
+}
+
+static void fit_like_run(const char *mgc, const char *model) {
+    mgc_error err;
+    uint64_t r = 99;
+    for (int i = 0; i < N; i++) {
+        for (int j = 0; j < F; j++) {
+            r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+            xs[i][j] = (float)((double)(r >> 40) / (double)(1 << 24) * 2 - 1);
+        }
+        ys[i] = (xs[i][0] > 0) + 2 * (xs[i][1] > 0);
+    }
+    mgc_compile_options co;
+    mgc_compile_options_init(&co);
+    co.stdlib_dir = stdlib, co.devices = "cpu:0,cpu:1"; /* global batch 64: 4 steps an epoch */
+    mgc_plan *plan;
+    MUST(mgc_compile_file(model, &co, &plan, &err));
+    MUST(mgc_plan_save(plan, path("fit.mgx"), &err));
+    mgc_session *s;
+    MUST(mgc_session_new(plan, NULL, &s, &err));
+    const int64_t xshape[] = {N, F}, yshape[] = {N};
+    mgc_feed feeds[] = {{"x", MGC_F32, 2, xshape, xs}, {"label", MGC_I32, 1, yshape, ys}};
+    mgc_fit_options fo;
+    mgc_fit_options_init(&fo);
+    fo.epochs = 2; /* mgc run --input has no test set: no validation either */
+    fo.history = path("lib.jsonl"), fo.checkpoint_dir = path("lib_ckpt"), fo.save_every = 3, fo.keep = 2;
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' '%s' '%s'", path("lib_ckpt"), path("stop_ckpt"), path("cli_ckpt"));
+    CHECK(!system(cmd), "%s", cmd);
+    MUST(mgc_fit(s, feeds, 2, &fo, &err));
+    mgc_session_free(s);
+
+    save_npy(path("x.npy"), "<f4", "256,12,", xs, sizeof xs);
+    save_npy(path("y.npy"), "<i4", "256,", ys, sizeof ys);
+    char *out = run("'%s' run '%s' --epochs 2 --input x='%s' --input label='%s' --checkpoint-dir '%s' --save-every 3steps "
+                    "--keep 2 --history '%s'",
+                    mgc, path("fit.mgx"), path("x.npy"), path("y.npy"), path("cli_ckpt"), path("cli.jsonl"));
+    CHECK(out, "mgc run with checkpoints and history");
+    free(out);
+    /* steps 3, 6 and 8 (the end) were saved, the newest 2 kept */
+    static const char *kept[] = {"step-6.safetensors", "step-8.safetensors"};
+    for (int k = 0; k < 2; k++) {
+        char a[600], b[600];
+        snprintf(a, sizeof a, "%s/%s", path("lib_ckpt"), kept[k]);
+        snprintf(b, sizeof b, "%s/%s", path("cli_ckpt"), kept[k]);
+        CHECK(same_file(a, b), "%s differs from mgc run's", a);
+    }
+    char gone[600], newest[600];
+    snprintf(gone, sizeof gone, "%s/step-3.safetensors", path("lib_ckpt"));
+    CHECK(access(gone, F_OK) != 0, "keep 2 left %s", gone);
+    char *h1 = history_figures(path("lib.jsonl")), *h2 = history_figures(path("cli.jsonl"));
+    CHECK(h1 && h2 && !strcmp(h1, h2) && strstr(h1, "\"epoch\": 2, \"step\": 8"),
+          "history:\n%s\nmgc run's:\n%s", h1 ? h1 : "(none)", h2 ? h2 : "(none)");
+    free(h1), free(h2);
+    int64_t step = 0;
+    CHECK(mgc_checkpoint_newest(path("lib_ckpt"), newest, sizeof newest, &step, &err) == 1 && step == 8 &&
+              strstr(newest, "step-8.safetensors"),
+          "newest %s step %lld", newest, (long long)step);
+    CHECK(mgc_checkpoint_newest(path("nowhere"), newest, sizeof newest, &step, &err) == 0, "a missing directory");
+
+    /* a callback that stops: the checkpoint of that step is written */
+    MUST(mgc_session_new(plan, NULL, &s, &err));
+    mgc_fit_options_init(&fo);
+    fo.epochs = 2, fo.checkpoint_dir = path("stop_ckpt"), fo.progress = stop_at_5;
+    mgc_status st = mgc_fit(s, feeds, 2, &fo, &err);
+    CHECK(st == MGC_STOPPED, "stopped fit: %d %s", st, err.message);
+    CHECK(mgc_checkpoint_newest(path("stop_ckpt"), newest, sizeof newest, &step, &err) == 1 && step == 5,
+          "after a stop: newest step %lld", (long long)step);
+    fo.progress = NULL, fo.keep = -1;
+    EXPECT_ERROR(mgc_fit(s, feeds, 2, &fo, &err), MGC_ERR_ARG, "fit: save_every 0 and keep -1 must not be negative");
+    mgc_session_free(s);
+    mgc_plan_free(plan);
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: test_api_tools MGC_BINARY TINY.mg SOURCE_DIR\n");
@@ -292,10 +403,11 @@ int main(int argc, char **argv) {
     compile_like_cli(argv[1], argv[2]);
     describe(argv[1], argv[2]);
     check_output();
+    fit_like_run(argv[1], argv[2]);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
     if (failures) fprintf(stderr, "%d failures\n", failures);
-    else printf("libmgc: compile options, text callback, describe and read equal mgc compile/dump/inspect\n");
+    else printf("libmgc: compile options, text callback, describe and read equal mgc compile/dump/inspect; fit's checkpoints and history equal mgc run's\n");
     return failures ? 1 : 0;
 }

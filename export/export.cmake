@@ -19,11 +19,3 @@ file(GLOB EXPORT_SRC CONFIGURE_DEPENDS export/*.c)
 add_library(mgc_export STATIC ${EXPORT_SRC} ${ONNX_GEN})
 target_include_directories(mgc_export PUBLIC ${ONNX_GEN_DIR} ${PROTOBUF_C_INCLUDE})
 target_link_libraries(mgc_export PUBLIC mgc_ir ${PROTOBUF_C_LIB})
-
-# the CLI's export command (tools/export.c) is a client of libmgc's API: the
-# CLI compiles lib/*.c in (libmgc itself links mgc_export: lib/lib.cmake)
-file(GLOB EXPORT_LIB_SRC CONFIGURE_DEPENDS lib/*.c)
-target_sources(mgc PRIVATE ${EXPORT_LIB_SRC})
-target_compile_definitions(mgc PRIVATE MGC_INSTALL_STDLIB_DIR="${CMAKE_INSTALL_FULL_DATADIR}/mgc/stdlib"
-                                       MGC_SOURCE_STDLIB_DIR="${CMAKE_SOURCE_DIR}/stdlib")
-target_link_libraries(mgc PRIVATE mgc_export)

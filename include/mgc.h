@@ -33,6 +33,9 @@
  *   A session runs every replica of its plan in this process (cpu:N devices
  *   are logical CPU devices; gpu:N need CUDA). Several processes under
  *   mpirun are the CLI's (mgc run) for now.
+ *
+ * The mgc CLI is a client of this header: mgc compile, dump and inspect are
+ * made of the calls below (docs/api.md, "The CLI as a client of the API").
  */
 #ifndef MGC_H
 #define MGC_H
@@ -101,12 +104,34 @@ size_t mgc_dtype_size(mgc_dtype t);
 
 typedef struct mgc_plan mgc_plan;
 
+/* Text that compiling produces besides the plan, for a caller that shows it
+ * (the mgc CLI prints DIAG, NOTE and TIMING on stderr, DUMP on stdout). It
+ * comes as it is made, in order, on the calling thread. */
+typedef enum {
+    MGC_TEXT_DIAG = 0,    /* the compiler's diagnostics ("file:line:col: error: ...", line, caret) */
+    MGC_TEXT_NOTE = 1,    /* a note without "file:line", e.g. a GPU fallback, one line with its \n */
+    MGC_TEXT_DUMP = 2,    /* the IR after the pass dump_after names */
+    MGC_TEXT_TIMING = 3,  /* time_passes: "  shapes      0.12 ms    42 nodes\n" per pass */
+} mgc_text_kind;
+typedef void (*mgc_text_fn)(mgc_text_kind kind, const char *text, void *user);
+
 typedef struct {
     const char *devices;      /* "cpu:0,cpu:1" or "gpu:0,gpu:1"; NULL: "cpu:0" */
     const char *stdlib_dir;   /* NULL: $MGC_STDLIB, else the installed (or build tree's) stdlib */
     int64_t global_batch;     /* 0: the model's batch x replicas */
     const char *cross_device; /* "ring" (NULL), "one-device" or "hierarchical" */
     int64_t bucket_bytes;     /* 0: the default (4 MiB) */
+    /* the options below are `mgc compile`'s of the same names */
+    const char *sparse_grads; /* "auto" (NULL), "always" or "never" */
+    int no_fuse;              /* keep every op its own kernel */
+    int strict_devices;       /* gpu devices that are not here: MGC_ERR_ARG (1), or (0) a plan for
+                                 as many CPU devices and a MGC_TEXT_NOTE saying so */
+    const char *dump_after;   /* a pass (mgc_pass_name): the IR after it as MGC_TEXT_DUMP */
+    int time_passes;          /* each pass's wall time and node count as MGC_TEXT_TIMING */
+    int forward_only;         /* elaborate and infer shapes only (one replica, the forward graph):
+                                 a plan to describe (mgc dump), not to run or save */
+    mgc_text_fn text;         /* NULL: diagnostics are in the error message only, the rest dropped */
+    void *text_user;
 } mgc_compile_options;
 
 /* Fills o with the defaults above. */
@@ -118,8 +143,11 @@ void mgc_compile_options_init(mgc_compile_options *o);
 mgc_status mgc_compile_file(const char *path, const mgc_compile_options *o, mgc_plan **out, mgc_error *err);
 mgc_status mgc_compile_source(const char *source, const char *name, const mgc_compile_options *o, mgc_plan **out,
                               mgc_error *err);
-/* .mgx plan files (docs/plan-format.md), as `mgc compile -o` writes them. */
+/* .mgx plan files (docs/plan-format.md), as `mgc compile -o` writes them.
+ * mgc_plan_load also checks that the plan can run here (its batch, results
+ * and memory); mgc_plan_read only reads and verifies it (to describe it). */
 mgc_status mgc_plan_load(const char *path, mgc_plan **out, mgc_error *err);
+mgc_status mgc_plan_read(const char *path, mgc_plan **out, mgc_error *err);
 mgc_status mgc_plan_save(const mgc_plan *p, const char *path, mgc_error *err);
 void mgc_plan_free(mgc_plan *p);
 
@@ -134,6 +162,30 @@ int mgc_plan_output_count(const mgc_plan *p);
 mgc_status mgc_plan_output(const mgc_plan *p, int k, mgc_tensor_info *out, mgc_error *err);
 int mgc_plan_metric_count(const mgc_plan *p);
 const char *mgc_plan_metric_name(const mgc_plan *p, int k); /* NULL when k is out of range */
+int64_t mgc_plan_node_count(const mgc_plan *p);  /* the nodes of its graph (every replica's) */
+
+/* What mgc_plan_describe writes. */
+typedef enum {
+    MGC_DESCRIBE_IR = 0,             /* the IR as text (mgc dump) */
+    MGC_DESCRIBE_DOT = 1,            /* Graphviz dot, one replica (mgc dump --format dot) */
+    MGC_DESCRIBE_DOT_REPLICATED = 2, /* Graphviz dot of every replica (mgc dump --format dot --replicated) */
+    MGC_DESCRIBE_INSPECT = 3,        /* inputs, outputs, devices, optimizer, params, buckets, memory,
+                                        the race check (mgc inspect) */
+} mgc_describe_kind;
+
+/* A description of p, NUL-terminated, in *text (free it with mgc_free). */
+mgc_status mgc_plan_describe(const mgc_plan *p, mgc_describe_kind kind, char **text, mgc_error *err);
+void mgc_free(void *p);
+
+/* ---- for command-line tools ---- */
+
+/* The compiler's passes in order, "elaborate" first (k = 0), NULL after the last. */
+const char *mgc_pass_name(int k);
+/* Usable CUDA devices; 0 with the reason in why (cap bytes) when there are none. */
+int mgc_gpu_count(char *why, size_t cap);
+/* MGC_OK when path can be written as mgc writes files (a regular file or an
+ * absent one in an existing directory), else MGC_ERR_IO: checked before work. */
+mgc_status mgc_check_output(const char *path, mgc_error *err);
 
 /* ---- sessions ---- */
 
@@ -211,6 +263,16 @@ typedef struct {
     mgc_progress_fn progress;        /* NULL: no reports */
     void *user;
     int tty;                         /* lines for a terminal: \r-updated, at most 4 a second */
+    /* mgc run's --history, --checkpoint-dir, --save-every and --keep */
+    const char *history;             /* JSON Lines, one object per epoch, the file rewritten whole (atomically)
+                                        at each epoch's end; NULL: none */
+    int history_append;              /* keep the lines the history file holds (a resumed fit) */
+    const char *checkpoint_dir;      /* an existing directory: DIR/step-N.safetensors as mgc_checkpoint_save
+                                        writes them, also when the callback stops the fit; NULL: none */
+    int64_t save_every;              /* every N steps, or N epochs with save_every_epochs (0: every epoch);
+                                        always at the end */
+    int save_every_epochs;
+    int keep;                        /* the newest checkpoints kept in checkpoint_dir (0: 3) */
 } mgc_fit_options;
 
 void mgc_fit_options_init(mgc_fit_options *o);
@@ -246,6 +308,10 @@ mgc_status mgc_variable_write(mgc_session *s, const char *name, const void *src,
  * variables, step and seed; loading sets the step and the shuffling seed. */
 mgc_status mgc_checkpoint_save(mgc_session *s, const char *path, mgc_error *err);
 mgc_status mgc_checkpoint_load(mgc_session *s, const char *path, mgc_error *err);
+/* The newest complete checkpoint a fit with checkpoint_dir wrote there (what
+ * `mgc run --checkpoint-dir` resumes from): 1 with its path (cap bytes) and
+ * step, 0 when dir holds none or does not exist, -1 after an error (err). */
+int mgc_checkpoint_newest(const char *dir, char *path, size_t cap, int64_t *step, mgc_error *err);
 
 /* ---- ONNX export (docs/onnx.md) ---- */
 

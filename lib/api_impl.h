@@ -11,6 +11,8 @@
 
 struct mgc_plan {
     ir_module *m;          /* owned */
+    char *path;            /* the .mgx it was read from (owned), NULL when compiled */
+    bool forward_only;     /* mgc_compile_options.forward_only: to describe, not to run */
 };
 
 struct mgc_session {

@@ -33,6 +33,7 @@ mgc_status mgc_session_new(const mgc_plan *p, const mgc_session_options *o, mgc_
     *out = NULL;
     mgc_session_options d;
     if (!o) mgc_session_options_init(&d), o = &d;
+    if (p->forward_only) return lib_fail(err, MGC_ERR_ARG, "mgc_session_new: a forward_only plan cannot run");
     if (o->threads_per_device < 1 || o->threads_per_device > 1024)
         return lib_fail(err, MGC_ERR_ARG, "threads_per_device %d is not from 1 to 1024", o->threads_per_device);
     if (!(o->collective_timeout > 0 && o->collective_timeout <= 86400))
@@ -238,6 +239,9 @@ mgc_status mgc_fit(mgc_session *s, const mgc_feed *feeds, int n_feeds, const mgc
     if (o->epochs < 0 || o->steps < 0 || (!o->steps && !o->epochs))
         return lib_fail(err, MGC_ERR_ARG, "fit: epochs %lld and steps %lld: one must be positive, neither negative",
                         (long long)o->epochs, (long long)o->steps);
+    if (o->save_every < 0 || o->keep < 0)
+        return lib_fail(err, MGC_ERR_ARG, "fit: save_every %lld and keep %d must not be negative", (long long)o->save_every,
+                        o->keep);
     rt_dataset *train = NULL, *valid = NULL;
     mgc_status st = open_feeds(s, 0, feeds, n_feeds, &train, err);
     if (!st && o->validation) st = open_feeds(s, 0, o->validation, o->n_validation, &valid, err);
@@ -247,7 +251,10 @@ mgc_status mgc_fit(mgc_session *s, const mgc_feed *feeds, int n_feeds, const mgc
     fit_ctx c = {o, m->n_metrics};
     rt_train_options to = {.steps = start + (o->steps ? o->steps : o->epochs * (per_epoch ? per_epoch : 1)),
                            .seed = s->seed, .check_replicas = s->check_replicas, .check_numerics = s->check_numerics,
-                           .report = on_report, .report_ctx = &c, .tty = o->tty != 0};
+                           .report = on_report, .report_ctx = &c, .tty = o->tty != 0, .history = o->history,
+                           .history_append = o->history_append != 0, .checkpoint_dir = o->checkpoint_dir,
+                           .save_every = o->save_every, .save_every_epochs = o->save_every_epochs != 0,
+                           .keep = o->keep ? o->keep : 3};
     char msg[1024];
     int rc = st ? 0 : rt_train(s->s, train, valid, &to, msg, sizeof msg);
     if (!st && rc < 0) st = lib_fail(err, MGC_ERR_RUNTIME, "%s", msg);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../runtime/resume.h"
 #include "../runtime/train.h"
 #include "api_impl.h"
 
@@ -75,4 +76,13 @@ mgc_status mgc_checkpoint_load(mgc_session *s, const char *path, mgc_error *err)
     if (!path) return lib_fail(err, MGC_ERR_ARG, "mgc_checkpoint_load: path must not be NULL");
     if (rt_load_variables(s->s, path, &s->seed, msg, sizeof msg)) return lib_fail(err, MGC_ERR_IO, "%s", msg);
     return lib_ok(err);
+}
+
+int mgc_checkpoint_newest(const char *dir, char *path, size_t cap, int64_t *step, mgc_error *err) {
+    char msg[1024];
+    if (!dir || !path || !step) return lib_fail(err, MGC_ERR_ARG, "mgc_checkpoint_newest: dir, path and step must not be NULL"), -1;
+    int found = rt_ckpt_dir_newest(dir, path, cap, step, msg, sizeof msg);
+    if (found < 0) return lib_fail(err, MGC_ERR_IO, "%s", msg), -1;
+    lib_ok(err);
+    return found;
 }

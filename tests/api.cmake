@@ -10,3 +10,9 @@ if(NOT MGC_SANITIZE)
   add_test(NAME api_install COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/api/install.sh ${CMAKE_BINARY_DIR} ${MGC_SRC})
   set_tests_properties(api_install PROPERTIES TIMEOUT 300)
 endif()
+# the calls mgc compile, dump and inspect are made of (the CLI is a client of
+# libmgc): their text and plans equal the CLI's
+add_executable(test_api_tools ${CMAKE_CURRENT_SOURCE_DIR}/api/test_api_tools.c)
+target_link_libraries(test_api_tools PRIVATE mgc_shared)
+add_test(NAME api_tools COMMAND test_api_tools ${MGC_BIN} ${MGC_SRC}/tests/api/tiny.mg ${MGC_SRC})
+set_tests_properties(api_tools PROPERTIES TIMEOUT 300)

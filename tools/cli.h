@@ -3,40 +3,18 @@
 #define MGC_CLI_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
-#include "../ir/ir.h"
-#include "../passes/passes.h"
-
-/* Options of `mgc compile` that decide the plan. */
-typedef struct {
-    const char *devices;   /* --devices */
-    int replicas;          /* --replicas */
-    bool strict_devices;   /* --strict-devices */
-    pass_options pass;
-    const char *dump_after;
-} cli_compile_options;
-
-/* Resolves --devices / --replicas / the default into o->pass.devices.
- * Announces fallbacks on stderr. Returns false after printing an error. */
-bool cli_resolve_devices(cli_compile_options *o);
-
-/* Elaborates and runs every pass. NULL after printing errors. */
-ir_module *cli_compile(const char *path, cli_compile_options *o, FILE *dump_out);
-
-/* Compiles a loaded plan again from the sources it carries, for other
- * devices, keeping its global batch, cross-device ops and bucket size. */
-ir_module *cli_replan(const ir_module *plan, const ir_device *devices, int n_devices);
-
-/* Usable CUDA devices (0 with the reason in why). */
-int cli_gpu_count(char *why, size_t cap);
+#include "../include/mgc.h"
 
 /* A whole decimal integer from lo to hi for option `flag`: false after
  * printing "mgc: FLAG: 'S' is not an integer from LO to HI" (no wrap, no cap). */
 bool cli_parse_int(const char *flag, const char *s, int64_t lo, int64_t hi, int64_t *out);
 
-/* Loads a plan, printing "mgc: <error>" on failure. */
-ir_module *cli_load_plan(const char *path);
+/* Prints a libmgc error as "mgc: <message>" (a devices error names --devices). */
+void cli_print_error(const mgc_error *err);
 
+/* The stdlib the CLI compiles with: $MGC_STDLIB, else the source tree's. */
 const char *cli_stdlib_dir(void);
 
 int cmd_compile(int argc, char **argv);

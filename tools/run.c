@@ -1,4 +1,6 @@
-/* run.c - mgc run, eval and predict: bind a plan to devices and data. */
+/* run.c - mgc run, eval and predict: bind a plan to devices and data. They
+ * still drive the runtime directly (the mpirun workers, their agreement and
+ * the training options libmgc lacks: docs/api.md, "The CLI onto the API"). */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -12,7 +14,6 @@
 
 #include <zlib.h>
 
-#include "../ir/outfile.h"
 #include "../ir/plan.h"
 #include "../runtime/agree.h"
 #include "../runtime/mpi.h"
@@ -367,7 +368,7 @@ static ir_module *fit_workers(ir_module *plan, const char *path, bound_plan *bp)
 static ir_module *fit_devices(ir_module *plan, const char *path, bool strict, char *err, size_t cap) {
     char why[256];
     if (strcmp(plan->devices[0].name, "gpu")) return plan;
-    int gpus = cli_gpu_count(why, sizeof why), missing = -1;
+    int gpus = mgc_gpu_count(why, sizeof why), missing = -1;
     for (int d = 0; d < plan->n_devices; d++)
         if (plan->devices[d].index >= gpus) missing = plan->devices[d].index;
     if (missing < 0) return plan;
@@ -497,10 +498,10 @@ static void catch_stop_signals(void) {
 /* Every file the command will write, checked before any work: a bad path
  * found after training would throw the trained weights away. */
 static bool outputs_writable(const run_options *o) {
-    char err[600];
+    mgc_error err;
     const char *files[] = {o->save, o->history, o->out, o->trace};
     for (size_t k = 0; k < sizeof files / sizeof *files; k++)
-        if (files[k] && ir_check_output(files[k], err, sizeof err)) return fprintf(stderr, "mgc: %s\n", err), false;
+        if (files[k] && mgc_check_output(files[k], &err)) return cli_print_error(&err), false;
     struct stat st; /* the checkpoint directory is made now, so a bad one is found now */
     if (o->checkpoint_dir && mkdir(o->checkpoint_dir, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "mgc: %s: cannot create the checkpoint directory: %s\n", o->checkpoint_dir, strerror(errno));
@@ -677,6 +678,7 @@ int cmd_predict(int argc, char **argv) {
     bound_plan bp;
     if (!cli_bind_plan(argv[k], &o, &bp)) return 1;
     char err[640];
+    mgc_error e;
     rt_dataset *ds = NULL;
     int n_out = bp.facts.failed ? 0 : bp.m->n_outputs;
     char (*paths)[PATH_MAX] = calloc((size_t)n_out + 1, sizeof *paths);
@@ -685,9 +687,10 @@ int cmd_predict(int argc, char **argv) {
         cli_fail_local(&bp, err);
     }
     for (int j = 0; j < n_out && !bp.facts.failed; j++)
-        if (!output_path(o.out, bp.m, j, paths[j], sizeof paths[j], err, sizeof err) ||
-            ir_check_output(paths[j], err, sizeof err))
+        if (!output_path(o.out, bp.m, j, paths[j], sizeof paths[j], err, sizeof err))
             cli_fail_local(&bp, err);
+        else if (mgc_check_output(paths[j], &e))
+            cli_fail_local(&bp, e.message);
     if (!bp.facts.failed && !(ds = open_data(bp.m, &o, "test", PROG_PREDICT, 1, err, sizeof err))) cli_fail_local(&bp, err);
     rt_tensor *out = calloc((size_t)n_out + 1, sizeof *out);
     int rc = cli_start_plan(&bp, argv[k], &o, ds) ? 0 : 1;

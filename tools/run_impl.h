@@ -42,6 +42,11 @@ typedef struct {
     bool stopped;         /* the workers stopped together at an agreement: no abort needed */
 } bound_plan;
 
+/* Compiles a loaded plan again from the sources it carries, for other
+ * devices, keeping its global batch, cross-device ops, bucket size, sparse
+ * gradients and fusion (replan.c). NULL after printing errors. */
+ir_module *cli_replan(const ir_module *plan, const ir_device *devices, int n_devices);
+
 /* Loads the plan and fits it to this worker (devices, mpirun). Returns false when nothing runs. */
 bool cli_bind_plan(const char *path, const run_options *o, bound_plan *bp);
 /* Starts the session (the workers agree on ds, which may be NULL) and sets the variables: initializers or --load. */

@@ -44,7 +44,9 @@ PROGRESS_FN = CFUNCTYPE(c_int, POINTER(Progress), c_void_p)
 
 class CompileOptions(Structure):
     _fields_ = [("devices", c_char_p), ("stdlib_dir", c_char_p), ("global_batch", c_int64),
-                ("cross_device", c_char_p), ("bucket_bytes", c_int64)]
+                ("cross_device", c_char_p), ("bucket_bytes", c_int64), ("sparse_grads", c_char_p),
+                ("no_fuse", c_int), ("strict_devices", c_int), ("dump_after", c_char_p), ("time_passes", c_int),
+                ("forward_only", c_int), ("text", c_void_p), ("text_user", c_void_p)]
 
 
 class SessionOptions(Structure):
@@ -54,7 +56,9 @@ class SessionOptions(Structure):
 
 class FitOptions(Structure):
     _fields_ = [("epochs", c_int64), ("steps", c_int64), ("validation", POINTER(Feed)), ("n_validation", c_int),
-                ("progress", PROGRESS_FN), ("user", c_void_p), ("tty", c_int)]
+                ("progress", PROGRESS_FN), ("user", c_void_p), ("tty", c_int), ("history", c_char_p),
+                ("history_append", c_int), ("checkpoint_dir", c_char_p), ("save_every", c_int64),
+                ("save_every_epochs", c_int), ("keep", c_int)]
 
 
 def _candidates():

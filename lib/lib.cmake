@@ -38,7 +38,7 @@ if(MPI_C_FOUND)
   endforeach()
 endif()
 if(TARGET mgc_cuda)
-  string(APPEND MGC_PC_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcudart -lcublas ${MGC_CUDNN_LIB} ${MGC_NCCL_LIB} -lstdc++")
+  string(APPEND MGC_PC_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcudart -lcublas -lcublasLt ${MGC_CUDNN_LIB} ${MGC_NCCL_LIB} -lstdc++")
 endif()
 # relocatable: prefix from the .pc file's own place
 file(RELATIVE_PATH MGC_PC_UP ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})

@@ -214,7 +214,7 @@ static void compile_like_cli(const char *mgc, const char *model) {
         if (!nl) break;
         line = nl + 1;
     }
-    CHECK(k == 10 && !mgc_pass_name(k - 1) && mgc_pass_name(k - 2), "%d timing lines for the passes and check", k);
+    CHECK(k >= 2 && !mgc_pass_name(k - 1) && mgc_pass_name(k - 2), "%d timing lines for the passes and check", k);
     CHECK(!c.len[MGC_TEXT_DIAG] && !c.len[MGC_TEXT_NOTE], "diagnostics or notes from a good compile");
     free(dump);
     mgc_plan_free(plan);

@@ -47,11 +47,23 @@ MG_HD static inline float mg_tanh_grad(float y, float dy) { return dy * (1.0f - 
 
 /* ---- issue 14 (speed): exp and erf as straight-line float code, so the
  * compiler vectorizes the loops that call them (libm's expf and erff are
- * calls, one element at a time). Branches are selects; NaN stays NaN. ---- */
+ * calls, one element at a time). Branches are mg_select; NaN stays NaN. ---- */
 MG_HD static inline float mg_bits_float(int32_t i) {
     union { int32_t i; float f; } u;
     u.i = i;
     return u.f;
+}
+MG_HD static inline int32_t mg_float_bits(float f) {
+    union { int32_t i; float f; } u;
+    u.f = f;
+    return u.i;
+}
+/* c ? a : b on the bits: gcc threads jumps through a ?: and then does not
+ * if-convert arms holding float arithmetic (it may trap, -ftrapping-math), so
+ * a loop over a ?: stays scalar */
+MG_HD static inline float mg_select(int c, float a, float b) {
+    int32_t m = -(int32_t)(c != 0);
+    return mg_bits_float((mg_float_bits(a) & m) | (mg_float_bits(b) & ~m));
 }
 /* e^x, Cephes' expf: x = n ln2 + r with |r| <= ln2/2, e^r by a degree-7
  * polynomial, 2^n as two exponent-field factors (so n may reach -150 and
@@ -59,10 +71,10 @@ MG_HD static inline float mg_bits_float(int32_t i) {
  * 1.01 ulp relative against exp(), checked <= 1.5 (tests/kern/test_vecmath.c
  * over [-104, 89]); 0 below -104, inf above 88.73. */
 MG_HD static inline float mg_expf(float x) {
-    float xc = x < -104.0f ? -104.0f : x;
-    xc = xc > 89.0f ? 89.0f : xc;
+    float xc = mg_select(x < -104.0f, -104.0f, x);
+    xc = mg_select(xc > 89.0f, 89.0f, xc);
     float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
-    n = n == n ? n : 0.0f;                                               /* NaN: r carries it */
+    n = mg_select(n == n, n, 0.0f);                                      /* NaN: r carries it */
     float r = xc - n * 0.693359375f;
     r = r - n * -2.12194440e-4f;
     float p = 1.9875691500e-4f;
@@ -74,14 +86,14 @@ MG_HD static inline float mg_expf(float x) {
     p = p * (r * r) + r + 1.0f;
     int32_t ni = (int32_t)n, h = ni / 2;
     float y = p * mg_bits_float((h + 127) << 23) * mg_bits_float((ni - h + 127) << 23);
-    return x < -104.0f ? 0.0f : y;
+    return mg_select(x < -104.0f, 0.0f, y);
 }
 /* erf(x): for |x| < 0.921875, x + x P(x^2) (P(0) = 2/sqrt(pi) - 1); above, 1 - e^(-x^2) Q(|x| - 2.4)
  * with |x| capped at 3.92 (erf rounds to 1 beyond), Q a fit of erfc(x) e^(x^2);
  * both computed, one selected. Max error 8.6e-8 absolute against erf(), checked <= 1e-7
  * (tests/kern/test_vecmath.c, every float step over [-6, 6] sampled densely). */
 MG_HD static inline float mg_erf_v(float x) {
-    float ax = x < 0.0f ? -x : x, s = x * x;
+    float ax = mg_bits_float(mg_float_bits(x) & 0x7fffffff), s = x * x;
     float p = 8.282101771328598e-05f;
     p = p * s + -0.0008119611884467304f;
     p = p * s + 0.005198759492486715f;
@@ -90,7 +102,7 @@ MG_HD static inline float mg_erf_v(float x) {
     p = p * s + -0.37612631916999817f;
     p = p * s + 0.12837916709551257f; /* 2/sqrt(pi) - 1: x + x P keeps the leading x exact */
     float small = x + x * p;
-    float b = ax > 3.92f ? 3.92f : ax; /* NaN stays */
+    float b = mg_select(ax > 3.92f, 3.92f, ax); /* NaN stays */
     float t = b - 2.4f;
     float q = 8.595501640229486e-06f;
     q = q * t + 1.3573338947026059e-05f;
@@ -104,8 +116,8 @@ MG_HD static inline float mg_erf_v(float x) {
     q = q * t + -0.07958561927080154f;
     q = q * t + 0.21849869191646576f;
     float big = 1.0f - mg_expf(-b * b) * q;
-    big = x < 0.0f ? -big : big;
-    return ax < 0.921875f ? small : big;
+    big = mg_bits_float(mg_float_bits(big) ^ (mg_float_bits(x) & (int32_t)0x80000000)); /* erf(-x) = -erf(x) */
+    return mg_select(ax < 0.921875f, small, big);
 }
 
 /* ---- activations and elementwise math of issue 12 (Keras formulas) ---- */

@@ -91,7 +91,7 @@ MG_HD static inline float mg_expf(float x) {
 /* erf(x): for |x| < 0.921875, x + x P(x^2) (P(0) = 2/sqrt(pi) - 1); above, 1 - e^(-x^2) Q(|x| - 2.4)
  * with |x| capped at 3.92 (erf rounds to 1 beyond), Q a fit of erfc(x) e^(x^2);
  * both computed, one selected. Max error 8.6e-8 absolute against erf(), checked <= 1e-7
- * (tests/kern/test_vecmath.c, every float step over [-6, 6] sampled densely). */
+ * (tests/kern/test_vecmath.c: [-6, 6] in steps of 3.1e-5, every float of [0.9, 0.95]). */
 MG_HD static inline float mg_erf_v(float x) {
     float ax = mg_bits_float(mg_float_bits(x) & 0x7fffffff), s = x * x;
     float p = 8.282101771328598e-05f;

@@ -27,3 +27,11 @@ add_test(NAME kern_tune COMMAND test_tune)
 add_executable(test_fused ${MGC_SRC}/tests/kern/test_fused.c)
 target_link_libraries(test_fused PRIVATE mgc_runtime)
 add_test(NAME kern_fused COMMAND test_fused)
+
+# issue 14 (speed): mg_expf, mg_erf_v, gelu against libm in double; the hoisted dropout key, bit for bit
+add_executable(test_vecmath ${MGC_SRC}/tests/kern/test_vecmath.c)
+target_link_libraries(test_vecmath PRIVATE mgc_runtime)
+add_test(NAME kern_vecmath COMMAND test_vecmath)
+# bench/gpt_kernels.c: ms (thread CPU time) per kernel of the char_gpt step (run by hand, not a test)
+add_executable(bench_gpt_kernels ${MGC_SRC}/bench/gpt_kernels.c)
+target_link_libraries(bench_gpt_kernels PRIVATE mgc_runtime)

@@ -219,6 +219,14 @@ int cpu_k_cast(const rt_kernel_args *k, char *err, size_t cap) {
     return 0;
 }
 
+/* issue 14 (speed): the (seed, step) part of the hash once per call, the
+ * per-element hash in a loop the compiler vectorizes (the bits of
+ * mg_dropout_scale) */
+CPU_CLONES static void dropout_apply(float *o, const float *x, int64_t n, uint64_t key, uint64_t base, float rate) {
+    float keep = 1.0f / (1.0f - rate); /* outside the loop: a division in a select blocks if-conversion */
+    for (int64_t i = 0; i < n; i++) o[i] = x[i] * (mg_dropout_uniform_key(key, base + (uint64_t)i) >= rate ? keep : 0.0f);
+}
+
 /* ---- dropout: x * mask(seed, step, replica * numel + i) / (1 - rate) in
  * training, x in eval and predict; the gradient applies the same mask to dy ---- */
 int cpu_k_dropout(const rt_kernel_args *k, char *err, size_t cap) {
@@ -230,7 +238,7 @@ int cpu_k_dropout(const rt_kernel_args *k, char *err, size_t cap) {
         if (o != x) memcpy(o, x, (size_t)n * sizeof *o);
         return 0;
     }
-    uint64_t seed = (uint64_t)k->node->iattr[0], base = (uint64_t)k->replica * (uint64_t)n;
-    for (int64_t i = 0; i < n; i++) o[i] = x[i] * mg_dropout_scale(seed, step, base + (uint64_t)i, rate);
+    uint64_t key = mg_dropout_key((uint64_t)k->node->iattr[0], step), base = (uint64_t)k->replica * (uint64_t)n;
+    dropout_apply(o, x, n, key, base, rate);
     return 0;
 }

@@ -1,0 +1,91 @@
+/* gpt_kernels.c (issue 14, speed) - times the CPU kernels of one char_gpt
+ * training step (examples/char_gpt.mg, batch 16, context 128, width 128, 4
+ * heads; one thread) in thread CPU time, so a loaded machine still gives
+ * comparable figures: the best of 5 rounds of about 0.1 s each. Prints ms per
+ * call, calls per step and ms per step of each. Run by hand, not a test:
+ *   build/bench/gpt_kernels  (or build/tests/bench_gpt_kernels) */
+#include <stdio.h>
+#include <time.h>
+
+#include "../tests/kern/harness.h"
+
+typedef struct {
+    const char *name;
+    ir_op op;
+    int n_in;
+    const char *shape[4];
+    ir_dtype dtype[4];
+    int64_t iattr[IR_MAX_IATTR];
+    double fattr[IR_MAX_FATTR];
+    int per_step; /* calls in one training step of char_gpt (4 blocks) */
+} bcase;
+
+static const bcase cases[] = {
+    {"gelu 2048x512", OP_GELU, 1, {"16,128,512"}, .per_step = 4},
+    {"gelu_grad 2048x512", OP_GELU_GRAD, 2, {"16,128,512", "16,128,512"}, .per_step = 4},
+    {"softmax 64x128x128", OP_SOFTMAX, 1, {"16,4,128,128"}, .per_step = 4},
+    {"softmax_grad 64x128x128", OP_SOFTMAX_GRAD, 2, {"16,4,128,128", "16,4,128,128"}, .per_step = 4},
+    {"dropout 64x128x128", OP_DROPOUT, 1, {"16,4,128,128"}, .iattr = {42}, .fattr = {0.1}, .per_step = 4},
+    {"dropout_grad 64x128x128", OP_DROPOUT_GRAD, 1, {"16,4,128,128"}, .iattr = {42}, .fattr = {0.1}, .per_step = 4},
+    {"dropout 2048x128", OP_DROPOUT, 1, {"16,128,128"}, .iattr = {42}, .fattr = {0.1}, .per_step = 8},
+    {"dropout_grad 2048x128", OP_DROPOUT_GRAD, 1, {"16,128,128"}, .iattr = {42}, .fattr = {0.1}, .per_step = 8},
+    {"sparse_xent 2048x256", OP_SPARSE_XENT, 2, {"2048,256", "2048"}, .dtype = {0, IR_I32}, .per_step = 2},
+    {"sparse_xent_grad 2048x256", OP_SPARSE_XENT_GRAD, 3, {"2048,256", "2048", "2048"}, .dtype = {0, IR_I32, 0},
+     .per_step = 1},
+    /* for scale: the GEMMs of a block (forward) */
+    {"matmul 2048x128x128", OP_MATMUL, 2, {"2048,128", "128,128"}, .per_step = 16},
+    {"matmul 2048x128x512", OP_MATMUL, 2, {"2048,128", "128,512"}, .per_step = 4},
+    {"matmul 2048x512x128", OP_MATMUL, 2, {"2048,512", "512,128"}, .per_step = 4},
+    {"batched q k^T 64x128x32x128", OP_MATMUL, 2, {"64,128,32", "64,128,32"}, .iattr = {0, 1}, .per_step = 4},
+    {"batched p v 64x128x128x32", OP_MATMUL, 2, {"64,128,128", "64,128,32"}, .per_step = 4},
+};
+
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double time_case(const bcase *c, char *err, size_t cap) {
+    ir_shape shapes[4];
+    for (int i = 0; i < c->n_in; i++) shapes[i] = kh_shape(c->shape[i]);
+    one_op t;
+    double best = -1;
+    if (kh_build(&t, c->op, c->n_in, shapes, c->dtype, c->iattr, c->fattr, NULL, 0, err, cap)) goto done;
+    for (int i = 0; i < c->n_in; i++) {
+        size_t n = (size_t)ir_shape_numel(&shapes[i]);
+        for (size_t j = 0; j < n; j++) {
+            if (c->dtype[i] == IR_I32) ((int32_t *)t.in[i])[j] = (int32_t)(j * 7 % 256);
+            else ((float *)t.in[i])[j] = (float)((j * 2654435761u) % 1000) / 250.0f - 2.0f;
+        }
+    }
+    if (kh_run(&t, err, cap)) goto done;
+    for (int round = 0; round < 5; round++) {
+        int reps = 0;
+        double t0 = cpu_now(), t1;
+        do {
+            if (kh_run(&t, err, cap)) goto done;
+            reps++;
+        } while ((t1 = cpu_now()) - t0 < 0.1);
+        double ms = 1e3 * (t1 - t0) / reps;
+        if (best < 0 || ms < best) best = ms;
+    }
+done:
+    kh_free(&t);
+    return best;
+}
+
+int main(void) {
+    char err[256];
+    cpu_kernels_set_threads(1);
+    printf("%-30s %10s %6s %10s\n", "op (char_gpt, 1 thread)", "ms/call", "calls", "ms/step");
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        double ms = time_case(&cases[i], err, sizeof err);
+        if (ms < 0) {
+            fprintf(stderr, "%s: %s\n", cases[i].name, err);
+            return 1;
+        }
+        printf("%-30s %10.4f %6d %10.3f\n", cases[i].name, ms, cases[i].per_step, ms * cases[i].per_step);
+    }
+    return 0;
+}

@@ -275,8 +275,8 @@ static int build_conv_epilogue(const rt_kernel_args *k, char *err, size_t cap, e
     const ir_shape *w = IN_SHAPE(k, 1);
     window win = conv_window(n, w);
     int64_t groups = ir_conv_of(n, w).groups;
-    int residual = n->n_in == 4;
-    dnnl_memory_desc_t xm = md_nhwc(IN_SHAPE(k, 0)), wm = md_filter(n, w, groups, 1), ym = md_nhwc(&n->shape),
+    int residual = n->n_in == 4, any = e->sig.v[2] == 0; /* the candidate of its core conv2d: tune.c keys them alike */
+    dnnl_memory_desc_t xm = md_nhwc(IN_SHAPE(k, 0)), wm = md_filter(n, w, groups, any), ym = md_nhwc(&n->shape),
                        keras = md_filter(n, w, groups, 0), bm;
     dnnl_memory_desc_init_by_tag(&bm, 4, (dnnl_dims_t){1, n->shape.dim[3], 1, 1}, dnnl_f32, dnnl_nhwc);
     dnnl_convolution_desc_t d;

@@ -179,7 +179,7 @@ static int bind_conv(const rt_kernel_args *k, char *err, size_t cap, entry *e, d
     int reorder = !dnnl_memory_desc_equal(w, keras), w_src = op == OP_CONV2D_GRAD_FILTER ? SRC_OUT : SRC_IN1;
     if (reorder && op != OP_CONV2D_GRAD_FILTER && bind_reorder(k, err, cap, e, keras, SRC_IN1, w, SRC_BUF0)) return -1;
     if (reorder) w_src = SRC_BUF0;
-    int rc = op == OP_CONV2D || op == OP_CONV2D_TRANSPOSE
+    int rc = op == OP_CONV2D || op == OP_CONV2D_TRANSPOSE || op == OP_CONV2D_EPILOGUE /* its HWIO candidate */
                  ? bind(k, err, cap, e, pd, 3, (int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST},
                         (int[]){SRC_IN0, w_src, SRC_OUT})
              : op == OP_CONV2D_GRAD_INPUT
@@ -212,7 +212,8 @@ static int build_deconv(const rt_kernel_args *k, char *err, size_t cap, entry *e
 static int build_conv(const rt_kernel_args *k, char *err, size_t cap, entry *e) {
     const ir_node *n = k->node;
     const ir_shape *x, *w, *y; /* forward shapes */
-    if (n->op == OP_CONV2D) x = IN_SHAPE(k, 0), w = IN_SHAPE(k, 1), y = &n->shape;
+    int fwd = n->op == OP_CONV2D || n->op == OP_CONV2D_EPILOGUE; /* the epilogue's HWIO candidate: cpu_dnnl_conv */
+    if (fwd) x = IN_SHAPE(k, 0), w = IN_SHAPE(k, 1), y = &n->shape;
     else if (n->op == OP_CONV2D_GRAD_INPUT) x = &n->shape, w = IN_SHAPE(k, 1), y = IN_SHAPE(k, 0);
     else x = IN_SHAPE(k, 0), w = &n->shape, y = IN_SHAPE(k, 1);
     window win = conv_window(n, w);
@@ -227,7 +228,7 @@ static int build_conv(const rt_kernel_args *k, char *err, size_t cap, entry *e) 
         return cpu_kerr(k, err, cap, "oneDNN rejects the convolution descriptor");
     if (make_pd(k, err, cap, &fpd, &fd, NULL)) return -1;
     int rc = 0;
-    if (n->op == OP_CONV2D) {
+    if (fwd) {
         pd = fpd, fpd = NULL;
     } else {
         if (n->op == OP_CONV2D_GRAD_INPUT)
@@ -374,6 +375,7 @@ static entry *build(const rt_kernel_args *k, int variant, char *err, size_t cap)
     else if (k->node->op == OP_CONV2D || k->node->op == OP_CONV2D_GRAD_INPUT || k->node->op == OP_CONV2D_GRAD_FILTER)
         rc = build_conv(k, err, cap, e);
     else if (k->node->op == OP_CONV2D_TRANSPOSE) rc = build_deconv(k, err, cap, e);
+    else if (k->node->op == OP_CONV2D_EPILOGUE && variant == 1) rc = build_conv(k, err, cap, e); /* issue 14: see cpu_dnnl_conv */
     else if (k->node->op == OP_CONV2D_EPILOGUE) rc = build_conv_epilogue(k, err, cap, e); /* issue 14 */
     else rc = build_pool(k, err, cap, e);
     if (rc) return entry_free(e), NULL;
@@ -431,7 +433,19 @@ int cpu_k_pool2d_grad(const rt_kernel_args *k, char *err, size_t cap) { return r
 /* ---- issue 14: conv2d and its gradients in either filter layout, chosen by
  * measurement (tune.c) ---- */
 
-int cpu_dnnl_conv(const rt_kernel_args *k, int variant, char *err, size_t cap) { return run(k, variant, err, cap); }
+/* conv2d_epilogue's HWIO candidate is conv2d's HWIO convolution, then the
+ * epilogue in one pass as matmul_epilogue's: bit for bit the unfused conv2d,
+ * add, add, activation. (Its post-ops would run on the implementation oneDNN
+ * 2.6 picks for an HWIO filter, gemm:jit, whose full-tensor binary add, the
+ * residual, gives wrong sums: kern_kernels' residual cases.) */
+int cpu_dnnl_conv(const rt_kernel_args *k, int variant, char *err, size_t cap) {
+    if (run(k, variant, err, cap)) return -1;
+    const ir_shape *s = &k->node->shape;
+    if (k->node->op == OP_CONV2D_EPILOGUE && variant == 1)
+        cpu_epilogue_rows(k->out, IN_F32(k, 2), k->node->n_in == 4 ? IN_F32(k, 3) : NULL, OUT_NUMEL(k) / s->dim[3],
+                          s->dim[3], k->node->iattr[9]);
+    return 0;
+}
 
 static const char *const conv_names[] = {"onednn", "onednn-hwio"};
 static const cpu_tune_op conv_op = {conv_names, 2, cpu_dnnl_conv};

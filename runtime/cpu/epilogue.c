@@ -18,7 +18,7 @@ static inline float apply_act(int64_t act, float v) {
 
 /* out[r, j] = act(out[r, j] + bias[j] [+ res[r, j]]) over rows of n, in the
  * order the unfused add, add, activation run, so the results are the same bits */
-static void epilogue_rows(float *out, const float *bias, const float *res, int64_t rows, int64_t n, int64_t act) {
+void cpu_epilogue_rows(float *out, const float *bias, const float *res, int64_t rows, int64_t n, int64_t act) {
     for (int64_t r = 0; r < rows; r++) {
         float *o = out + r * n;
         const float *q = res ? res + r * n : NULL;
@@ -36,7 +36,7 @@ int cpu_k_matmul_epilogue(const rt_kernel_args *k, char *err, size_t cap) {
     if (cpu_k_matmul(k, err, cap)) return -1; /* reads trans_a, trans_b as matmul does */
     const ir_shape *s = &k->node->shape;
     int64_t n = s->dim[s->rank - 1];
-    epilogue_rows(k->out, IN_F32(k, 2), k->node->n_in == 4 ? IN_F32(k, 3) : NULL, OUT_NUMEL(k) / n, n,
+    cpu_epilogue_rows(k->out, IN_F32(k, 2), k->node->n_in == 4 ? IN_F32(k, 3) : NULL, OUT_NUMEL(k) / n, n,
                   k->node->iattr[2]);
     return 0;
 }

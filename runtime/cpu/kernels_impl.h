@@ -92,5 +92,7 @@ int cpu_k_pool2d_grad(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_conv2d_epilogue(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_matmul_epilogue(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_max_pool_grad(const rt_kernel_args *k, char *err, size_t cap); /* max_pool2d_grad, max_pool2d_relu_grad */
+/* out[r, j] = act(out[r, j] + bias[j] [+ res[r, j]]) in the unfused order and math */
+void cpu_epilogue_rows(float *out, const float *bias, const float *res, int64_t rows, int64_t n, int64_t act);
 
 #endif

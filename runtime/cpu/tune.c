@@ -5,11 +5,13 @@
 #include <cblas.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -100,7 +102,9 @@ static void put(const char *key, const char *name) {
 
 /* ---- the cache file: {"mgc_kernels": 1, "choices": {key: candidate name}} ---- */
 
-static const char *parse_cache(const char *text) {
+/* merge: keep the table's choice of a key both hold (another process's file
+ * read back before writing) */
+static const char *parse_cache(const char *text, int merge) {
     cJSON *root = cJSON_Parse(text);
     const char *why = NULL;
     const cJSON *version = cJSON_GetObjectItemCaseSensitive(root, "mgc_kernels"),
@@ -116,12 +120,12 @@ static const char *parse_cache(const char *text) {
         }
     }
     list = why ? NULL : choices;
-    cJSON_ArrayForEach(it, list) put(it->string, it->valuestring);
+    cJSON_ArrayForEach(it, list) if (!merge || !find(it->string)) put(it->string, it->valuestring);
     cJSON_Delete(root);
     return why;
 }
 
-static void load_cache(void) {
+static void load_cache(int merge) {
     FILE *f = path[0] ? fopen(path, "rb") : NULL;
     if (!f) return;
     size_t cap = 1 << 16, n = 0;
@@ -137,8 +141,8 @@ static void load_cache(void) {
     fclose(f);
     if (!text) return;
     text[n] = 0;
-    const char *why = strlen(text) != n ? "a NUL byte" : parse_cache(text);
-    if (why) {
+    const char *why = strlen(text) != n ? "a NUL byte" : parse_cache(text, merge);
+    if (why && !merge) {
         /* nothing of a corrupt file is kept */
         for (choice *c; (c = table);) table = c->next, free(c);
         fprintf(stderr, "mgc: warning: kernel cache %s is corrupt (%s); measuring again\n", path, why);
@@ -146,9 +150,17 @@ static void load_cache(void) {
     free(text);
 }
 
-/* Writes the table to a temporary file beside the cache and renames it over. */
+/* Writes the table to a temporary file beside the cache and renames it over,
+ * holding an flock on FILE.lock: the file is read back first and the keys
+ * other processes chose since this one loaded it are kept (a corrupt one is
+ * overwritten), so no process's measurement is lost. */
 static void save_cache(void) {
     if (!path[0]) return;
+    char lock_path[PATH_CAP + 8];
+    snprintf(lock_path, sizeof lock_path, "%s.lock", path);
+    int lock_fd = make_dirs() ? -1 : open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lock_fd >= 0) flock(lock_fd, LOCK_EX);
+    load_cache(1);
     cJSON *root = cJSON_CreateObject(), *choices = cJSON_CreateObject();
     cJSON_AddNumberToObject(root, "mgc_kernels", 1);
     cJSON_AddItemToObject(root, "choices", choices);
@@ -165,6 +177,7 @@ static void save_cache(void) {
     if (!ok && !warned) fprintf(stderr, "mgc: warning: cannot write kernel cache %s: %s\n", path, strerror(errno));
     warned |= !ok;
     free(text);
+    if (lock_fd >= 0) close(lock_fd); /* releases the flock */
 }
 
 /* every candidate name of every tuned op, for MGC_KERNELS */
@@ -190,7 +203,7 @@ static void load(void) {
         fprintf(stderr, "mgc: warning: MGC_KERNELS='%s' is none of auto, openblas, onednn, onednn-hwio; measuring\n",
                 env);
     find_path();
-    load_cache();
+    load_cache(0);
     loaded = 1;
 }
 

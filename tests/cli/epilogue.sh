@@ -1,9 +1,14 @@
 # issue 14: the epilogue pass. A fused plan and an unfused one (--no-fuse)
-# train to the same params and slots within 1e-5 (the seed CNN on 1 and 2
-# devices, ResNet-20, MobileNet; measured: bit for bit but for the seed CNN on 1 device, 1.3e-7: each fused
-# kernel adds and activates in the unfused order); the fused plan holds the fused ops named here and the
-# unfused one none of them.
+# train to the same params and slots bit for bit (the seed CNN on 1 and 2
+# devices, ResNet-20, MobileNet): each fused kernel runs its core conv2d or
+# matmul's kernel choice (tune.c keys them alike; conv2d_epilogue's
+# onednn-hwio candidate takes the HWIO filter as conv2d's does), then adds and
+# activates in the unfused order. The fused plan holds the fused ops named
+# here and the unfused one none of them.
 . "$(dirname "$0")/lib.sh"
+# a kernel cache of this test's own: the fused run measures (cold), the unfused
+# run reads its choices, which no other process changes in between
+export MGC_CACHE_DIR=$tmp/kernels
 fused='= (conv2d_epilogue|matmul_epilogue|max_pool2d_relu_grad)\('
 # 256 Fashion-MNIST examples bound with --input: no end-of-run evaluation on the
 # 10,000 test images, which took most of this test's minutes (ResNet-20 under ASan)
@@ -17,9 +22,9 @@ np.save(sys.argv[1] + "/y.npy", y.astype(np.int32))
 PY
 data=(--input "image=$tmp/x.npy" --input "label=$tmp/y.npy")
 
-# same MODEL DEVICES STEPS GLOBAL_BATCH OP... : compile both ways, train, compare
+# same MODEL DEVICES STEPS GLOBAL_BATCH TOLERANCE OP... : compile both ways, train, compare
 same() {
-  local ex=$1 dev=$2 steps=$3 gb=$4; shift 4
+  local ex=$1 dev=$2 steps=$3 gb=$4 tol=$5; shift 5
   local tag="$ex.${dev//[:,]/_}"
   "$MGC" compile "$SRC/examples/$ex.mg" --devices "$dev" --global-batch "$gb" -o "$tmp/$tag.f.mgx" \
     --dump-after epilogue > "$tmp/$tag.f.ir"
@@ -29,7 +34,7 @@ same() {
   ! grep -qE "$fused" "$tmp/$tag.n.ir" || fail "--no-fuse left a fused op in $ex: $(grep -E "$fused" "$tmp/$tag.n.ir")"
   "$MGC" run "$tmp/$tag.f.mgx" "${data[@]}" --steps "$steps" --seed 5 --save "$tmp/$tag.f.st" > /dev/null
   "$MGC" run "$tmp/$tag.n.mgx" "${data[@]}" --steps "$steps" --seed 5 --save "$tmp/$tag.n.st" > /dev/null
-  "$PY" - "$tmp/$tag.f.st" "$tmp/$tag.n.st" "$ex on $dev" <<'PY'
+  "$PY" - "$tmp/$tag.f.st" "$tmp/$tag.n.st" "$ex on $dev${MGC_KERNELS:+ (MGC_KERNELS=$MGC_KERNELS)}" "$tol" <<'PY'
 import json, struct, sys
 import numpy as np
 def load(path):
@@ -42,7 +47,7 @@ a, b = load(sys.argv[1]), load(sys.argv[2])
 assert a.keys() == b.keys() and a, (sorted(a), sorted(b))
 worst = max((float(np.max(np.abs(a[k] - b[k]))), k) for k in a)  # params and optimizer slots
 print(f"{sys.argv[3]}: fused vs --no-fuse, largest difference {worst[0]:.3g} ({worst[1]}) over {len(a)} tensors")
-assert worst[0] <= 1e-5, worst
+assert worst[0] <= float(sys.argv[4]), (worst, "allowed", sys.argv[4])
 PY
 }
 
@@ -67,8 +72,11 @@ wf=$(without "$tmp/f.mgx"); wn=$(without "$tmp/n.mgx")
 "$PY" -c "import sys; f, n = float(sys.argv[1]), float(sys.argv[2]); assert f < 0.7 * n, (f, n)" "$wf" "$wn" ||
   fail "fused seed CNN: $wf MiB without reuse, unfused $wn MiB"
 
-same mnist_cnn cpu:0 40 64 conv2d_epilogue matmul_epilogue max_pool2d_relu_grad
-same mnist_cnn cpu:0,cpu:1 20 128 conv2d_epilogue matmul_epilogue max_pool2d_relu_grad
-same resnet20 cpu:0 3 32 matmul_epilogue
-same mobilenet cpu:0 3 32 matmul_epilogue
+same mnist_cnn cpu:0 40 64 0 conv2d_epilogue matmul_epilogue max_pool2d_relu_grad
+# ...and with the convolutions' HWIO candidate, which the measurement above may
+# not choose (conv2d_epilogue once ignored it: 1.8e-7 apart)
+MGC_KERNELS=onednn-hwio same mnist_cnn cpu:0 40 64 0 conv2d_epilogue matmul_epilogue max_pool2d_relu_grad
+same mnist_cnn cpu:0,cpu:1 20 128 0 conv2d_epilogue matmul_epilogue max_pool2d_relu_grad
+same resnet20 cpu:0 3 32 0 matmul_epilogue
+same mobilenet cpu:0 3 32 0 matmul_epilogue
 echo ok

@@ -1,6 +1,7 @@
 /* test_tune.c - issue 14: kernel choice by measurement (the cache round trip,
  * a corrupt cache's warning, the MGC_KERNELS override, one deterministic
- * choice per shape) and the default threads per device. */
+ * choice per shape, no lost update of the file) and the default threads per
+ * device. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <math.h>
@@ -135,6 +136,29 @@ static void test_corrupt(const char *content, const char *why) {
     kh_free(&mm), kh_free(&cv);
 }
 
+/* another process's choice written after this one read the cache survives
+ * this one's next write (no lost update: the file is read back, under an
+ * flock, before it is rewritten) */
+static void test_merge(void) {
+    one_op mm, cv;
+    build_ops(&mm, &cv, 6);
+    cpu_tune_reset();
+    const char *path = cpu_tune_cache_path();
+    unlink(path);
+    cpu_tune_reset();
+    run_op(&mm); /* reads the (absent) cache, measures, writes */
+    write_file(path, "{\"mgc_kernels\": 1, \"choices\": {\"matmul t9 [1,2] [2,3] -> [1,3] a\": \"onednn\"}}");
+    run_op(&cv); /* measures, writes */
+    char text[4096];
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) fclose(f);
+    text[n] = 0;
+    EXPECT(strstr(text, "\"matmul t9 [1,2] [2,3] -> [1,3] a\"") && strstr(text, "\"conv2d t") && strstr(text, "[33,70]"),
+           "the other process's key, or this one's, lost: %s", text);
+    kh_free(&mm), kh_free(&cv);
+}
+
 /* MGC_KERNELS forces a candidate: nothing measured, bit for bit its result */
 static void test_override(void) {
     one_op mm, cv;
@@ -241,6 +265,7 @@ int main(void) {
         test_corrupt("{\"mgc_kernels\": 1, \"choices\": {\"k\": 3}}", "a choice that is not a short string");
         test_override();
         test_deterministic();
+        test_merge();
     }
     test_unwritable();
     test_default_threads();

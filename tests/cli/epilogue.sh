@@ -6,9 +6,8 @@
 # activates in the unfused order. The fused plan holds the fused ops named
 # here and the unfused one none of them.
 . "$(dirname "$0")/lib.sh"
-# a kernel cache of this test's own: the fused run measures (cold), the unfused
-# run reads its choices, which no other process changes in between
-export MGC_CACHE_DIR=$tmp/kernels
+# (lib.sh gives the test a kernel cache of its own: the fused run measures, the
+# unfused run reads its choices, which no other process changes in between)
 fused='= (conv2d_epilogue|matmul_epilogue|max_pool2d_relu_grad)\('
 # 256 Fashion-MNIST examples bound with --input: no end-of-run evaluation on the
 # 10,000 test images, which took most of this test's minutes (ResNet-20 under ASan)

@@ -13,63 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mgc.h"
+#include "api_check.h"
 
 enum { N = 256, F = 12, C = 4, EPOCHS = 2 };
 
-static int failures;
-static char dir[] = "/tmp/mgc_api_XXXXXX";
-
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                    \
-            fputc('\n', stderr);                                             \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
-
-/* A call that must succeed; the test stops when it does not. */
-#define MUST(call)                                                                          \
-    do {                                                                                    \
-        mgc_status st_ = (call);                                                            \
-        if (st_ != MGC_OK) {                                                                \
-            fprintf(stderr, "FAIL %s:%d: %s: status %d: %s\n", __FILE__, __LINE__, #call, \
-                    st_, err.message);                                                      \
-            exit(1);                                                                        \
-        }                                                                                   \
-    } while (0)
-
-/* A call that must fail with status `want` and exactly message `msg`. */
-static void expect_error(mgc_status got, const mgc_error *err, mgc_status want, const char *msg, int line) {
-    if (got != want || err->status != want || strcmp(err->message, msg)) {
-        fprintf(stderr, "FAIL test_api.c:%d: status %d (want %d), message\n  [%s]\nwant\n  [%s]\n", line, got, want,
-                err->message, msg);
-        failures++;
-    }
-}
-#define EXPECT_ERROR(call, want, msg) expect_error((call), &err, (want), (msg), __LINE__)
-
-static char *path(const char *name) {
-    static char buf[8][512];
-    static int k;
-    char *p = buf[k++ % 8];
-    snprintf(p, sizeof buf[0], "%s/%s", dir, name);
-    return p;
-}
-
-static unsigned char *slurp(const char *file, size_t *len) {
-    FILE *f = fopen(file, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    *len = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc(*len + 1);
-    if (fread(b, 1, *len, f) != *len) *len = 0;
-    fclose(f);
-    return b;
-}
 
 /* NPY version 1 of a C-order array ("<f4" or "<i4"). */
 static void save_npy(const char *file, const char *descr, const int64_t *shape, int rank, const void *data, size_t bytes) {
@@ -99,14 +46,6 @@ static int run(char *out, size_t cap, const char *fmt, ...) {
     int rc = p ? pclose(p) : -1;
     if (rc) fprintf(stderr, "command failed (%d): %s\n", rc, cmd);
     return rc;
-}
-
-static bool same_file(const char *a, const char *b) {
-    size_t la = 0, lb = 0;
-    unsigned char *x = slurp(a, &la), *y = slurp(b, &lb);
-    bool same = x && y && la == lb && la > 0 && !memcmp(x, y, la);
-    free(x), free(y);
-    return same;
 }
 
 /* Synthetic data: x uniform in [-1, 1), label = argmax of a fixed linear map. */

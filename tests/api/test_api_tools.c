@@ -15,47 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mgc.h"
+#include "api_check.h"
 
-static int failures;
-static char dir[] = "/tmp/mgc_api_tools_XXXXXX";
 static char stdlib[1024];
-
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                    \
-            fputc('\n', stderr);                                             \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
-
-#define MUST(call)                                                                                                 \
-    do {                                                                                                           \
-        mgc_status st_ = (call);                                                                                   \
-        if (st_ != MGC_OK) {                                                                                       \
-            fprintf(stderr, "FAIL %s:%d: %s: status %d: %s\n", __FILE__, __LINE__, #call, st_, err.message);      \
-            exit(1);                                                                                               \
-        }                                                                                                          \
-    } while (0)
-
-static void expect_error(mgc_status got, const mgc_error *err, mgc_status want, const char *msg, int line) {
-    if (got != want || err->status != want || strcmp(err->message, msg)) {
-        fprintf(stderr, "FAIL test_api_tools.c:%d: status %d (want %d), message\n  [%s]\nwant\n  [%s]\n", line, got,
-                want, err->message, msg);
-        failures++;
-    }
-}
-#define EXPECT_ERROR(call, want, msg) expect_error((call), &err, (want), (msg), __LINE__)
-
-static char *path(const char *name) {
-    static char buf[8][512];
-    static int k;
-    char *p = buf[k++ % 8];
-    snprintf(p, sizeof buf[0], "%s/%s", dir, name);
-    return p;
-}
 
 /* A growing string per text kind. */
 typedef struct {
@@ -100,26 +62,6 @@ static char *run(const char *fmt, ...) {
         return NULL;
     }
     return out;
-}
-
-static unsigned char *slurp(const char *file, size_t *len) {
-    FILE *f = fopen(file, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    *len = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc(*len + 1);
-    if (fread(b, 1, *len, f) != *len) *len = 0;
-    fclose(f);
-    return b;
-}
-
-static bool same_file(const char *a, const char *b) {
-    size_t la = 0, lb = 0;
-    unsigned char *x = slurp(a, &la), *y = slurp(b, &lb);
-    bool same = x && y && la == lb && la > 0 && !memcmp(x, y, la);
-    free(x), free(y);
-    return same;
 }
 
 static void options(mgc_compile_options *co, captured *c) {

@@ -1,0 +1,81 @@
+/* api_check.h - what the C API tests share: failure counting (CHECK, MUST,
+ * EXPECT_ERROR), paths in the test's temporary directory `dir` (made with
+ * mkdtemp by main) and whole-file reads. Each test includes it once. */
+#ifndef MGC_API_CHECK_H
+#define MGC_API_CHECK_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mgc.h"
+
+static int failures;
+static char dir[] = "/tmp/mgc_api_XXXXXX";
+
+#define CHECK(cond, ...)                                                     \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                    \
+            fputc('\n', stderr);                                             \
+            failures++;                                                      \
+        }                                                                    \
+    } while (0)
+
+/* A call that must succeed (with `mgc_error err` in scope); the test stops when it does not. */
+#define MUST(call)                                                                          \
+    do {                                                                                    \
+        mgc_status st_ = (call);                                                            \
+        if (st_ != MGC_OK) {                                                                \
+            fprintf(stderr, "FAIL %s:%d: %s: status %d: %s\n", __FILE__, __LINE__, #call, \
+                    st_, err.message);                                                      \
+            exit(1);                                                                        \
+        }                                                                                   \
+    } while (0)
+
+/* A call that must fail with status `want` and exactly message `msg`. */
+static void expect_error(mgc_status got, const mgc_error *err, mgc_status want, const char *msg, const char *file,
+                         int line) {
+    if (got != want || err->status != want || strcmp(err->message, msg)) {
+        fprintf(stderr, "FAIL %s:%d: status %d (want %d), message\n  [%s]\nwant\n  [%s]\n", file, line, got, want,
+                err->message, msg);
+        failures++;
+    }
+}
+#define EXPECT_ERROR(call, want, msg) expect_error((call), &err, (want), (msg), __FILE__, __LINE__)
+
+/* dir/name, in one of 8 rotating buffers */
+static char *path(const char *name) {
+    static char buf[8][512];
+    static int k;
+    char *p = buf[k++ % 8];
+    snprintf(p, sizeof buf[0], "%s/%s", dir, name);
+    return p;
+}
+
+/* The whole file (malloc'd, NUL-terminated), NULL when it cannot be opened. */
+static unsigned char *slurp(const char *file, size_t *len) {
+    FILE *f = fopen(file, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc(*len + 1);
+    if (fread(b, 1, *len, f) != *len) *len = 0;
+    b[*len] = 0;
+    fclose(f);
+    return b;
+}
+
+/* Both files exist, are not empty and hold the same bytes. */
+static bool same_file(const char *a, const char *b) {
+    size_t la = 0, lb = 0;
+    unsigned char *x = slurp(a, &la), *y = slurp(b, &lb);
+    bool same = x && y && la == lb && la > 0 && !memcmp(x, y, la);
+    free(x), free(y);
+    return same;
+}
+
+#endif

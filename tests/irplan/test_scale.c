@@ -14,7 +14,13 @@
 #include "../../ir/plan.h"
 #include "../../passes/passes.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+/* under ASan, malloc's quarantine and redzones grow with the heap: the same
+ * compiles measured 2.90 in CI's sanitized run, still below quadratic's 4 */
+static const double MAX_RATIO = 3.5;
+#else
 static const double MAX_RATIO = 2.6;
+#endif
 enum { RUNS = 7 };
 
 static double cpu_seconds(void) {

@@ -22,7 +22,7 @@
 # curve run is that many steps instead of epochs), GPU_CHECK_PERF_STEPS (steps of
 # each images/s run, default 500), GPU_CHECK_DIR (work files), CUDA_HOME
 # (default /usr/local/cuda), CMAKE_CUDA_ARCHITECTURES (passed on).
-# GPU_CHECK_FAKE=N tests this script without a GPU: N CPU devices play the GPUs
+# GPU_CHECK_CPU_STANDIN=N tests this script without a GPU: N CPU devices play the GPUs
 # (no GPU tests, sanitizer or NCCL bench; the comparisons then run CPU
 # against CPU and must pass bit for bit).
 set -u
@@ -73,8 +73,8 @@ EOF
 }
 
 KIND=gpu
-if [ -n "${GPU_CHECK_FAKE:-}" ]; then
-    KIND=cpu probe="$GPU_CHECK_FAKE fake: $GPU_CHECK_FAKE cpu devices play the GPUs (GPU_CHECK_FAKE)"
+if [ -n "${GPU_CHECK_CPU_STANDIN:-}" ]; then
+    KIND=cpu probe="$GPU_CHECK_CPU_STANDIN stand-in: $GPU_CHECK_CPU_STANDIN cpu devices play the GPUs (GPU_CHECK_CPU_STANDIN)"
 else
     probe=$(count_gpus)
 fi
@@ -129,7 +129,7 @@ else
     say "compute-sanitizer not installed: memcheck/racecheck not run"
 fi
 }
-if [ "$KIND" = gpu ]; then gpu_tests; else say "fake: GPU tests and compute-sanitizer not run"; fi
+if [ "$KIND" = gpu ]; then gpu_tests; else say "stand-in run: GPU tests and compute-sanitizer not run"; fi
 
 # ---- 4. seed CNN: GPU against CPU ---------------------------------------
 devices() { # kind count -> kind:0,kind:1,...
@@ -211,7 +211,7 @@ done
 
 BENCH=$(find "$B" -name bench_nccl_allreduce -type f -perm -u+x | head -n 1)
 if [ "$KIND" != gpu ]; then
-    say "fake: NCCL all-reduce bench not run"
+    say "stand-in run: NCCL all-reduce bench not run"
 elif [ "$N" -lt 2 ]; then
     say "NCCL all-reduce busbw: needs 2 or more GPUs (busbw = algbw * 2(n-1)/n is 0 for one)"
 elif [ -z "$BENCH" ]; then

@@ -102,10 +102,15 @@ typedef struct {
      * issued, the CPU's case). The executor calls graph_begin(b) before it
      * issues a train step after the session's first: 0 means what is issued
      * now is captured, not run; 1 means run this step as issued (no capture);
-     * -1 an error. After issuing it calls graph_end(b, issued), issued = 1
-     * when every call returned 0: 0 means the captured step was launched;
-     * 1 means the capture was dropped, nothing ran, and the executor issues the
-     * same step again, eagerly; -1 an error. */
+     * 2 means the backend launched the step it captured before (a replay,
+     * reading *step, *training, *check_numerics and the host inputs' bytes
+     * anew): the executor issues nothing; -1 an error. After issuing a
+     * captured step it calls graph_end(b, issued), issued = 1 when every call
+     * returned 0: 0 means the captured step was launched; 1 means the capture
+     * was dropped, nothing ran, and the executor issues the same step again,
+     * eagerly; -1 an error. The pointers a captured step's calls receive (the
+     * arena, the kernel arguments, the host inputs an upload reads) must stay
+     * valid and fixed for the session. */
     int (*graph_begin)(rt_backend *b);
     int (*graph_end)(rt_backend *b, int issued);
 } rt_backend_i;

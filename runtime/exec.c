@@ -338,13 +338,15 @@ static int take_spans(rt_session *s) {
 
 /* Issues one run of program p; a train step after the session's first (the
  * warm-up, which also finds the cuDNN algorithms) is captured as a graph
- * when the backend can (issue 15), except traced steps. */
+ * when the backend can (issue 15), except traced steps, and later ones
+ * replay it. */
 static int issue_step(rt_session *s, int p, ir_program program, bool traced) {
     rt_backend *b = s->b;
     bool graph = program == PROG_TRAIN && s->train_runs++ > 0 && s->graphs && !traced && b->i->graph_begin;
     if (graph) {
         int g = b->i->graph_begin(b);
         if (g < 0) return -1;
+        if (g == 2) return 0; /* replayed: the backend launched the step it captured before */
         graph = g == 0;
     }
     int issued = issue_program(s, p, traced);

@@ -18,7 +18,7 @@ foreach(cu ${MGC_CU_SRC})
 endforeach()
 
 set(MGC_EMU_TEST ${MGC_SRC}/tests/cuda_emu/test_cuda_emu.cc ${MGC_SRC}/tests/cuda_emu/emu_math.cc
-    ${MGC_SRC}/tests/cuda_emu/emu_train.cc)
+    ${MGC_SRC}/tests/cuda_emu/emu_train.cc ${MGC_SRC}/tests/cuda_emu/emu_step.cc)
 foreach(cap 65535 3)
   set(exe test_cuda_emu_grid${cap})
   add_executable(${exe} ${MGC_EMU_TEST} ${MGC_EMU_SRC})
@@ -26,3 +26,7 @@ foreach(cap 65535 3)
   target_link_libraries(${exe} PRIVATE mgc_ir)
   add_test(NAME cuda_emu_kernels_grid${cap} COMMAND ${exe} ${MGC_SRC}/runtime/cuda)
 endforeach()
+# issue 15: with the step word frozen at 1 (as a graph replaying a by-value step
+# would train) each step-dependent kernel must fail its per-step comparison
+add_test(NAME cuda_emu_frozen_step_fails
+         COMMAND sh ${MGC_SRC}/tests/cuda_emu/frozen_step.sh $<TARGET_FILE:test_cuda_emu_grid3> ${MGC_SRC}/runtime/cuda)

@@ -83,6 +83,8 @@ static int device_init(rt_backend *b, cuda_device *d, int n_events) {
     CUDA_CHECK(b, cudaMalloc((void **)&d->flags, CUDA_MAX_PENDING * sizeof *d->flags));
     CUDA_CHECK(b, cudaMalloc((void **)&d->bad_id, 3 * sizeof *d->bad_id));
     CUDA_CHECK(b, cudaMalloc((void **)&d->nonfinite, sizeof *d->nonfinite));
+    CUDA_CHECK(b, cudaMalloc((void **)&d->step_word, STREAM_COUNT * sizeof *d->step_word)); /* issue 15 */
+    for (int s = 0; s < STREAM_COUNT; s++) d->step_set[s] = INT64_MIN; /* written before the first use */
     /* cleared on one of our streams and waited for: a plain cudaMemset runs on the
      * legacy default stream, which is not ordered with non-blocking streams */
     cudaStream_t s0 = d->stream[STREAM_COMPUTE];
@@ -116,6 +118,7 @@ static void device_free(cuda_device *d, int n_events) {
     if (d->flags) cudaFree(d->flags);
     if (d->bad_id) cudaFree(d->bad_id);
     if (d->nonfinite) cudaFree(d->nonfinite);
+    if (d->step_word) cudaFree(d->step_word);
     cuda_algo_cache_free(d);
     cuda_graph_free(d);
     cuda_stage_free(d); /* a zeroed stage (init never reached) frees nothing */

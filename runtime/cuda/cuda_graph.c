@@ -1,23 +1,45 @@
-/* cuda_graph.c - CUDA graphs for training steps (issue 15).
+/* cuda_graph.c - CUDA graphs for training steps (issue 15): captured once,
+ * replayed every step.
  *
- * After the first (warm-up) train step of a session, the executor brackets
- * each train step with graph_begin/graph_end (backend.h). graph_begin starts
- * a capture on every device's compute stream (cudaStreamCaptureModeRelaxed)
- * and forks the comm and NCCL streams into it with an event; everything the
- * executor then issues (kernels, cuBLAS, cuDNN, stream-ordered scratch,
- * pinned-staged batch uploads, event record/wait, the grouped NCCL calls) is
- * recorded, not run. graph_end joins the streams back, ends the captures and
- * either updates the device's instantiated graph in place
- * (cudaGraphExecUpdate: same topology, new parameters) or, when the update
- * is refused (topology or bindings changed, memory nodes), instantiates it
- * anew; then it launches each device's graph on its compute stream and makes
- * the other streams wait for it.
+ * The session's first train step (the warm-up: cudnnFind, cuBLAS and NCCL set
+ * up, which synchronise) runs eagerly. The executor brackets each later train
+ * step with graph_begin/graph_end (backend.h). On the second, graph_begin
+ * starts a capture on every device's compute stream
+ * (cudaStreamCaptureModeRelaxed) and forks the comm and NCCL streams into it
+ * with an event; everything the executor then issues (kernels, cuBLAS, cuDNN,
+ * stream-ordered scratch, the batch uploads, event record/wait, the grouped
+ * NCCL calls) is recorded, not run. graph_end joins the streams back, ends
+ * the captures, instantiates each device's graph and launches it. From then
+ * on graph_begin replays: it launches each device's instantiated graph and
+ * returns 2, and the executor issues nothing for that step.
  *
- * The step is captured every step, not once: kernels take the step counter by
- * value (Adam's bias correction and the learning-rate schedule computed on the
- * host, dropout's mask seed, --check-numerics' step), so a graph replayed as
- * captured would train with a frozen step: a wrong answer. The capture costs
- * host time only; the GPU sees one launch per device instead of one per op.
+ * What a graph freezes, and how each changes between steps all the same:
+ * - the step counter: kernels that depend on it read it from a device word
+ *   per (device, stream) (cuda_device.step_word), not by value: dropout's
+ *   mask seed, --check-numerics' reported step and every optimizer update,
+ *   which derives on the device (cuda_step.h) its learning rate through the
+ *   plan's schedule, the decoupled weight decay (lr * wd), Adam/AdamW's bias
+ *   correction, Nadam's and Lamb's corrections and Adagrad's first step.
+ *   Before each launch of a graph (and, outside graphs, before the first
+ *   launch on a stream that needs a step the word does not hold) a one-thread
+ *   kernel writes the host's counter into the word on its stream
+ *   (cuda_step_word, outside the graph: the host's counter stays the truth,
+ *   e.g. after rt_session_set_step). The host checks `step >= 1` of the
+ *   updates when it issues them; a replay with a step below 1 runs eagerly,
+ *   which reports it.
+ * - the batch: uploads captured in the step copy from pinned memory owned by
+ *   the graph (cuda_graph_upload_staged); before each replay the executor's
+ *   host batch (a fixed address per input, new contents each step) is copied
+ *   there again. Every other address (arenas, slots, collective buffers, flag
+ *   and record words, cuDNN workspaces as graph memory nodes) is fixed for
+ *   the session.
+ * - the flags *training (1 in every train step) and *check_numerics (fixed
+ *   per session) decide which kernels were captured: they are kept at the
+ *   capture and a change makes graph_begin drop the graph and capture anew.
+ * Nothing else a launch reads on the host changes between train steps of a
+ * session (cuda_launch.c: shapes, attributes, cached cuDNN algorithms,
+ * replica indices). Traced steps (--trace) and programs other than train run
+ * eagerly and leave the graph as it is.
  *
  * Collectives: the flag words the eager path uses (cuStreamWaitValue32 with a
  * sequence number) would be baked into the graph and pass at once on the next
@@ -30,15 +52,62 @@
  * (cuda_nccl.c). The graph then holds exactly the order the flags enforce.
  *
  * Anything that cannot be captured (a wait on another device's event, a
- * capture error from a library, a collective some device never joined)
- * abandons the captures: nothing ran, graph_end returns 1, the executor issues
- * the same step eagerly, and graphs stay off for the session (one note on
- * stderr).
+ * capture error from a library, a collective some device never joined, a
+ * download inside the step) abandons the captures: nothing ran, graph_end
+ * returns 1, the executor issues the same step eagerly, and graphs stay off
+ * for the session (one note on stderr).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_impl.h"
+
+/* ---- the step counter in device memory ---- */
+
+/* queues *word = step on (device, stream) unless the word already holds it */
+static int set_step(rt_backend *b, int device, int stream, int64_t step) {
+    cuda_device *dev = &cuda_st(b)->dev[device];
+    if (dev->step_set[stream] == step) return 0;
+    CUDA_CHECK(b, cuda_k_set_step(&dev->step_word[stream], step, dev->stream[stream]));
+    dev->step_set[stream] = step;
+    return 0;
+}
+
+int cuda_step_word(rt_backend *b, int device, int stream, const rt_kernel_args *k, const int64_t **word) {
+    cuda_state *st = cuda_st(b);
+    cuda_device *dev = &st->dev[device];
+    *word = &dev->step_word[stream];
+    /* while capturing, the graph reads the word; launch_graph writes it before every launch */
+    return st->capturing ? 0 : set_step(b, device, stream, k->step ? *k->step : 0);
+}
+
+/* ---- the captured step's uploads ---- */
+
+int cuda_graph_upload_staged(rt_backend *b, int device, int stream, void *dst, const void *src, size_t bytes) {
+    cuda_device *d = &cuda_st(b)->dev[device];
+    if (bytes == 0) return 0;
+    if (d->n_gup == d->cap_gup) {
+        int cap = d->cap_gup ? 2 * d->cap_gup : 8;
+        cuda_graph_upload *u = realloc(d->gup, (size_t)cap * sizeof *u);
+        if (!u) return cuda_fail(b, "realloc(graph uploads)", "out of memory", __FILE__, __LINE__);
+        d->gup = u, d->cap_gup = cap;
+    }
+    cuda_graph_upload *u = &d->gup[d->n_gup];
+    CUDA_CHECK(b, cudaHostAlloc(&u->pinned, bytes, cudaHostAllocPortable));
+    u->src = src, u->bytes = bytes;
+    d->n_gup++;
+    memcpy(u->pinned, src, bytes);
+    CUDA_CHECK(b, cudaMemcpyAsync(dst, u->pinned, bytes, cudaMemcpyHostToDevice, d->stream[stream]));
+    return 0;
+}
+
+static void free_uploads(cuda_device *d) {
+    for (int i = 0; i < d->n_gup; i++) cudaFreeHost(d->gup[i].pinned);
+    d->n_gup = 0;
+}
+
+/* ---- capture and replay ---- */
 
 static int make_events(rt_backend *b, cuda_device *d) {
     if (d->graph_ev[0]) return 0;
@@ -52,12 +121,66 @@ static void side_streams(cuda_device *d, cudaStream_t out[2]) {
     out[0] = d->stream[STREAM_COMM], out[1] = d->nccl_stream;
 }
 
+/* forgets every device's graph (the last launch finished at the step-end sync) */
+static void drop_graphs(cuda_state *st) {
+    for (int d = 0; d < st->n; d++) {
+        cuda_device *dev = &st->dev[d];
+        if (cudaSetDevice(dev->ordinal) != cudaSuccess) continue;
+        if (dev->graph_exec) cudaGraphExecDestroy(dev->graph_exec);
+        dev->graph_exec = NULL;
+        free_uploads(dev);
+    }
+    st->captured = 0;
+}
+
+/* Launches device d's graph on its compute stream: the step words get the
+ * host's step on their streams, the graph follows whatever the side streams
+ * held (the step-end sync leaves them idle; this keeps the order without
+ * relying on it), and the side streams then wait for the graph. */
+static int launch_graph(rt_backend *b, int d) {
+    cuda_state *st = cuda_st(b);
+    cuda_device *dev = &st->dev[d];
+    cudaStream_t side[2];
+    side_streams(dev, side);
+    TRY(cuda_use(b, d));
+    if (st->step_ptr)
+        for (int s = 0; s < STREAM_COUNT; s++) TRY(set_step(b, d, s, *st->step_ptr));
+    for (int k = 0; k < 2; k++) {
+        CUDA_CHECK(b, cudaEventRecord(dev->graph_ev[CUDA_GRAPH_JOIN + k], side[k]));
+        CUDA_CHECK(b, cudaStreamWaitEvent(dev->stream[STREAM_COMPUTE], dev->graph_ev[CUDA_GRAPH_JOIN + k], 0));
+    }
+    CUDA_CHECK(b, cudaGraphLaunch(dev->graph_exec, dev->stream[STREAM_COMPUTE]));
+    CUDA_CHECK(b, cudaEventRecord(dev->graph_ev[CUDA_GRAPH_DONE], dev->stream[STREAM_COMPUTE]));
+    for (int k = 0; k < 2; k++) CUDA_CHECK(b, cudaStreamWaitEvent(side[k], dev->graph_ev[CUDA_GRAPH_DONE], 0));
+    return 0;
+}
+
+static int flag_value(const int *p) { return p ? *p : 0; }
+
+/* the step captured before, launched again: the batch re-staged into the graph's pinned copies */
+static int replay(rt_backend *b) {
+    cuda_state *st = cuda_st(b);
+    for (int d = 0; d < st->n; d++) {
+        cuda_device *dev = &st->dev[d];
+        for (int i = 0; i < dev->n_gup; i++) memcpy(dev->gup[i].pinned, dev->gup[i].src, dev->gup[i].bytes);
+        TRY(launch_graph(b, d));
+    }
+    return 0;
+}
+
 int cuda_graph_begin(rt_backend *b) {
     cuda_state *st = cuda_st(b);
     if (st->graphs_off) return 1;
+    if (st->captured) {
+        if (st->step_ptr && *st->step_ptr < 1) return 1; /* eagerly: the updates report it */
+        if (flag_value(st->training_ptr) == st->frozen_training && flag_value(st->numerics_ptr) == st->frozen_numerics)
+            return replay(b) == 0 ? 2 : -1;
+        drop_graphs(st); /* a flag the graph froze changed: capture anew */
+    }
     for (int d = 0; d < st->n; d++) {
         TRY(cuda_use(b, d));
         TRY(make_events(b, &st->dev[d]));
+        free_uploads(&st->dev[d]);
     }
     st->failed_before_capture = st->failed;
     int begun = 0, rc = 0;
@@ -96,21 +219,6 @@ static void end_one(cuda_device *dev, int ok, cudaGraph_t *g) {
     else if (got) cudaGraphDestroy(got);
 }
 
-/* the captured graph g becomes d's executable graph: updated in place, else instantiated */
-static int install(rt_backend *b, cuda_device *dev, cudaGraph_t g) {
-    if (dev->graph_exec) {
-        cudaGraphExecUpdateResultInfo info;
-        memset(&info, 0, sizeof info);
-        if (cudaGraphExecUpdate(dev->graph_exec, g, &info) == cudaSuccess && info.result == cudaGraphExecUpdateSuccess)
-            return 0;
-        (void)cudaGetLastError(); /* a refused update is not an error: instantiate */
-        cudaGraphExecDestroy(dev->graph_exec); /* the last launch finished at the step-end sync */
-        dev->graph_exec = NULL;
-    }
-    CUDA_CHECK(b, cudaGraphInstantiate(&dev->graph_exec, g, 0));
-    return 0;
-}
-
 static void graphs_off(rt_backend *b, const char *why) {
     cuda_state *st = cuda_st(b);
     if (!st->graphs_off)
@@ -134,7 +242,8 @@ int cuda_graph_end(rt_backend *b, int issued) {
     int rc = 0;
     for (int d = 0; d < n && ok && rc == 0; d++) {
         rc = cuda_use(b, d);
-        if (rc == 0) rc = install(b, &st->dev[d], g[d]);
+        cudaError_t e = rc ? cudaSuccess : cudaGraphInstantiate(&st->dev[d].graph_exec, g[d], 0);
+        if (e != cudaSuccess) rc = cuda_fail(b, "cudaGraphInstantiate(train step)", cudaGetErrorString(e), __FILE__, __LINE__);
         if (rc) snprintf(why, sizeof why, "%s", b->err);
     }
     for (int d = 0; d < n; d++)
@@ -143,25 +252,14 @@ int cuda_graph_end(rt_backend *b, int issued) {
         /* nothing was launched: forget the capture's collectives and errors, run eagerly */
         (void)cudaGetLastError();
         cuda_nccl_forget_pending(b);
+        drop_graphs(st);
         st->failed = st->failed_before_capture;
         graphs_off(b, why);
         return 1;
     }
-    for (int d = 0; d < n; d++) {
-        cuda_device *dev = &st->dev[d];
-        cudaStream_t side[2];
-        side_streams(dev, side);
-        TRY(cuda_use(b, d));
-        /* the graph also follows whatever the side streams held before the capture (the
-         * step-end sync leaves them idle; this keeps the order without relying on it) */
-        for (int k = 0; k < 2; k++) {
-            CUDA_CHECK(b, cudaEventRecord(dev->graph_ev[CUDA_GRAPH_JOIN + k], side[k]));
-            CUDA_CHECK(b, cudaStreamWaitEvent(dev->stream[STREAM_COMPUTE], dev->graph_ev[CUDA_GRAPH_JOIN + k], 0));
-        }
-        CUDA_CHECK(b, cudaGraphLaunch(dev->graph_exec, dev->stream[STREAM_COMPUTE]));
-        CUDA_CHECK(b, cudaEventRecord(dev->graph_ev[CUDA_GRAPH_DONE], dev->stream[STREAM_COMPUTE]));
-        for (int k = 0; k < 2; k++) CUDA_CHECK(b, cudaStreamWaitEvent(side[k], dev->graph_ev[CUDA_GRAPH_DONE], 0));
-    }
+    st->captured = 1;
+    st->frozen_training = flag_value(st->training_ptr), st->frozen_numerics = flag_value(st->numerics_ptr);
+    for (int d = 0; d < n; d++) TRY(launch_graph(b, d));
     return 0;
 }
 
@@ -173,6 +271,8 @@ void cuda_graph_broken(rt_backend *b, const char *why) {
 void cuda_graph_free(cuda_device *d) {
     if (d->graph_exec) cudaGraphExecDestroy(d->graph_exec);
     d->graph_exec = NULL;
+    free_uploads(d);
+    free(d->gup), d->gup = NULL, d->cap_gup = 0;
     for (int e = 0; e < CUDA_GRAPH_EVENTS; e++)
         if (d->graph_ev[e]) cudaEventDestroy(d->graph_ev[e]), d->graph_ev[e] = NULL;
 }

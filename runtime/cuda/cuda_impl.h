@@ -89,6 +89,16 @@ typedef struct {
     int n_rb, cap_rb;
 } cuda_stage;
 
+/* An upload of a captured train step (issue 15): the graph's copy node reads
+ * `pinned` (owned by the graph); before each replay the bytes at `src` (the
+ * executor's host batch, a fixed address whose contents change) are copied
+ * there again. */
+typedef struct {
+    void *pinned;
+    const void *src;
+    size_t bytes;
+} cuda_graph_upload;
+
 /* One local device (one replica). */
 typedef struct {
     int ordinal;                        /* CUDA device number */
@@ -111,6 +121,11 @@ typedef struct {
     struct cuda_algo_cache *algos;      /* cuDNN algorithms found per convolution shape (cuda_dnn_algo.c) */
     cudaGraphExec_t graph_exec;         /* the instantiated train step (cuda_graph.c), NULL before one */
     cudaEvent_t graph_ev[CUDA_GRAPH_EVENTS];
+    /* issue 15: the step counter in device memory (cuda_graph.c, cuda_step.cu) */
+    int64_t *step_word;                 /* [STREAM_COUNT] device words: the step of the work on each stream */
+    int64_t step_set[STREAM_COUNT];     /* the value last queued into each word (INT64_MIN: none yet) */
+    cuda_graph_upload *gup;             /* [n_gup] the captured step's staged uploads, refreshed before each replay */
+    int n_gup, cap_gup;
 } cuda_device;
 
 /* A collective call waiting for the other local devices of its group. */
@@ -141,6 +156,13 @@ typedef struct {
     int graphs_off;                     /* a capture failed: steps run eagerly for the rest of the session */
     int failed_before_capture;          /* `failed` when the capture began (an abandoned capture ran nothing) */
     char capture_broken[256];           /* why the current capture cannot be used, empty: it can */
+    /* issue 15: the executor's step counter and flags, as the launches saw them (every node's
+     * rt_kernel_args points at the same ones); a replay reads the step, re-captures when a flag
+     * the graph froze changed */
+    const int64_t *step_ptr;
+    const int *training_ptr, *numerics_ptr;
+    int captured;                       /* every device has an instantiated train step to replay */
+    int frozen_training, frozen_numerics; /* *training_ptr, *numerics_ptr when it was captured */
 } cuda_state;
 
 static inline cuda_state *cuda_st(rt_backend *b) { return (cuda_state *)b->impl; }
@@ -182,6 +204,11 @@ int cuda_graph_end(rt_backend *b, int issued);
 /* while capturing: the step cannot be captured (why), graph_end abandons it */
 void cuda_graph_broken(rt_backend *b, const char *why);
 void cuda_graph_free(cuda_device *d);
+/* the device word holding the step of k for work on (device, stream); outside a
+ * capture queues a write of *k->step on that stream when the word holds another */
+int cuda_step_word(rt_backend *b, int device, int stream, const rt_kernel_args *k, const int64_t **word);
+/* while capturing: an upload into the graph's own pinned copy of src (cuda_stage.c) */
+int cuda_graph_upload_staged(rt_backend *b, int device, int stream, void *dst, const void *src, size_t bytes);
 
 /* cuda_dnn_algo.c: the fastest deterministic cuDNN algorithm, found once per shape */
 typedef enum { CUDA_CONV_FWD, CUDA_CONV_BWD_DATA, CUDA_CONV_BWD_FILTER } cuda_conv_kind;

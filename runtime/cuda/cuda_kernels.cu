@@ -6,6 +6,7 @@
 
 #include "../ops_math.h"
 #include "cuda_device.cuh"
+#include "cuda_step.h"
 
 
 static cudaError_t launched(void) { return cudaGetLastError(); }
@@ -311,68 +312,75 @@ extern "C" cudaError_t cuda_k_argmax_match(const float *x, const int32_t *lab, f
     return launched();
 }
 
-/* ---- dropout ---- */
-__global__ static void dropout_kernel(const float *x, float *out, int64_t n, uint64_t seed, int64_t step,
+/* ---- dropout: the mask of the step in the device word *step (issue 15) ---- */
+__global__ static void dropout_kernel(const float *x, float *out, int64_t n, uint64_t seed, const int64_t *step,
                                       uint64_t base, float rate) {
-    FOR_EACH(i, n) out[i] = mg_mul(x[i], mg_dropout_scale(seed, step, base + (uint64_t)i, rate));
+    uint64_t key = mg_dropout_key(seed, *step);
+    FOR_EACH(i, n) out[i] = mg_mul(x[i], mg_dropout_scale_key(key, base + (uint64_t)i, rate));
 }
 
-extern "C" cudaError_t cuda_k_dropout(const float *x, float *out, int64_t n, uint64_t seed, int64_t step,
+extern "C" cudaError_t cuda_k_dropout(const float *x, float *out, int64_t n, uint64_t seed, const int64_t *step,
                                       uint64_t base, float rate, cudaStream_t s) {
     MGC_LAUNCH(blocks_for(n), THREADS, 0, s, dropout_kernel)(x, out, n, seed, step, base, rate);
     return launched();
 }
 
 /* ---- optimizer updates: decoupled weight decay (lr_wd), then the gradient
- * clipped by the squared norm at *sq_norm when it is not NULL ---- */
+ * clipped by the squared norm at *sq_norm when it is not NULL; the rate and
+ * corrections of the step in the device word *step (issue 15, cuda_step.h) ---- */
 #define CLIP_SCALE(sq_norm, clip) ((sq_norm) ? mg_clip_scale(*(sq_norm), (clip)) : 1.0f)
 
-__global__ static void sgd_kernel(float *p, const float *g, float *v, int64_t n, float lr, float mu, int nesterov,
-                                  float lr_wd, const float *sq_norm, float clip) {
+__global__ static void sgd_kernel(float *p, const float *g, float *v, int64_t n, cuda_rate r, const int64_t *step,
+                                  float mu, int nesterov, const float *sq_norm, float clip) {
+    cuda_coeffs c = cuda_block_coeffs(r, step);
     float sc = CLIP_SCALE(sq_norm, clip);
     FOR_EACH(i, n) {
-        mg_decay(&p[i], lr_wd);
+        mg_decay(&p[i], c.lr_wd);
         if (v)
-            mg_sgd_momentum(&p[i], g[i] * sc, &v[i], lr, mu, nesterov);
+            mg_sgd_momentum(&p[i], g[i] * sc, &v[i], c.lr, mu, nesterov);
         else
-            mg_sgd(&p[i], g[i] * sc, lr);
+            mg_sgd(&p[i], g[i] * sc, c.lr);
     }
 }
 
-__global__ static void adam_kernel(float *p, const float *g, float *m, float *v, int64_t n, float lr_t, float b1,
-                                   float b2, float eps, float lr_wd, const float *sq_norm, float clip) {
-    float sc = CLIP_SCALE(sq_norm, clip);
-    FOR_EACH(i, n) mg_adam(&p[i], g[i] * sc, &m[i], &v[i], lr_t, b1, b2, eps, lr_wd);
+__global__ static void adam_kernel(float *p, const float *g, float *m, float *v, int64_t n, cuda_rate r,
+                                   const int64_t *step, float eps, const float *sq_norm, float clip) {
+    cuda_coeffs c = cuda_block_coeffs(r, step);
+    float sc = CLIP_SCALE(sq_norm, clip), b1 = (float)r.b1, b2 = (float)r.b2;
+    FOR_EACH(i, n) mg_adam(&p[i], g[i] * sc, &m[i], &v[i], c.lr_t, b1, b2, eps, c.lr_wd);
 }
 
-__global__ static void rmsprop_kernel(float *p, const float *g, float *ms, float *mom, int64_t n, float lr, float rho,
-                                      float mu, float eps, float lr_wd, const float *sq_norm, float clip) {
+__global__ static void rmsprop_kernel(float *p, const float *g, float *ms, float *mom, int64_t n, cuda_rate r,
+                                      const int64_t *step, float rho, float mu, float eps, const float *sq_norm,
+                                      float clip) {
+    cuda_coeffs c = cuda_block_coeffs(r, step);
     float sc = CLIP_SCALE(sq_norm, clip);
     FOR_EACH(i, n) {
-        mg_decay(&p[i], lr_wd);
+        mg_decay(&p[i], c.lr_wd);
         if (mom)
-            mg_rmsprop_momentum(&p[i], g[i] * sc, &ms[i], &mom[i], lr, rho, mu, eps);
+            mg_rmsprop_momentum(&p[i], g[i] * sc, &ms[i], &mom[i], c.lr, rho, mu, eps);
         else
-            mg_rmsprop(&p[i], g[i] * sc, &ms[i], lr, rho, eps);
+            mg_rmsprop(&p[i], g[i] * sc, &ms[i], c.lr, rho, eps);
     }
 }
 
-extern "C" cudaError_t cuda_k_sgd(float *p, const float *g, float *v, int64_t n, float lr, float mu, int nesterov,
-                                  float lr_wd, const float *sq_norm, float clip, cudaStream_t s) {
-    MGC_LAUNCH(blocks_for(n), THREADS, 0, s, sgd_kernel)(p, g, v, n, lr, mu, nesterov, lr_wd, sq_norm, clip);
+extern "C" cudaError_t cuda_k_sgd(float *p, const float *g, float *v, int64_t n, const cuda_rate *r,
+                                  const int64_t *step, float mu, int nesterov, const float *sq_norm, float clip,
+                                  cudaStream_t s) {
+    MGC_LAUNCH(blocks_for(n), THREADS, 0, s, sgd_kernel)(p, g, v, n, *r, step, mu, nesterov, sq_norm, clip);
     return launched();
 }
 
-extern "C" cudaError_t cuda_k_adam(float *p, const float *g, float *m, float *v, int64_t n, float lr_t, float b1,
-                                   float b2, float eps, float lr_wd, const float *sq_norm, float clip, cudaStream_t s) {
-    MGC_LAUNCH(blocks_for(n), THREADS, 0, s, adam_kernel)(p, g, m, v, n, lr_t, b1, b2, eps, lr_wd, sq_norm, clip);
+extern "C" cudaError_t cuda_k_adam(float *p, const float *g, float *m, float *v, int64_t n, const cuda_rate *r,
+                                   const int64_t *step, float eps, const float *sq_norm, float clip, cudaStream_t s) {
+    MGC_LAUNCH(blocks_for(n), THREADS, 0, s, adam_kernel)(p, g, m, v, n, *r, step, eps, sq_norm, clip);
     return launched();
 }
 
-extern "C" cudaError_t cuda_k_rmsprop(float *p, const float *g, float *ms, float *mom, int64_t n, float lr, float rho,
-                                      float mu, float eps, float lr_wd, const float *sq_norm, float clip,
-                                      cudaStream_t s) {
-    MGC_LAUNCH(blocks_for(n), THREADS, 0, s, rmsprop_kernel)(p, g, ms, mom, n, lr, rho, mu, eps, lr_wd, sq_norm, clip);
+extern "C" cudaError_t cuda_k_rmsprop(float *p, const float *g, float *ms, float *mom, int64_t n, const cuda_rate *r,
+                                      const int64_t *step, float rho, float mu, float eps, const float *sq_norm,
+                                      float clip, cudaStream_t s) {
+    MGC_LAUNCH(blocks_for(n), THREADS, 0, s, rmsprop_kernel)(p, g, ms, mom, n, *r, step, rho, mu, eps, sq_norm, clip);
     return launched();
 }
 

@@ -73,29 +73,44 @@ cudaError_t cuda_k_reduce_extreme(const cuda_reduce_desc *r, const float *x, flo
 cudaError_t cuda_k_softmax_axis(int op, const float *x, const float *dy, float *out, int64_t outer, int64_t n,
                                 int64_t inner, cudaStream_t s);
 
-/* out[i] = x[i] * mask factor of global element base + i */
-cudaError_t cuda_k_dropout(const float *x, float *out, int64_t n, uint64_t seed, int64_t step, uint64_t base,
+/* out[i] = x[i] * mask factor of global element base + i at the step in *step (device word, issue 15) */
+cudaError_t cuda_k_dropout(const float *x, float *out, int64_t n, uint64_t seed, const int64_t *step, uint64_t base,
                            float rate, cudaStream_t s);
 
+/* ---- issue 15: the step counter in device memory (cuda_step.h, cuda_step.cu) ----
+ * Kernels whose work depends on the step read it from a per-(device, stream)
+ * int64 word, not by value, so a CUDA graph replays them unchanged: dropout's
+ * mask, --check-numerics' step and every optimizer update, which derives its
+ * rate (the plan's schedule at step - 1), decoupled decay and bias
+ * corrections from *step on the device (cuda_step_coeffs). */
+typedef struct {
+    int op;                     /* OP_SGD_UPDATE ... OP_LAMB_UPDATE */
+    double lr, weight_decay;    /* the node's initial rate and decay (fattr) */
+    double b1, b2;              /* adam, nadam, lamb */
+    ir_lr_schedule sched;       /* the plan's schedule (ir_module.opt) */
+} cuda_rate;
+
+/* *word = value: the step of the work queued after it on s */
+cudaError_t cuda_k_set_step(int64_t *word, int64_t value, cudaStream_t s);
+
 /* optimizer updates, in place; v / mom NULL when the op has no such slot;
- * lr_wd = lr * weight_decay; sq_norm (device, f32[]) NULL when not clipping */
-cudaError_t cuda_k_sgd(float *p, const float *g, float *v, int64_t n, float lr, float mu, int nesterov, float lr_wd,
-                       const float *sq_norm, float clip, cudaStream_t s);
-cudaError_t cuda_k_adam(float *p, const float *g, float *m, float *v, int64_t n, float lr_t, float b1, float b2,
-                        float eps, float lr_wd, const float *sq_norm, float clip, cudaStream_t s);
-cudaError_t cuda_k_rmsprop(float *p, const float *g, float *ms, float *mom, int64_t n, float lr, float rho, float mu,
-                           float eps, float lr_wd, const float *sq_norm, float clip, cudaStream_t s);
-/* issue 12 (cuda_optim.cu): adagrad (first: t == 1 starts the accumulator at acc0),
- * nadam (cm, cg, c2 from mg_nadam_coeffs), lamb (c1 = 1 - b1^t, c2 = 1 - b2^t; one
- * block, for the norms of the whole param), sq_norm (*out = (accumulate ? *out : 0)
- * + sum x^2, one block, deterministic) */
-cudaError_t cuda_k_adagrad(float *p, const float *g, float *acc, int64_t n, float lr, float eps, float lr_wd, int first,
-                           float acc0, const float *sq_norm, float clip, cudaStream_t s);
-cudaError_t cuda_k_nadam(float *p, const float *g, float *m, float *v, int64_t n, float lr, float b1, float b2,
-                         float eps, float lr_wd, float cm, float cg, float c2, const float *sq_norm, float clip,
-                         cudaStream_t s);
-cudaError_t cuda_k_lamb(float *p, const float *g, float *m, float *v, int64_t n, float lr, float b1, float b2,
-                        float eps, float lr_wd, float c1, float c2, const float *sq_norm, float clip, cudaStream_t s);
+ * r and *step give the rate and the corrections; sq_norm (device, f32[]) NULL when not clipping */
+cudaError_t cuda_k_sgd(float *p, const float *g, float *v, int64_t n, const cuda_rate *r, const int64_t *step, float mu,
+                       int nesterov, const float *sq_norm, float clip, cudaStream_t s);
+cudaError_t cuda_k_adam(float *p, const float *g, float *m, float *v, int64_t n, const cuda_rate *r,
+                        const int64_t *step, float eps, const float *sq_norm, float clip, cudaStream_t s);
+cudaError_t cuda_k_rmsprop(float *p, const float *g, float *ms, float *mom, int64_t n, const cuda_rate *r,
+                           const int64_t *step, float rho, float mu, float eps, const float *sq_norm, float clip,
+                           cudaStream_t s);
+/* issue 12 (cuda_optim.cu): adagrad (step 1 starts the accumulator at acc0),
+ * nadam, lamb (one block, for the norms of the whole param), sq_norm (*out =
+ * (accumulate ? *out : 0) + sum x^2, one block, deterministic) */
+cudaError_t cuda_k_adagrad(float *p, const float *g, float *acc, int64_t n, const cuda_rate *r, const int64_t *step,
+                           float eps, float acc0, const float *sq_norm, float clip, cudaStream_t s);
+cudaError_t cuda_k_nadam(float *p, const float *g, float *m, float *v, int64_t n, const cuda_rate *r,
+                         const int64_t *step, float eps, const float *sq_norm, float clip, cudaStream_t s);
+cudaError_t cuda_k_lamb(float *p, const float *g, float *m, float *v, int64_t n, const cuda_rate *r,
+                        const int64_t *step, float eps, const float *sq_norm, float clip, cudaStream_t s);
 cudaError_t cuda_k_sq_norm(const float *x, int64_t n, float *out, int accumulate, cudaStream_t s);
 
 /* issue 12 (cuda_act.cu): op is an activation (OP_ABS..OP_LEAKY_RELU) or its
@@ -152,9 +167,10 @@ typedef struct {
     unsigned long long key;
 } cuda_nonfinite;
 
-/* records y's first non-finite element in rec unless rec already names another node */
+/* records y's first non-finite element in rec (with the step in *step, a device word)
+ * unless rec already names another node */
 cudaError_t cuda_k_check_finite(const float *y, int64_t n, cuda_nonfinite *rec, int32_t node, int32_t replica,
-                                long long step, cudaStream_t s);
+                                const int64_t *step, cudaStream_t s);
 
 #ifdef __cplusplus
 }

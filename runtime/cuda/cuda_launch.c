@@ -168,7 +168,9 @@ static int op_dropout(const ctx *c) {
     int64_t n = out_numel(c);
     if (!c->k->training || !*c->k->training) return copy_in(c, 0, 0, (size_t)ir_node_bytes(c->n));
     uint64_t base = (uint64_t)c->k->replica * (uint64_t)n;
-    CUDA_CHECK(c->b, cuda_k_dropout(inf(c, 0), outf(c), n, (uint64_t)c->n->iattr[0], *c->k->step, base,
+    const int64_t *step;
+    TRY(cuda_step_word(c->b, c->device, c->stream, c->k, &step));
+    CUDA_CHECK(c->b, cuda_k_dropout(inf(c, 0), outf(c), n, (uint64_t)c->n->iattr[0], step, base,
                                     (float)c->n->fattr[0], c->s));
     return 0;
 }
@@ -179,44 +181,39 @@ static float *slot(const ctx *c, int i) { return i < c->n->n_in - (ir_update_nor
 
 static double fattr(const ctx *c, const char *name) { return c->n->fattr[ir_op_fattr_index(c->n->op, name)]; }
 
+/* Issue 15: the kernels read the step from the device word of their stream
+ * and derive the rate (the plan's schedule), decay and corrections from it
+ * (cuda_step.h), so a replayed graph updates with the current step. */
 static int op_update(const ctx *c) {
     TRY(need_f32(c));
     TRY(copy_in(c, 0, 0, (size_t)ir_node_bytes(c->n)));
-    const double *f = c->n->fattr, lr = rt_update_rate(c->k);
-    float *p = outf(c), lr_wd = (float)(lr * fattr(c, "weight_decay")), clip = (float)fattr(c, "clipnorm");
+    const double *f = c->n->fattr;
+    float *p = outf(c), clip = (float)fattr(c, "clipnorm");
     const float *g = inf(c, 1), *sq = ir_update_norm_input(c->n) >= 0 ? inf(c, ir_update_norm_input(c->n)) : NULL;
     int64_t n = out_numel(c), t = *c->k->step;
     if (c->n->op != OP_SGD_UPDATE && c->n->op != OP_RMSPROP_UPDATE && t < 1) return bad(c, "step counter below 1");
+    cuda_rate r = {c->n->op, f[0], fattr(c, "weight_decay"), f[1], f[2], c->k->m->opt.schedule};
+    const int64_t *step;
+    TRY(cuda_step_word(c->b, c->device, c->stream, c->k, &step));
     switch (c->n->op) {
     case OP_SGD_UPDATE:
-        CUDA_CHECK(c->b, cuda_k_sgd(p, g, slot(c, 2), n, (float)lr, (float)f[1], (int)c->n->iattr[0], lr_wd, sq, clip, c->s));
+        CUDA_CHECK(c->b, cuda_k_sgd(p, g, slot(c, 2), n, &r, step, (float)f[1], (int)c->n->iattr[0], sq, clip, c->s));
         break;
-    case OP_ADAM_UPDATE: {
-        float lr_t = mg_adam_lr_t((float)lr, (float)f[1], (float)f[2], t);
-        CUDA_CHECK(c->b, cuda_k_adam(p, g, slot(c, 2), slot(c, 3), n, lr_t, (float)f[1], (float)f[2], (float)f[3], lr_wd,
-                                     sq, clip, c->s));
+    case OP_ADAM_UPDATE:
+        CUDA_CHECK(c->b, cuda_k_adam(p, g, slot(c, 2), slot(c, 3), n, &r, step, (float)f[3], sq, clip, c->s));
         break;
-    }
     case OP_RMSPROP_UPDATE:
-        CUDA_CHECK(c->b, cuda_k_rmsprop(p, g, slot(c, 2), slot(c, 3), n, (float)lr, (float)f[1], (float)f[2],
-                                        (float)f[3], lr_wd, sq, clip, c->s));
+        CUDA_CHECK(c->b, cuda_k_rmsprop(p, g, slot(c, 2), slot(c, 3), n, &r, step, (float)f[1], (float)f[2],
+                                        (float)f[3], sq, clip, c->s));
         break;
     case OP_ADAGRAD_UPDATE:
-        CUDA_CHECK(c->b, cuda_k_adagrad(p, g, slot(c, 2), n, (float)lr, (float)f[2], lr_wd, t == 1, (float)f[1], sq,
-                                        clip, c->s));
+        CUDA_CHECK(c->b, cuda_k_adagrad(p, g, slot(c, 2), n, &r, step, (float)f[2], (float)f[1], sq, clip, c->s));
         break;
-    case OP_NADAM_UPDATE: {
-        float cm, cg, c2;
-        mg_nadam_coeffs(f[1], f[2], t, &cm, &cg, &c2);
-        CUDA_CHECK(c->b, cuda_k_nadam(p, g, slot(c, 2), slot(c, 3), n, (float)lr, (float)f[1], (float)f[2], (float)f[3],
-                                      lr_wd, cm, cg, c2, sq, clip, c->s));
+    case OP_NADAM_UPDATE:
+        CUDA_CHECK(c->b, cuda_k_nadam(p, g, slot(c, 2), slot(c, 3), n, &r, step, (float)f[3], sq, clip, c->s));
         break;
-    }
-    default: { /* lamb */
-        float c1 = (float)(1.0 - pow(f[1], (double)t)), c2 = (float)(1.0 - pow(f[2], (double)t));
-        CUDA_CHECK(c->b, cuda_k_lamb(p, g, slot(c, 2), slot(c, 3), n, (float)lr, (float)f[1], (float)f[2], (float)f[3],
-                                     lr_wd, c1, c2, sq, clip, c->s));
-    }
+    default: /* lamb */
+        CUDA_CHECK(c->b, cuda_k_lamb(p, g, slot(c, 2), slot(c, 3), n, &r, step, (float)f[3], sq, clip, c->s));
     }
     return 0;
 }
@@ -508,14 +505,20 @@ static int check_numerics(const ctx *c) {
     if (!c->k->check_numerics || !*c->k->check_numerics || c->n->dtype != IR_F32 || c->n->op == OP_ALL_GATHER)
         return 0;
     cuda_st(c->b)->m = c->k->m; /* to name the node at sync */
+    const int64_t *step;
+    TRY(cuda_step_word(c->b, c->device, c->stream, c->k, &step));
     CUDA_CHECK(c->b, cuda_k_check_finite(outf(c), out_numel(c), c->dev->nonfinite, (int32_t)(c->n - c->k->m->g.nodes),
-                                         c->k->replica, (long long)(c->k->step ? *c->k->step : 0), c->s));
+                                         c->k->replica, step, c->s));
     return 0;
 }
 
 int cuda_launch(rt_backend *b, int device, int stream, const rt_kernel_args *k) {
     cuda_device *dev = &cuda_st(b)->dev[device];
     ctx c = {b, dev, device, stream, dev->stream[stream], k, k->node};
+    cuda_state *st = cuda_st(b); /* issue 15: what a replayed graph reads (cuda_graph.c) */
+    if (k->step) st->step_ptr = k->step;
+    if (k->training) st->training_ptr = k->training;
+    if (k->check_numerics) st->numerics_ptr = k->check_numerics;
     TRY(cuda_use(b, device));
     if (!kernels[c.n->op]) return bad(&c, "no CUDA kernel");
     TRY(kernels[c.n->op](&c));

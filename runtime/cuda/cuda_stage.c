@@ -61,9 +61,10 @@ static int take(rt_backend *b, cuda_stage *g, size_t bytes, char **out) {
 int cuda_upload(rt_backend *b, int device, int stream, void *dst, const void *src, size_t bytes) {
     cuda_device *d = &cuda_st(b)->dev[device];
     TRY(cuda_use(b, device));
-    /* a captured step (cuda_graph.c) stages every size: a graph's copy must read pinned memory
-     * that stays put until the graph ran */
-    if ((bytes > STAGE_MAX && !cuda_st(b)->capturing) || bytes == 0) {
+    /* a captured step (cuda_graph.c) stages every size into pinned memory of the graph's own,
+     * which each replay refills from src */
+    if (cuda_st(b)->capturing) return cuda_graph_upload_staged(b, device, stream, dst, src, bytes);
+    if (bytes > STAGE_MAX || bytes == 0) {
         CUDA_CHECK(b, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, d->stream[stream]));
         return 0;
     }
@@ -81,6 +82,10 @@ int cuda_download(rt_backend *b, int device, int stream, void *dst, const void *
     cuda_device *d = &cuda_st(b)->dev[device];
     cuda_stage *g = &d->stage;
     TRY(cuda_use(b, device));
+    if (cuda_st(b)->capturing) { /* a replay would not copy it out: not a graph (cuda_graph.c) */
+        cuda_graph_broken(b, "a download inside the train step");
+        return 0;
+    }
     if (bytes > STAGE_MAX || bytes == 0) {
         CUDA_CHECK(b, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, d->stream[stream]));
         return 0;

@@ -61,8 +61,11 @@ static void *dup(const void *p, size_t bytes) {
 
 static const ir_node *node_of(const kase *c, int i) { return &c->m->g.nodes[i]; }
 
+/* the step counter every kernel sees (issue 15: the GPU reads it from a device word the
+ * backend rewrites when it changes; optimizers() runs its updates at several steps) */
+static int64_t step = 3;
+
 static rt_kernel_args args_of(const kase *c, const ir_node **in_nodes, const void **in, void *out) {
-    static int64_t step = 3;
     static int training = 1;
     const ir_node *n = node_of(c, c->node);
     for (int i = 0; i < n->n_in; i++) in_nodes[i] = node_of(c, n->in[i]);
@@ -197,13 +200,22 @@ static void optimizers(ir_module *m) {
     int v = input(m, IR_F32, 2, 6, 5, 0, 0), sq = input(m, IR_F32, 0, 0, 0, 0, 0), b = input(m, IR_F32, 1, 7, 0, 0, 0);
     ir_node_at(m, v)->name = ir_intern(m, "positive"), ir_node_at(m, sq)->name = ir_intern(m, "positive");
     const double adam_like[6] = {1e-2, 0.9, 0.999, 1e-7, 0.01, 0.5};
-    check(m, OP_SGD_UPDATE, (int[]){p, g, s1, sq}, 4, (int64_t[]){1}, (double[]){0.1, 0.9, 0.01, 0.5}, NULL, 1e-6);
-    check(m, OP_ADAM_UPDATE, (int[]){p, g, s1, v, sq}, 5, NULL, adam_like, NULL, 1e-6);
-    check(m, OP_RMSPROP_UPDATE, (int[]){p, g, v, s1, sq}, 5, NULL, (double[]){1e-2, 0.9, 0.5, 1e-7, 0.01, 0.5}, NULL, 1e-6);
-    check(m, OP_ADAGRAD_UPDATE, (int[]){p, g, v, sq}, 4, NULL, (double[]){0.1, 0.1, 1e-7, 0.01, 0.5}, NULL, 1e-6);
-    check(m, OP_NADAM_UPDATE, (int[]){p, g, s1, v, sq}, 5, NULL, adam_like, NULL, 1e-6);
-    check(m, OP_LAMB_UPDATE, (int[]){p, g, s1, v, sq}, 5, NULL, adam_like, NULL, 1e-6);
-    check(m, OP_LAMB_UPDATE, (int[]){p, g, s1, v}, 4, NULL, (double[]){1e-2, 0.9, 0.999, 1e-6, 0}, NULL, 1e-6);
+    /* issue 15: steps 1 (adagrad's first), 2, 5 and back to 3: the device word follows the host's
+     * counter; the plan's schedule decays the rate with the step */
+    m->opt.schedule.kind = LR_EXPONENTIAL_DECAY, m->opt.schedule.decay_steps = 2, m->opt.schedule.decay_rate = 0.5;
+    const int64_t steps[] = {1, 2, 5, 3};
+    for (int k = 0; k < 4; k++) {
+        step = steps[k];
+        check(m, OP_SGD_UPDATE, (int[]){p, g, s1, sq}, 4, (int64_t[]){1}, (double[]){0.1, 0.9, 0.01, 0.5}, NULL, 1e-6);
+        check(m, OP_ADAM_UPDATE, (int[]){p, g, s1, v, sq}, 5, NULL, adam_like, NULL, 1e-6);
+        check(m, OP_RMSPROP_UPDATE, (int[]){p, g, v, s1, sq}, 5, NULL, (double[]){1e-2, 0.9, 0.5, 1e-7, 0.01, 0.5}, NULL, 1e-6);
+        check(m, OP_ADAGRAD_UPDATE, (int[]){p, g, v, sq}, 4, NULL, (double[]){0.1, 0.1, 1e-7, 0.01, 0.5}, NULL, 1e-6);
+        check(m, OP_NADAM_UPDATE, (int[]){p, g, s1, v, sq}, 5, NULL, adam_like, NULL, 1e-6);
+        check(m, OP_LAMB_UPDATE, (int[]){p, g, s1, v, sq}, 5, NULL, adam_like, NULL, 1e-6);
+        check(m, OP_LAMB_UPDATE, (int[]){p, g, s1, v}, 4, NULL, (double[]){1e-2, 0.9, 0.999, 1e-6, 0}, NULL, 1e-6);
+    }
+    step = 3;
+    m->opt.schedule.kind = LR_CONSTANT;
     check(m, OP_SQ_NORM, (int[]){p, b, g}, 3, NULL, NULL, NULL, 1e-5);
 }
 

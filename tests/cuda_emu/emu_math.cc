@@ -357,11 +357,4 @@ void case_in_top_k(void) {
     }
 }
 
-void case_dropout(void) {
-    dbuf<float> x(N), out(N);
-    randomize(x, N, 43);
-    if (!launched_ok(cuda_k_dropout(x, out, N, 42, 3, 1000, 0.3f, NULL), "cuda_k_dropout")) return;
-    float want[N];
-    for (int i = 0; i < N; i++) want[i] = mg_mul(x[i], mg_dropout_scale(42, 3, 1000 + (uint64_t)i, 0.3f));
-    same("cuda_k_dropout", want, out.p, N, 0);
-}
+/* dropout reads the step from device memory, several steps: emu_step.cc (issue 15) */

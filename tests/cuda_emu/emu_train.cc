@@ -1,122 +1,14 @@
 /* emu_train.cc - emulation cases of the optimizer, activation, embedding,
  * one_hot, fused, epilogue, pooling-gradient, filter-layout and numerics
- * kernels, against loops written here (per-element math of ops_math.h). */
+ * kernels, against loops written here (per-element math of ops_math.h); the
+ * optimizer updates themselves: emu_step.cc. */
 #include "../../runtime/ops_math.h"
 #include "emu_util.h"
 
 enum { N = 1003 };
 
-/* the state of one optimizer case: p, g and two slots, with a copy for the reference */
-struct opt_state {
-    dbuf<float> p, g, s1, s2, sq;
-    float rp[N], rg[N], r1[N], r2[N];
-    explicit opt_state(unsigned seed) : p(N), g(N), s1(N), s2(N), sq(1) {
-        randomize(p, N, seed), randomize(g, N, seed + 1), randomize(s1, N, seed + 2, -0.1f, 0.1f);
-        randomize(s2, N, seed + 3, 0.0f, 0.1f); /* second moments are >= 0 */
-        sq[0] = 4.0f;                            /* the norm 2 is clipped to 0.5 */
-        memcpy(rp, p.p, sizeof rp), memcpy(rg, g.p, sizeof rg), memcpy(r1, s1.p, sizeof r1), memcpy(r2, s2.p, sizeof r2);
-    }
-    void check(const char *what, bool slots) {
-        char w[96];
-        snprintf(w, sizeof w, "%s: p", what), same(w, rp, p.p, N, 1e-6);
-        if (!slots) return;
-        snprintf(w, sizeof w, "%s: first slot", what), same(w, r1, s1.p, N, 1e-6);
-        snprintf(w, sizeof w, "%s: second slot", what), same(w, r2, s2.p, N, 1e-6);
-    }
-};
-
-static const float CLIP = 0.5f, LR_WD = 1e-3f;
-
-void case_sgd(void) {
-    for (int variant = 0; variant < 3; variant++) { /* plain; momentum; nesterov with clipping */
-        opt_state s(50 + variant);
-        float *v = variant ? s.s1.p : NULL, sc = variant == 2 ? mg_clip_scale(4.0f, CLIP) : 1.0f;
-        if (!launched_ok(cuda_k_sgd(s.p, s.g, v, N, 0.1f, 0.9f, variant == 2, LR_WD, variant == 2 ? s.sq.p : NULL,
-                                    CLIP, NULL), "cuda_k_sgd"))
-            continue;
-        for (int i = 0; i < N; i++) {
-            mg_decay(&s.rp[i], LR_WD);
-            if (variant) mg_sgd_momentum(&s.rp[i], s.rg[i] * sc, &s.r1[i], 0.1f, 0.9f, variant == 2);
-            else mg_sgd(&s.rp[i], s.rg[i] * sc, 0.1f);
-        }
-        s.check(variant == 0 ? "cuda_k_sgd" : variant == 1 ? "cuda_k_sgd momentum" : "cuda_k_sgd nesterov clipped", true);
-    }
-}
-
-void case_adam(void) {
-    opt_state s(60);
-    float sc = mg_clip_scale(4.0f, CLIP);
-    if (!launched_ok(cuda_k_adam(s.p, s.g, s.s1, s.s2, N, 1e-2f, 0.9f, 0.999f, 1e-7f, LR_WD, s.sq, CLIP, NULL),
-                     "cuda_k_adam"))
-        return;
-    for (int i = 0; i < N; i++) mg_adam(&s.rp[i], s.rg[i] * sc, &s.r1[i], &s.r2[i], 1e-2f, 0.9f, 0.999f, 1e-7f, LR_WD);
-    s.check("cuda_k_adam", true);
-}
-
-void case_rmsprop(void) {
-    for (int mom = 0; mom < 2; mom++) {
-        opt_state s(70 + mom);
-        if (!launched_ok(cuda_k_rmsprop(s.p, s.g, s.s2, mom ? s.s1.p : NULL, N, 1e-2f, 0.9f, 0.5f, 1e-7f, LR_WD, NULL,
-                                        0, NULL), "cuda_k_rmsprop"))
-            continue;
-        for (int i = 0; i < N; i++) {
-            mg_decay(&s.rp[i], LR_WD);
-            if (mom) mg_rmsprop_momentum(&s.rp[i], s.rg[i], &s.r2[i], &s.r1[i], 1e-2f, 0.9f, 0.5f, 1e-7f);
-            else mg_rmsprop(&s.rp[i], s.rg[i], &s.r2[i], 1e-2f, 0.9f, 1e-7f);
-        }
-        s.check(mom ? "cuda_k_rmsprop momentum" : "cuda_k_rmsprop", true);
-    }
-}
-
-void case_adagrad(void) {
-    for (int first = 0; first < 2; first++) {
-        opt_state s(80 + first);
-        if (!launched_ok(cuda_k_adagrad(s.p, s.g, s.s2, N, 0.1f, 1e-7f, LR_WD, first, 0.1f, s.sq, CLIP, NULL),
-                         "cuda_k_adagrad"))
-            continue;
-        for (int i = 0; i < N; i++) {
-            if (first) s.r2[i] = 0.1f;
-            mg_decay(&s.rp[i], LR_WD);
-            mg_adagrad(&s.rp[i], s.rg[i] * mg_clip_scale(4.0f, CLIP), &s.r2[i], 0.1f, 1e-7f);
-        }
-        s.check(first ? "cuda_k_adagrad first step" : "cuda_k_adagrad", true);
-    }
-}
-
-void case_nadam(void) {
-    opt_state s(90);
-    float cm, cg, c2;
-    mg_nadam_coeffs(0.9, 0.999, 3, &cm, &cg, &c2);
-    if (!launched_ok(cuda_k_nadam(s.p, s.g, s.s1, s.s2, N, 1e-2f, 0.9f, 0.999f, 1e-7f, LR_WD, cm, cg, c2, NULL, 0, NULL),
-                     "cuda_k_nadam"))
-        return;
-    for (int i = 0; i < N; i++) {
-        mg_decay(&s.rp[i], LR_WD);
-        mg_nadam(&s.rp[i], s.rg[i], &s.r1[i], &s.r2[i], 1e-2f, 0.9f, 0.999f, 1e-7f, cm, cg, c2);
-    }
-    s.check("cuda_k_nadam", true);
-}
-
-/* one block of 512 threads: norms summed through shared memory between barriers */
-void case_lamb(void) {
-    for (int clip = 0; clip < 2; clip++) {
-        opt_state s(100 + clip);
-        float c1 = 1 - 0.9f * 0.9f, c2 = 1 - 0.999f * 0.999f, sc = clip ? mg_clip_scale(4.0f, CLIP) : 1.0f;
-        if (!launched_ok(cuda_k_lamb(s.p, s.g, s.s1, s.s2, N, 1e-2f, 0.9f, 0.999f, 1e-6f, LR_WD, c1, c2,
-                                     clip ? s.sq.p : NULL, CLIP, NULL), "cuda_k_lamb"))
-            continue;
-        double pp = 0, rr = 0;
-        for (int i = 0; i < N; i++) {
-            mg_decay(&s.rp[i], LR_WD);
-            mg_moments(s.rg[i] * sc, &s.r1[i], &s.r2[i], 0.9f, 0.999f);
-            float r = mg_lamb_dir(s.r1[i], s.r2[i], c1, c2, 1e-6f);
-            pp += (double)s.rp[i] * s.rp[i], rr += (double)r * r;
-        }
-        float step = 1e-2f * mg_lamb_ratio(pp, rr);
-        for (int i = 0; i < N; i++) s.rp[i] -= step * mg_lamb_dir(s.r1[i], s.r2[i], c1, c2, 1e-6f);
-        s.check(clip ? "cuda_k_lamb clipped" : "cuda_k_lamb", true);
-    }
-}
+/* the optimizer updates (sgd ... lamb) read the step from device memory and
+ * run for several steps: emu_step.cc (issue 15) */
 
 void case_sq_norm(void) {
     for (int acc = 0; acc < 2; acc++) {
@@ -320,15 +212,18 @@ void case_ohwi_to_hwio(void) {
 void case_check_finite(void) {
     dbuf<float> y(N);
     dbuf<cuda_nonfinite> rec(1);
+    dbuf<int64_t> step(1); /* the step word of the stream (issue 15) */
     randomize(y, N, 220);
     memset(rec.p, 0, sizeof *rec.p);
     rec[0].key = ~0ull; /* as the backend clears it */
-    bool ok = launched_ok(cuda_k_check_finite(y, N, rec, 8, 1, 77, NULL), "cuda_k_check_finite") && rec[0].node1 == 0;
+    step[0] = 77;
+    bool ok = launched_ok(cuda_k_check_finite(y, N, rec, 8, 1, step, NULL), "cuda_k_check_finite") && rec[0].node1 == 0;
     y[900] = -INFINITY, y[1002] = NAN, y[300] = INFINITY;
-    ok = ok && launched_ok(cuda_k_check_finite(y, N, rec, 8, 1, 77, NULL), "cuda_k_check_finite") &&
+    ok = ok && launched_ok(cuda_k_check_finite(y, N, rec, 8, 1, step, NULL), "cuda_k_check_finite") &&
          rec[0].node1 == 9 && rec[0].replica == 1 && rec[0].step == 77 && rec[0].key == (300ull << 2 | 1);
     y[300] = 0, y[10] = NAN; /* another node later: the record keeps the first */
-    ok = ok && launched_ok(cuda_k_check_finite(y, N, rec, 3, 1, 78, NULL), "cuda_k_check_finite") &&
+    step[0] = 78;
+    ok = ok && launched_ok(cuda_k_check_finite(y, N, rec, 3, 1, step, NULL), "cuda_k_check_finite") &&
          rec[0].node1 == 9 && rec[0].key == (300ull << 2 | 1);
     if (!ok) {
         fprintf(stderr, "FAIL: cuda_k_check_finite: record (node1 %d, replica %d, step %lld, key %llu), want (9, 1, 77, %llu)\n",

@@ -14,7 +14,10 @@
 #      docs/gpu.md): params after 1 step within 1e-3 and after 10 steps within
 #      1e-2 (relative L2 per tensor), with CUDA graphs and --no-cuda-graphs,
 #      and graphs against --no-cuda-graphs; over $GPU_CHECK_EPOCHS epochs
-#      (default 2) the loss curve within 2e-2 (val_loss 5e-2);
+#      (default 2) the loss curve within 2e-2 (val_loss 5e-2); and
+#      tests/cuda/graph_step.mg (dropout, AdamW on a warmup+cosine schedule)
+#      6 steps with CUDA graphs against --no-cuda-graphs within 1e-4: the
+#      replayed graphs must read the current step;
 #   5. prints images/s for 1..N GPUs (with and without CUDA graphs) and the
 #      NCCL all-reduce bus bandwidth (bench/nccl_allreduce.c).
 # Exit status: 0 when every check passed (or no GPU), 1 otherwise.
@@ -185,6 +188,26 @@ for k in $counts; do
     [ -f "$WORK/gpu$k.jsonl" ] && [ -f "$WORK/cpu$k.jsonl" ] &&
         { cmp "gpu$k vs cpu$k after $LONG" "$WORK/gpu$k.safetensors" "$WORK/cpu$k.safetensors" - \
               "$WORK/gpu$k.jsonl" "$WORK/cpu$k.jsonl" 2e-2 5e-2 || fail "gpu$k vs cpu$k loss curve"; }
+done
+
+# ---- 4b. CUDA graphs replay the step ------------------------------------
+# tests/cuda/graph_step.mg: dropout, AdamW and a cosine schedule with warmup, so
+# the mask, the rate and the bias correction change every step. A train step is
+# captured once and replayed (docs/gpu.md "CUDA graphs"): the replays must read
+# the current step (device words), so the graph run must match the eager one.
+for k in $counts; do
+    plan="$WORK/graphstep-$KIND$k.mgx"
+    if ! (cd "$ROOT" && "$MGC" compile tests/cuda/graph_step.mg --devices "$(devices "$KIND" "$k")" -o "$plan") \
+        >"$plan.log" 2>&1; then
+        cat "$plan.log" >&2; fail "compiling tests/cuda/graph_step.mg for $k device(s)"; continue
+    fi
+    say "graph replay: tests/cuda/graph_step.mg on $(devices "$KIND" "$k"), 6 steps, CUDA graphs vs --no-cuda-graphs"
+    train "graphstep$k" "$plan" --steps 6 --save "$WORK/graphstep$k.safetensors"
+    train "graphstep$k-eager" "$plan" --steps 6 --save "$WORK/graphstep$k-eager.safetensors" --no-cuda-graphs
+    [ -f "$WORK/graphstep$k.safetensors" ] && [ -f "$WORK/graphstep$k-eager.safetensors" ] &&
+        { cmp "graph_step.mg, $k device(s): CUDA graphs vs --no-cuda-graphs after 6 steps" \
+              "$WORK/graphstep$k.safetensors" "$WORK/graphstep$k-eager.safetensors" 1e-4 ||
+              fail "CUDA graph replays vs eager (graph_step.mg, $k device(s))"; }
 done
 
 # ---- 5. throughput and NCCL bandwidth -----------------------------------

@@ -38,7 +38,8 @@
  *   capture and a change makes graph_begin drop the graph and capture anew.
  * Nothing else a launch reads on the host changes between train steps of a
  * session (cuda_launch.c: shapes, attributes, cached cuDNN algorithms,
- * replica indices). Traced steps (--trace) and programs other than train run
+ * replica indices; exec.c: the replica that skips collectives under fault
+ * injection is fixed per session). Traced steps (--trace) and programs other than train run
  * eagerly and leave the graph as it is.
  *
  * Collectives: the flag words the eager path uses (cuStreamWaitValue32 with a

@@ -243,11 +243,8 @@ static int on_report(void *ctx, const rt_train_report *r) {
     return c->o->progress ? c->o->progress(&p, c->o->user) : 0;
 }
 
-mgc_status lib_fit(mgc_session *s, const rt_dataset *train, const rt_dataset *valid, const mgc_fit_options *o,
-                   mgc_error *err) {
-    const ir_module *m = s->plan->m;
-    mgc_fit_options d;
-    if (!o) mgc_fit_options_init(&d), o = &d;
+/* The options' figures and a train block, checked before any data are read. */
+static mgc_status check_fit(const ir_module *m, const mgc_fit_options *o, mgc_error *err) {
     if (!m->has_train) return lib_fail(err, MGC_ERR_ARG, "model '%s' has no train block", m->model_name);
     if (o->epochs < 0 || o->steps < 0 || (!o->steps && !o->epochs))
         return lib_fail(err, MGC_ERR_ARG, "fit: epochs %lld and steps %lld: one must be positive, neither negative",
@@ -255,6 +252,16 @@ mgc_status lib_fit(mgc_session *s, const rt_dataset *train, const rt_dataset *va
     if (o->save_every < 0 || o->keep < 0)
         return lib_fail(err, MGC_ERR_ARG, "fit: save_every %lld and keep %d must not be negative", (long long)o->save_every,
                         o->keep);
+    return MGC_OK;
+}
+
+mgc_status lib_fit(mgc_session *s, const rt_dataset *train, const rt_dataset *valid, const mgc_fit_options *o,
+                   mgc_error *err) {
+    const ir_module *m = s->plan->m;
+    mgc_fit_options d;
+    if (!o) mgc_fit_options_init(&d), o = &d;
+    mgc_status bad = check_fit(m, o, err);
+    if (bad) return bad;
     int64_t start = o->total ? 0 : rt_session_step(s->s), per_epoch = rt_dataset_count(train) / m->global_batch;
     if (o->epochs > (INT64_MAX - start) / (per_epoch ? per_epoch : 1))
         return lib_fail(err, MGC_ERR_ARG, "fit: %lld epochs is more steps than mgc counts (2^63)", (long long)o->epochs);
@@ -277,12 +284,14 @@ mgc_status lib_fit(mgc_session *s, const rt_dataset *train, const rt_dataset *va
 }
 
 mgc_status mgc_fit(mgc_session *s, const mgc_feed *feeds, int n_feeds, const mgc_fit_options *o, mgc_error *err) {
-    const ir_module *m = s->plan->m;
-    if (!m->has_train) return lib_fail(err, MGC_ERR_ARG, "model '%s' has no train block", m->model_name);
+    mgc_fit_options d;
+    if (!o) mgc_fit_options_init(&d), o = &d;
+    mgc_status st = check_fit(s->plan->m, o, err);
+    if (st) return st;
     rt_dataset *train = NULL, *valid = NULL;
-    mgc_status st = open_feeds(s, 0, feeds, n_feeds, &train, err);
-    if (!st && o && o->validation) st = open_feeds(s, 0, o->validation, o->n_validation, &valid, err);
-    if (!st && o && o->validation_data) st = lib_fail(err, MGC_ERR_ARG, "mgc_fit: validation_data is mgc_fit_dataset's; give validation feeds");
+    st = open_feeds(s, 0, feeds, n_feeds, &train, err);
+    if (!st && o->validation) st = open_feeds(s, 0, o->validation, o->n_validation, &valid, err);
+    if (!st && o->validation_data) st = lib_fail(err, MGC_ERR_ARG, "mgc_fit: validation_data is mgc_fit_dataset's; give validation feeds");
     if (!st) st = lib_fit(s, train, valid, o, err);
     rt_dataset_free(train);
     rt_dataset_free(valid);

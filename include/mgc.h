@@ -196,7 +196,8 @@ struct mgc_dataset;
 
 typedef struct {
     uint64_t seed;              /* initial weights and shuffling (mgc run --seed; default 1) */
-    int threads_per_device;     /* CPU threads of each device's kernels (default 1) */
+    int threads_per_device;     /* CPU threads of each device's kernels (default 1; 0: the cores this
+                                   process may use / its devices and the job's processes here, at least 1) */
     double collective_timeout;  /* seconds a collective waits for every device (default 60) */
     int check_replicas;         /* mgc_fit: compare replicas bit for bit every K steps (0: never) */
     int check_numerics;         /* stop at the first op whose output holds NaN or Inf, naming it */

@@ -13,6 +13,8 @@
  *   compile errors: "file:line:col: error: ...", the source line, a caret).
  *   MGC_OK leaves err->message empty. libmgc never exits and never writes to
  *   stdout or stderr: training progress goes to the progress callback only.
+ *   The exceptions are a job's, as documented there: mgc_job_start's MPI_Init
+ *   watchdog and mgc_job_end's abort of every process after a failure.
  *
  * Ownership
  *   Strings and arrays a getter returns belong to the handle and live as
@@ -395,10 +397,11 @@ int mgc_job_end(mgc_job *j, int status);
  * GPUs that are not here is re-planned for as many CPU devices (a
  * MGC_TEXT_NOTE "PATH: gpu:N is not available: WHY; re-planned for K CPU
  * devices" to text), or with strict MGC_ERR_ARG "PATH: gpu:N is not available:
- * WHY". Then checks that this process's devices' arenas and the inputs fit in
- * RAM and swap (MGC_ERR_RUNTIME "the plan needs X GiB of memory, ..."), for
- * the replicas of j (may be NULL). */
+ * WHY". */
 mgc_status mgc_plan_fit_here(mgc_plan *p, int strict, mgc_text_fn text, void *user, mgc_error *err);
+/* MGC_ERR_RUNTIME "PATH: the plan needs X GiB of memory, this machine has Y
+ * GiB" when the arenas of this process's devices (the replicas of j, which
+ * may be NULL: all) and the inputs do not fit in RAM and swap. */
 mgc_status mgc_plan_check_memory(const mgc_plan *p, const mgc_job *j, mgc_error *err);
 /* The .mgx path a plan was loaded from ("" when compiled). */
 const char *mgc_plan_path(const mgc_plan *p);

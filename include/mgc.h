@@ -13,6 +13,8 @@
  *   compile errors: "file:line:col: error: ...", the source line, a caret).
  *   MGC_OK leaves err->message empty. libmgc never exits and never writes to
  *   stdout or stderr: training progress goes to the progress callback only.
+ *   The exceptions are a job's, as documented there: mgc_job_start's MPI_Init
+ *   watchdog and mgc_job_end's abort of every process after a failure.
  *
  * Ownership
  *   Strings and arrays a getter returns belong to the handle and live as
@@ -31,15 +33,16 @@
  *
  * Processes
  *   A session runs every replica of its plan in this process (cpu:N devices
- *   are logical CPU devices; gpu:N need CUDA). Several processes under
- *   mpirun are the CLI's (mgc run) for now.
+ *   are logical CPU devices; gpu:N need CUDA), unless it is given a job
+ *   (mgc_job: the processes under mpirun), then this process's replicas.
  *
- * The mgc CLI is a client of this header: mgc compile, dump and inspect are
- * made of the calls below (docs/api.md, "The CLI as a client of the API").
+ * The mgc CLI is a client of this header: every command is made of the
+ * calls below (docs/api.md, "The CLI as a client of the API").
  */
 #ifndef MGC_H
 #define MGC_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -190,14 +193,21 @@ mgc_status mgc_check_output(const char *path, mgc_error *err);
 /* ---- sessions ---- */
 
 typedef struct mgc_session mgc_session;
+struct mgc_job;
+struct mgc_dataset;
 
 typedef struct {
     uint64_t seed;              /* initial weights and shuffling (mgc run --seed; default 1) */
-    int threads_per_device;     /* CPU threads of each device's kernels (default 1) */
+    int threads_per_device;     /* CPU threads of each device's kernels (default 1; 0: the cores this
+                                   process may use / its devices and the job's processes here, at least 1) */
     double collective_timeout;  /* seconds a collective waits for every device (default 60) */
     int check_replicas;         /* mgc_fit: compare replicas bit for bit every K steps (0: never) */
     int check_numerics;         /* stop at the first op whose output holds NaN or Inf, naming it */
     int no_cuda_graphs;         /* GPU plans: run every train step eagerly, no CUDA graph (mgc run --no-cuda-graphs) */
+    struct mgc_job *job;        /* NULL: every replica here. Else (borrowed, outlives the session) this
+                                   process's replicas of a plan mgc_job_plan fitted to the job; the
+                                   variables are then left unset: the workers agree (mgc_job_agree), then
+                                   mgc_session_init or mgc_checkpoint_load sets them */
 } mgc_session_options;
 
 void mgc_session_options_init(mgc_session_options *o);
@@ -208,6 +218,11 @@ mgc_status mgc_session_new(const mgc_plan *p, const mgc_session_options *o, mgc_
 void mgc_session_free(mgc_session *s);
 int64_t mgc_session_step(const mgc_session *s);   /* optimizer steps taken */
 uint64_t mgc_session_seed(const mgc_session *s);  /* shuffling seed (a loaded checkpoint's, else the option) */
+/* Sets the variables from their initializers (seed: the session's); what
+ * mgc_session_new does unless a job is given. */
+mgc_status mgc_session_init(mgc_session *s, mgc_error *err);
+/* The shuffling seed from now on (mgc run --seed beside --load keeps it). */
+void mgc_session_set_seed(mgc_session *s, uint64_t seed);
 
 /* Every function below that takes feeds checks each against the plan (an
  * input named, its dtype, its per-example shape, the same N for all) and
@@ -273,6 +288,14 @@ typedef struct {
                                         always at the end */
     int save_every_epochs;
     int keep;                        /* the newest checkpoints kept in checkpoint_dir (0: 3) */
+    /* mgc run's counting, workers and signals */
+    int total;                       /* epochs and steps count from step 0, not from the session's step
+                                        (mgc run --epochs/--steps: a resumed fit trains what is left) */
+    int quiet;                       /* no lines and no history file (mgc run's ranks after 0) */
+    const volatile sig_atomic_t *stop; /* nonzero (a signal handler's flag): stop after the step as the
+                                        callback's nonzero does, MGC_STOPPED; under a job summed over
+                                        the workers, so all stop after the same step */
+    const struct mgc_dataset *validation_data; /* mgc_fit_dataset: evaluated after every epoch, or NULL */
 } mgc_fit_options;
 
 void mgc_fit_options_init(mgc_fit_options *o);
@@ -312,6 +335,145 @@ mgc_status mgc_checkpoint_load(mgc_session *s, const char *path, mgc_error *err)
  * `mgc run --checkpoint-dir` resumes from): 1 with its path (cap bytes) and
  * step, 0 when dir holds none or does not exist, -1 after an error (err). */
 int mgc_checkpoint_newest(const char *dir, char *path, size_t cap, int64_t *step, mgc_error *err);
+
+/* ---- the processes of an mpirun job ---- */
+
+/* Under mpirun with two or more processes each process is one worker of a
+ * job: together they run one plan, each its own devices' replicas (re-planned
+ * from the sources the plan carries, keeping its global batch). Before the
+ * first step the workers agree: on the plan, the run's facts, the checkpoint
+ * and the data, and that none failed (a local failure is told to the others
+ * at the next agreement, so that all stop with one message instead of after
+ * a collective timeout). Every call below is collective where it says so:
+ * every worker makes it, in the same order. */
+typedef struct mgc_job mgc_job;
+
+/* Starts the job: MPI under mpirun (a watchdog ends the process with status
+ * 1, after a collective timeout message on stderr, when MPI_Init has not
+ * finished after timeout seconds: a peer froze or never started), else a job
+ * of one process. timeout (0: 60 s) also bounds each agreement. MGC_ERR_RUNTIME
+ * when MPI fails or this build has no MPI under mpirun. */
+mgc_status mgc_job_start(double timeout, mgc_job **out, mgc_error *err);
+int mgc_job_rank(const mgc_job *j);   /* 0 .. size-1 */
+int mgc_job_size(const mgc_job *j);   /* processes; 1 outside mpirun */
+/* A local failure (the first is kept), told to the others at the next
+ * mgc_job_agree; the caller says it itself. */
+void mgc_job_fail(mgc_job *j, const char *message);
+int mgc_job_failed(const mgc_job *j);
+
+/* What a run is about to do, agreed on besides the plan and data. */
+typedef struct {
+    int seed_given;            /* the seed was given (beside a checkpoint, it wins over the checkpoint's) */
+    uint64_t seed;
+    int64_t steps, epochs;     /* the run's targets (0: none) */
+    const char *checkpoint;    /* the checkpoint it starts from (its bytes' CRC is agreed), or NULL */
+} mgc_job_facts;
+
+/* Notes the plan (its sources' digest, global batch; named by path) and
+ * facts for the next agreement. MGC_ERR_IO when the checkpoint cannot be
+ * read: the caller says so and fails locally. */
+mgc_status mgc_job_set_facts(mgc_job *j, const mgc_plan *p, const char *path, const mgc_job_facts *f, mgc_error *err);
+/* Notes the data's examples and CRC for the next agreement. */
+void mgc_job_set_data(mgc_job *j, const struct mgc_dataset *d);
+/* Collective: every worker's facts are exchanged. MGC_OK when none failed and
+ * all agree; else MGC_ERR_RUNTIME with one line ("rank 1 cannot start: ...",
+ * "workers disagree: --steps is 5 on rank 0 but 10 on rank 1"), the same on
+ * every worker: the workers have then stopped together. */
+mgc_status mgc_job_agree(mgc_job *j, mgc_error *err);
+/* Collective: fits p (not yet used by a session) to the job: the workers'
+ * devices together, worker r's replicas after those of workers 0..r-1, the
+ * plan's global batch kept. A no-op in a job of one process. text (may be
+ * NULL) gets rank 0's MGC_TEXT_NOTE "N workers, R replicas: re-planned PATH
+ * for B examples per replica". */
+mgc_status mgc_job_plan(mgc_job *j, mgc_plan *p, mgc_text_fn text, void *user, mgc_error *err);
+/* Ends the job and frees j (NULL: no-op): after a failure (status nonzero)
+ * that the workers did not stop on together at an agreement, every process of
+ * the job is ended with that status (a peer may be gone, and finishing MPI
+ * would wait for it forever; never returns). Status 0 (also after a failure
+ * every worker made alike, as mgc_job_plan's) finishes MPI. Returns status. */
+int mgc_job_end(mgc_job *j, int status);
+
+/* Fits a loaded plan (not yet used by a session) to this machine: a plan for
+ * GPUs that are not here is re-planned for as many CPU devices (a
+ * MGC_TEXT_NOTE "PATH: gpu:N is not available: WHY; re-planned for K CPU
+ * devices" to text), or with strict MGC_ERR_ARG "PATH: gpu:N is not available:
+ * WHY". */
+mgc_status mgc_plan_fit_here(mgc_plan *p, int strict, mgc_text_fn text, void *user, mgc_error *err);
+/* MGC_ERR_RUNTIME "PATH: the plan needs X GiB of memory, this machine has Y
+ * GiB" when the arenas of this process's devices (the replicas of j, which
+ * may be NULL: all) and the inputs do not fit in RAM and swap. */
+mgc_status mgc_plan_check_memory(const mgc_plan *p, const mgc_job *j, mgc_error *err);
+/* The .mgx path a plan was loaded from ("" when compiled). */
+const char *mgc_plan_path(const mgc_plan *p);
+/* 1 when the predict program reads input k (labels are not read). */
+int mgc_plan_input_predicts(const mgc_plan *p, int k);
+
+/* ---- datasets from files ---- */
+
+typedef struct mgc_dataset mgc_dataset;
+
+#define MGC_DEFAULT_DATA_DIR "/usr/share/datasets/fashion-mnist" /* mgc_data_options.dir NULL */
+#define MGC_DEFAULT_TEXT_DIR "/usr/share/games/fortunes"         /* "text:" alone */
+#define MGC_TEXT_MAX_CONTEXT 65536                                /* the largest context */
+#define MGC_MAX_INPUTS 16                                         /* a plan's inputs, and bindings */
+
+typedef enum {
+    MGC_DATA_TRAIN = 0,    /* every input, the train part, at least one global batch */
+    MGC_DATA_TEST = 1,     /* every input, the test part (text: the last 10%), at least one example */
+    MGC_DATA_PREDICT = 2,  /* the inputs the predict program reads, at least one example */
+} mgc_data_use;
+
+typedef struct {
+    const char *dir;              /* IDX files train-* / t10k-* (NULL: the default data directory), or
+                                     "text:PATH": the bytes of a file or directory as tokens (mgc run --data) */
+    int64_t context;              /* text: the window T (0: the model's) */
+    const char *const *bindings;  /* "NAME=FILE" (IDX or NPY) per input instead of dir (mgc run --input) */
+    int n_bindings;
+} mgc_data_options;
+
+/* Opens the inputs use needs, read once into memory; labels are checked
+ * against the classes of the logits they label. */
+mgc_status mgc_dataset_open(const mgc_plan *p, mgc_data_use use, const mgc_data_options *o, mgc_dataset **out,
+                            mgc_error *err);
+void mgc_dataset_free(mgc_dataset *d);
+int64_t mgc_dataset_count(const mgc_dataset *d);
+
+/* mgc_fit, mgc_evaluate and mgc_predict over a dataset (o->validation_data
+ * the validation set). Under a job each worker runs its replicas' rows and
+ * the scores and outputs are every worker's. */
+mgc_status mgc_fit_dataset(mgc_session *s, const mgc_dataset *train, const mgc_fit_options *o, mgc_error *err);
+mgc_status mgc_evaluate_dataset(mgc_session *s, const mgc_dataset *d, mgc_scores *out, mgc_error *err);
+
+/* An output the library allocated: [N, per-example...]. */
+typedef struct {
+    const char *name;
+    mgc_dtype dtype;
+    int rank;
+    int64_t shape[MGC_MAX_RANK];
+    void *data;
+    size_t bytes;
+} mgc_output;
+/* Every model output for every example of d, in the plan's output order:
+ * *outputs (mgc_plan_output_count of them) to free with mgc_outputs_free. */
+mgc_status mgc_predict_dataset(mgc_session *s, const mgc_dataset *d, mgc_output **outputs, mgc_error *err);
+void mgc_outputs_free(mgc_output *outputs, int n);
+/* Writes one output as a .npy file (any size). */
+mgc_status mgc_output_save_npy(const mgc_output *o, const char *path, mgc_error *err);
+
+/* ---- trace and profile (docs/trace.md) ---- */
+
+typedef struct {
+    int64_t from, to;     /* the steps traced, 1 = the first train step after this call; to < from: none */
+    int profile;          /* sum every step after the first for mgc_session_trace_end's profile */
+} mgc_trace_options;
+
+/* Times the train steps of this process's replicas from now on. */
+mgc_status mgc_session_trace(mgc_session *s, const mgc_trace_options *o, mgc_error *err);
+/* Stops timing. path (may be NULL): the kept steps as Chrome trace JSON
+ * (pid: replica, tid: compute/comm stream). profile (may be NULL; free with
+ * mgc_free): the mean step time, comm overlap and the top 15 ops, as text.
+ * *kept (may be NULL): the steps kept for path. */
+mgc_status mgc_session_trace_end(mgc_session *s, const char *path, char **profile, int64_t *kept, mgc_error *err);
 
 /* ---- ONNX export (docs/onnx.md) ---- */
 

@@ -61,8 +61,12 @@ static bool beside_library(char *buf, size_t cap) {
 /* The stdlib: o's, $MGC_STDLIB, beside the library, the configured install
  * prefix's, else the source tree's (a build tree). */
 static const char *stdlib_dir(const mgc_compile_options *o, char *buf, size_t cap) {
-    const char *env = getenv("MGC_STDLIB");
     if (o && o->stdlib_dir) return o->stdlib_dir;
+    return lib_stdlib_dir(buf, cap);
+}
+
+const char *lib_stdlib_dir(char *buf, size_t cap) {
+    const char *env = getenv("MGC_STDLIB");
     if (env && *env) return env;
     if (beside_library(buf, cap)) return buf;
     if (access(MGC_INSTALL_STDLIB_DIR "/nn.mg", R_OK) == 0) return MGC_INSTALL_STDLIB_DIR;
@@ -323,6 +327,7 @@ void mgc_plan_free(mgc_plan *p) {
 }
 
 const char *mgc_plan_model_name(const mgc_plan *p) { return p->m->model_name; }
+const char *mgc_plan_path(const mgc_plan *p) { return p->path ? p->path : ""; }
 int mgc_plan_devices(const mgc_plan *p) { return p->m->n_devices; }
 int64_t mgc_plan_global_batch(const mgc_plan *p) { return p->m->global_batch; }
 int mgc_plan_has_train(const mgc_plan *p) { return p->m->has_train; }

@@ -34,25 +34,29 @@ mgc_status mgc_session_new(const mgc_plan *p, const mgc_session_options *o, mgc_
     mgc_session_options d;
     if (!o) mgc_session_options_init(&d), o = &d;
     if (p->forward_only) return lib_fail(err, MGC_ERR_ARG, "mgc_session_new: a forward_only plan cannot run");
-    if (o->threads_per_device < 1 || o->threads_per_device > 1024)
-        return lib_fail(err, MGC_ERR_ARG, "threads_per_device %d is not from 1 to 1024", o->threads_per_device);
+    if (o->threads_per_device < 0 || o->threads_per_device > 1024)
+        return lib_fail(err, MGC_ERR_ARG, "threads_per_device %d is not from 0 to 1024", o->threads_per_device);
     if (!(o->collective_timeout > 0 && o->collective_timeout <= 86400))
         return lib_fail(err, MGC_ERR_ARG, "collective_timeout %g is not a number of seconds above 0 and at most 86400",
                         o->collective_timeout);
     if (o->check_replicas < 0) return lib_fail(err, MGC_ERR_ARG, "check_replicas %d is negative", o->check_replicas);
     char msg[1024];
+    const mgc_job *j = o->job;
+    const char *absent = getenv("MGC_FAULT_ABSENT_REPLICA"); /* tests: a replica that never arrives */
     rt_session_options so = {.threads_per_device = o->threads_per_device, .collective_timeout = o->collective_timeout,
-                             .check_numerics = o->check_numerics != 0, .no_graphs = o->no_cuda_graphs != 0};
+                             .check_numerics = o->check_numerics != 0, .no_graphs = o->no_cuda_graphs != 0,
+                             .ip = j ? j->ip : NULL, .first_replica = j && j->ip ? j->first : 0,
+                             .local_replicas = j && j->ip ? j->local : 0, .absent_replica = absent ? atoi(absent) + 1 : 0};
     rt_session *rs = rt_session_new(p->m, &so, msg, sizeof msg);
     if (!rs) return lib_fail(err, MGC_ERR_RUNTIME, "%s", msg);
-    if (rt_session_init_variables(rs, o->seed)) {
+    if (!j && rt_session_init_variables(rs, o->seed)) {
         mgc_status st = lib_fail(err, MGC_ERR_RUNTIME, "%s", rt_session_error(rs));
         rt_session_free(rs);
         return st;
     }
     mgc_session *s = calloc(1, sizeof *s);
     *s = (mgc_session){.plan = p, .s = rs, .seed = o->seed, .check_replicas = o->check_replicas,
-                       .check_numerics = o->check_numerics != 0};
+                       .check_numerics = o->check_numerics != 0, .job = j};
     list_variables(s);
     *out = s;
     return lib_ok(err);
@@ -60,6 +64,8 @@ mgc_status mgc_session_new(const mgc_plan *p, const mgc_session_options *o, mgc_
 
 void mgc_session_free(mgc_session *s) {
     if (!s) return;
+    if (s->trace) rt_session_set_trace(s->s, NULL);
+    rt_trace_free(s->trace);
     rt_session_free(s->s);
     free(s->vars);
     free(s);
@@ -67,6 +73,12 @@ void mgc_session_free(mgc_session *s) {
 
 int64_t mgc_session_step(const mgc_session *s) { return rt_session_step(s->s); }
 uint64_t mgc_session_seed(const mgc_session *s) { return s->seed; }
+void mgc_session_set_seed(mgc_session *s, uint64_t seed) { s->seed = seed; }
+
+mgc_status mgc_session_init(mgc_session *s, mgc_error *err) {
+    if (rt_session_init_variables(s->s, s->seed)) return lib_fail(err, MGC_ERR_RUNTIME, "%s", rt_session_error(s->s));
+    return lib_ok(err);
+}
 
 /* ---- feeds ---- */
 
@@ -231,10 +243,8 @@ static int on_report(void *ctx, const rt_train_report *r) {
     return c->o->progress ? c->o->progress(&p, c->o->user) : 0;
 }
 
-mgc_status mgc_fit(mgc_session *s, const mgc_feed *feeds, int n_feeds, const mgc_fit_options *o, mgc_error *err) {
-    const ir_module *m = s->plan->m;
-    mgc_fit_options d;
-    if (!o) mgc_fit_options_init(&d), o = &d;
+/* The options' figures and a train block, checked before any data are read. */
+static mgc_status check_fit(const ir_module *m, const mgc_fit_options *o, mgc_error *err) {
     if (!m->has_train) return lib_fail(err, MGC_ERR_ARG, "model '%s' has no train block", m->model_name);
     if (o->epochs < 0 || o->steps < 0 || (!o->steps && !o->epochs))
         return lib_fail(err, MGC_ERR_ARG, "fit: epochs %lld and steps %lld: one must be positive, neither negative",
@@ -242,25 +252,47 @@ mgc_status mgc_fit(mgc_session *s, const mgc_feed *feeds, int n_feeds, const mgc
     if (o->save_every < 0 || o->keep < 0)
         return lib_fail(err, MGC_ERR_ARG, "fit: save_every %lld and keep %d must not be negative", (long long)o->save_every,
                         o->keep);
-    rt_dataset *train = NULL, *valid = NULL;
-    mgc_status st = open_feeds(s, 0, feeds, n_feeds, &train, err);
-    if (!st && o->validation) st = open_feeds(s, 0, o->validation, o->n_validation, &valid, err);
-    int64_t start = rt_session_step(s->s), per_epoch = train ? rt_dataset_count(train) / m->global_batch : 0;
-    if (!st && o->epochs > (INT64_MAX - start) / (per_epoch ? per_epoch : 1))
-        st = lib_fail(err, MGC_ERR_ARG, "fit: %lld epochs is more steps than mgc counts (2^63)", (long long)o->epochs);
+    return MGC_OK;
+}
+
+mgc_status lib_fit(mgc_session *s, const rt_dataset *train, const rt_dataset *valid, const mgc_fit_options *o,
+                   mgc_error *err) {
+    const ir_module *m = s->plan->m;
+    mgc_fit_options d;
+    if (!o) mgc_fit_options_init(&d), o = &d;
+    mgc_status bad = check_fit(m, o, err);
+    if (bad) return bad;
+    int64_t start = o->total ? 0 : rt_session_step(s->s), per_epoch = rt_dataset_count(train) / m->global_batch;
+    if (o->epochs > (INT64_MAX - start) / (per_epoch ? per_epoch : 1))
+        return lib_fail(err, MGC_ERR_ARG, "fit: %lld epochs is more steps than mgc counts (2^63)", (long long)o->epochs);
     fit_ctx c = {o, m->n_metrics};
     rt_train_options to = {.steps = start + (o->steps ? o->steps : o->epochs * (per_epoch ? per_epoch : 1)),
                            .seed = s->seed, .check_replicas = s->check_replicas, .check_numerics = s->check_numerics,
                            .report = on_report, .report_ctx = &c, .tty = o->tty != 0, .history = o->history,
                            .history_append = o->history_append != 0, .checkpoint_dir = o->checkpoint_dir,
                            .save_every = o->save_every, .save_every_epochs = o->save_every_epochs != 0,
-                           .keep = o->keep ? o->keep : 3};
+                           .keep = o->keep ? o->keep : 3, .quiet = o->quiet != 0, .stop = o->stop};
+    /* mgc run's counting: the targets as given, rt_train's epochs when no steps */
+    if (o->total) to.steps = o->steps, to.epochs = o->epochs;
     char msg[1024];
-    int rc = st ? 0 : rt_train(s->s, train, valid, &to, msg, sizeof msg);
-    if (!st && rc < 0) st = lib_fail(err, MGC_ERR_RUNTIME, "%s", msg);
-    else if (!st && rc == RT_STOPPED) st = lib_fail(err, MGC_STOPPED, "stopped by the progress callback after step %lld",
-                                                    (long long)rt_session_step(s->s));
-    else if (!st) lib_ok(err);
+    int rc = rt_train(s->s, train, valid, &to, msg, sizeof msg);
+    if (rc < 0) return lib_fail(err, MGC_ERR_RUNTIME, "%s", msg);
+    if (rc == RT_STOPPED)
+        return lib_fail(err, MGC_STOPPED, "stopped by %s after step %lld", o->stop && *o->stop ? "the stop flag" : "the progress callback",
+                        (long long)rt_session_step(s->s));
+    return lib_ok(err);
+}
+
+mgc_status mgc_fit(mgc_session *s, const mgc_feed *feeds, int n_feeds, const mgc_fit_options *o, mgc_error *err) {
+    mgc_fit_options d;
+    if (!o) mgc_fit_options_init(&d), o = &d;
+    mgc_status st = check_fit(s->plan->m, o, err);
+    if (st) return st;
+    rt_dataset *train = NULL, *valid = NULL;
+    st = open_feeds(s, 0, feeds, n_feeds, &train, err);
+    if (!st && o->validation) st = open_feeds(s, 0, o->validation, o->n_validation, &valid, err);
+    if (!st && o->validation_data) st = lib_fail(err, MGC_ERR_ARG, "mgc_fit: validation_data is mgc_fit_dataset's; give validation feeds");
+    if (!st) st = lib_fit(s, train, valid, o, err);
     rt_dataset_free(train);
     rt_dataset_free(valid);
     return st;

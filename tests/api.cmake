@@ -16,3 +16,10 @@ add_executable(test_api_tools ${CMAKE_CURRENT_SOURCE_DIR}/api/test_api_tools.c)
 target_link_libraries(test_api_tools PRIVATE mgc_shared)
 add_test(NAME api_tools COMMAND test_api_tools ${MGC_BIN} ${MGC_SRC}/tests/api/tiny.mg ${MGC_SRC})
 set_tests_properties(api_tools PROPERTIES TIMEOUT 300)
+# the calls mgc run, eval, predict and generate are made of: a job of one
+# process, datasets from files, fit/evaluate/predict over them (equal to the
+# CLI's files and figures), NPY outputs, mgc run's counting, traces
+add_executable(test_api_jobs ${CMAKE_CURRENT_SOURCE_DIR}/api/test_api_jobs.c)
+target_link_libraries(test_api_jobs PRIVATE mgc_shared)
+add_test(NAME api_jobs COMMAND test_api_jobs ${MGC_BIN} ${MGC_SRC}/tests/api/tiny.mg ${MGC_SRC})
+set_tests_properties(api_jobs PROPERTIES TIMEOUT 300)

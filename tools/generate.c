@@ -1,4 +1,5 @@
-/* generate.c - mgc generate: sample text from a trained causal character model, one byte per predict. */
+/* generate.c - mgc generate: sample text from a trained causal character model, one byte per predict
+ * (mgc_predict of one example; include/mgc.h alone). */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -117,48 +118,79 @@ static int sample(const float *logits, int V, double t, int top_k, uint64_t *sta
 
 /* ---- the model ---- */
 
-/* The window T, vocabulary V and the index of the logits output, checked. */
-static bool check_model(const ir_module *m, const char *path, int64_t *T, int *V) {
-    rt_input_spec specs[m->n_inputs + 1];
-    int n = rt_input_specs(m, PROG_PREDICT, specs, NULL);
+/* "i32[64]": one example's type. */
+static const char *type_str(const mgc_tensor_info *t, char *buf, size_t cap) {
+    size_t k = (size_t)snprintf(buf, cap, "%s[", mgc_dtype_name(t->dtype));
+    for (int i = 0; i < t->rank && k < cap; i++) k += (size_t)snprintf(buf + k, cap - k, i ? ",%lld" : "%lld", (long long)t->shape[i]);
+    if (k < cap) snprintf(buf + k, cap - k, "]");
+    return buf;
+}
+
+/* The tokens input, the window T and the vocabulary V, checked. */
+static bool check_model(const mgc_plan *p, const char *path, mgc_tensor_info *tokens, int64_t *T, int *V) {
+    int n = 0;
+    for (int k = 0; k < mgc_plan_input_count(p); k++)
+        if (mgc_plan_input_predicts(p, k) && n++ == 0) mgc_plan_input(p, k, tokens, NULL);
     char b[128];
-    if (n != 1 || specs[0].dtype != IR_I32 || specs[0].shape.rank != 1) {
+    if (n != 1 || tokens->dtype != MGC_I32 || tokens->rank != 1) {
         fprintf(stderr, "mgc: %s: generate needs a model whose outputs read one i32 input [batch, T] (the tokens); "
-                "model '%s' reads %d input%s%s%s\n", path, m->model_name, n, n == 1 ? " " : "s",
-                n == 1 ? ir_type_str(specs[0].dtype, &specs[0].shape, b, sizeof b) : "", n == 1 ? " per example" : "");
+                "model '%s' reads %d input%s%s%s\n", path, mgc_plan_model_name(p), n, n == 1 ? " " : "s",
+                n == 1 ? type_str(tokens, b, sizeof b) : "", n == 1 ? " per example" : "");
         return false;
     }
-    *T = specs[0].shape.dim[0];
-    const ir_node *o = m->n_outputs ? &m->g.nodes[m->outputs[0].node] : NULL;
-    if (!o || o->dtype != IR_F32 || o->shape.rank != 3 || o->shape.dim[1] != *T || o->shape.dim[2] > 256) {
+    *T = tokens->shape[0];
+    mgc_tensor_info o;
+    bool has = mgc_plan_output_count(p) > 0 && mgc_plan_output(p, 0, &o, NULL) == MGC_OK;
+    if (!has || o.dtype != MGC_F32 || o.rank != 2 || o.shape[0] != *T || o.shape[1] > 256) {
         fprintf(stderr, "mgc: %s: generate needs the model's first output to be f32 logits [batch, %lld, V] with V <= 256%s%s%s\n",
-                path, (long long)*T, o ? "; output '" : " (declare one with 'output logits = ...')",
-                o ? m->outputs[0].name : "", o ? "' is not" : "");
+                path, (long long)*T, has ? "; output '" : " (declare one with 'output logits = ...')",
+                has ? o.name : "", has ? "' is not" : "");
         return false;
     }
-    *V = (int)o->shape.dim[2];
+    *V = (int)o.shape[1];
     return true;
 }
 
+/* One example's buffers for every output of p (one predict's fetches); NULL when out of memory. */
+static mgc_fetch *output_buffers(const mgc_plan *p) {
+    int n = mgc_plan_output_count(p);
+    mgc_fetch *f = calloc((size_t)n, sizeof *f);
+    for (int j = 0; f && j < n; j++) {
+        mgc_tensor_info o;
+        mgc_plan_output(p, j, &o, NULL);
+        size_t bytes = mgc_dtype_size(o.dtype);
+        for (int d = 0; d < o.rank; d++) bytes *= (size_t)o.shape[d];
+        f[j] = (mgc_fetch){.name = o.name, .data = malloc(bytes), .bytes = bytes};
+        if (!f[j].data) {
+            while (j >= 0) free(f[j--].data);
+            free(f), f = NULL;
+        }
+    }
+    return f;
+}
+
 /* Appends opts->tokens bytes to text (which holds len bytes, room for all). */
-static int generate(rt_session *s, const gen_options *o, int64_t T, int V, unsigned char *text, int64_t len) {
-    const ir_module *m = rt_session_module(s);
-    rt_input_spec spec;
-    rt_input_specs(m, PROG_PREDICT, &spec, NULL);
+static int generate(const bound_plan *bp, const mgc_tensor_info *tokens, const gen_options *o, int64_t T, int V,
+                    unsigned char *text, int64_t len) {
     uint64_t state = o->seed;
-    char err[640];
+    char err[sizeof ((mgc_error *)0)->message];
     int32_t window[T]; /* (1, T) */
-    rt_tensor in = {.dtype = IR_I32, .shape = {.rank = 2, .dim = {1, T}}, .data = window};
-    const char *name = "prompt";
-    for (int64_t g = 0; g < o->tokens; g++, len++) {
+    const int64_t shape[2] = {1, T};
+    mgc_feed in = {.name = tokens->name, .dtype = MGC_I32, .rank = 2, .shape = shape, .data = window};
+    int n_out = mgc_plan_output_count(bp->plan);
+    mgc_fetch *out = output_buffers(bp->plan);
+    int rc = out ? 0 : (snprintf(err, sizeof err, "out of memory"), -1);
+    for (int64_t g = 0; !rc && g < o->tokens; g++, len++) {
         int64_t n = len < T ? len : T;
         for (int64_t j = 0; j < T; j++) window[j] = j < n ? text[len - n + j] : 0;
-        rt_dataset *ds = rt_dataset_from_tensors(&in, &name, &spec, 1, err, sizeof err);
-        rt_tensor out[m->n_outputs];
-        memset(out, 0, sizeof out);
-        int rc = ds ? rt_predict(s, ds, out, err, sizeof err) : -1;
-        const float *logits = rc ? NULL : (const float *)out[0].data + (n - 1) * V; /* out[0]: (1, T, V) */
-        for (int i = 0; logits && i < V; i++)
+        mgc_error e;
+        if (mgc_predict(bp->s, &in, 1, out, n_out, &e)) {
+            snprintf(err, sizeof err, "%s", e.message);
+            rc = -1;
+            break;
+        }
+        const float *logits = (const float *)out[0].data + (n - 1) * V; /* out[0]: (1, T, V) */
+        for (int i = 0; i < V; i++)
             if (!isfinite(logits[i])) {
                 snprintf(err, sizeof err, "the logits of position %lld hold %g (byte %d)", (long long)(n - 1),
                          logits[i], i);
@@ -166,10 +198,10 @@ static int generate(rt_session *s, const gen_options *o, int64_t T, int V, unsig
                 break;
             }
         if (!rc) text[len] = (unsigned char)sample(logits, V, o->temperature, (int)o->top_k, &state);
-        for (int k = 0; k < m->n_outputs; k++) rt_tensor_free(&out[k]);
-        rt_dataset_free(ds);
-        if (rc) return fprintf(stderr, "mgc: %s\n", err), -1;
     }
+    for (int j = 0; out && j < n_out; j++) free(out[j].data);
+    free(out);
+    if (rc) return fprintf(stderr, "mgc: %s\n", err), -1;
     return 0;
 }
 
@@ -182,12 +214,13 @@ int cmd_generate(int argc, char **argv) {
     if (!cli_bind_plan(argv[k], &o, &bp)) return 1;
     int64_t T = 0, len = (int64_t)strlen(g.prompt);
     int V = 0;
+    mgc_tensor_info tokens;
     char msg[700];
-    if (!bp.facts.failed && !check_model(bp.m, argv[k], &T, &V)) {
+    if (!cli_failed(&bp) && !check_model(bp.plan, argv[k], &tokens, &T, &V)) {
         snprintf(msg, sizeof msg, "%s: not a character model", argv[k]);
-        rt_facts_fail(&bp.facts, msg); /* said already: the other workers stop too */
+        mgc_job_fail(bp.job, msg); /* said already: the other workers stop too */
     }
-    for (int64_t i = 0; i < len && !bp.facts.failed; i++)
+    for (int64_t i = 0; i < len && !cli_failed(&bp); i++)
         if ((unsigned char)g.prompt[i] >= V) {
             snprintf(msg, sizeof msg, "--prompt: byte %lld is %d, outside the model's %d tokens", (long long)i,
                      (unsigned char)g.prompt[i], V);
@@ -196,8 +229,8 @@ int cmd_generate(int argc, char **argv) {
     unsigned char *text = malloc((size_t)(len + g.tokens) + 1);
     int rc = text && cli_start_plan(&bp, argv[k], &o, NULL) ? 0 : 1;
     if (!rc) memcpy(text, g.prompt, (size_t)len);
-    if (!rc) rc = generate(bp.s, &g, T, V, text, len) ? 1 : 0;
-    if (!rc && rt_session_rank(bp.s) == 0) {
+    if (!rc) rc = generate(&bp, &tokens, &g, T, V, text, len) ? 1 : 0;
+    if (!rc && mgc_job_rank(bp.job) == 0) {
         fwrite(text, 1, (size_t)(len + g.tokens), stdout);
         putchar('\n');
     }

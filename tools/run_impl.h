@@ -1,13 +1,11 @@
-/* run_impl.h - what mgc run, eval, predict (run.c) and generate (generate.c) share: options and a plan bound to this process's devices. */
+/* run_impl.h - what mgc run, eval, predict (run.c) and generate (generate.c) share: options and a plan bound to this process's devices, through libmgc's jobs and sessions (include/mgc.h). */
 #ifndef MGC_RUN_IMPL_H
 #define MGC_RUN_IMPL_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../runtime/agree.h"
-#include "../runtime/mpi.h"
-#include "../runtime/train.h"
+#include "cli.h"
 
 typedef struct {
     int64_t epochs, steps;
@@ -20,40 +18,33 @@ typedef struct {
     char resumed[4096];   /* the checkpoint of checkpoint_dir a run resumes from, "" none */
     int64_t resumed_step;
     int64_t context;      /* --context T of --data text:FILE, 0 not given */
-    const char *bindings[IR_MAX_INPUTS];
+    const char *bindings[MGC_MAX_INPUTS];
     int n_bindings;
     int threads, check_replicas;
     double timeout;
     bool json, check_numerics, strict_devices, seed_given;
     bool no_cuda_graphs;     /* --no-cuda-graphs (issue 15) */
-    /* tracing (runtime/trace.h) */
+    /* tracing (docs/trace.md) */
     const char *trace;         /* --trace FILE.json, NULL: none */
     int64_t trace_from, trace_to; /* --trace-steps A:B, steps of this run (1: its first) */
     bool trace_steps_given, profile;
 } run_options;
 
 typedef struct {
-    ir_module *m;
-    rt_session *s;
-    uint64_t seed;
-    rt_interprocess *ip;  /* the job's processes under mpirun, else NULL */
-    int first, local;     /* the replicas this process runs */
-    rt_worker_facts facts;/* what this worker is about to do, or why it cannot (runtime/agree.h) */
-    bool stopped;         /* the workers stopped together at an agreement: no abort needed */
+    mgc_job *job;         /* this process in the job (one process outside mpirun) */
+    mgc_plan *plan;       /* fitted to this machine and the job's workers; NULL after a local failure */
+    mgc_session *s;       /* after cli_start_plan */
 } bound_plan;
-
-/* Compiles a loaded plan again from the sources it carries, for other
- * devices, keeping its global batch, cross-device ops, bucket size, sparse
- * gradients and fusion (replan.c). NULL after printing errors. */
-ir_module *cli_replan(const ir_module *plan, const ir_device *devices, int n_devices);
 
 /* Loads the plan and fits it to this worker (devices, mpirun). Returns false when nothing runs. */
 bool cli_bind_plan(const char *path, const run_options *o, bound_plan *bp);
 /* Starts the session (the workers agree on ds, which may be NULL) and sets the variables: initializers or --load. */
-bool cli_start_plan(bound_plan *bp, const char *path, const run_options *o, const rt_dataset *ds);
-/* Frees the session and plan and ends MPI; returns rc. */
+bool cli_start_plan(bound_plan *bp, const char *path, const run_options *o, const mgc_dataset *ds);
+/* Frees the session and plan and ends the job; returns rc. */
 int cli_unbind_plan(bound_plan *bp, int rc);
 /* A failure before the first step, printed and told to the other workers. */
 void cli_fail_local(bound_plan *bp, const char *msg);
+/* Whether this process's failure was said already (it then stops without a second message). */
+bool cli_failed(const bound_plan *bp);
 
 #endif

@@ -51,14 +51,16 @@ class CompileOptions(Structure):
 
 class SessionOptions(Structure):
     _fields_ = [("seed", c_uint64), ("threads_per_device", c_int), ("collective_timeout", c_double),
-                ("check_replicas", c_int), ("check_numerics", c_int), ("no_cuda_graphs", c_int)]
+                ("check_replicas", c_int), ("check_numerics", c_int), ("no_cuda_graphs", c_int),
+                ("job", c_void_p)]
 
 
 class FitOptions(Structure):
     _fields_ = [("epochs", c_int64), ("steps", c_int64), ("validation", POINTER(Feed)), ("n_validation", c_int),
                 ("progress", PROGRESS_FN), ("user", c_void_p), ("tty", c_int), ("history", c_char_p),
                 ("history_append", c_int), ("checkpoint_dir", c_char_p), ("save_every", c_int64),
-                ("save_every_epochs", c_int), ("keep", c_int)]
+                ("save_every_epochs", c_int), ("keep", c_int), ("total", c_int), ("quiet", c_int),
+                ("stop", c_void_p), ("validation_data", c_void_p)]
 
 
 def _candidates():

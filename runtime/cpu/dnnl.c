@@ -10,7 +10,7 @@
 
 #include "tune.h"
 
-enum { MAX_ARGS = 5, MAX_STEPS = 2, BUCKETS = 256 };
+enum { MAX_ARGS = 7, MAX_STEPS = 2, BUCKETS = 256 }; /* 7: conv2d_bn_epilogue (issue 14) */
 
 /* where an argument's data lives: the kernel's inputs or output, or a buffer
  * of the entry (reordered weights, workspace, scratch output) */
@@ -180,6 +180,7 @@ static int bind_conv(const rt_kernel_args *k, char *err, size_t cap, entry *e, d
     if (reorder && op != OP_CONV2D_GRAD_FILTER && bind_reorder(k, err, cap, e, keras, SRC_IN1, w, SRC_BUF0)) return -1;
     if (reorder) w_src = SRC_BUF0;
     int rc = op == OP_CONV2D || op == OP_CONV2D_TRANSPOSE || op == OP_CONV2D_EPILOGUE /* its HWIO candidate */
+                     || op == OP_CONV2D_BN_EPILOGUE /* likewise (bn_epilogue.c) */
                  ? bind(k, err, cap, e, pd, 3, (int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST},
                         (int[]){SRC_IN0, w_src, SRC_OUT})
              : op == OP_CONV2D_GRAD_INPUT
@@ -212,7 +213,8 @@ static int build_deconv(const rt_kernel_args *k, char *err, size_t cap, entry *e
 static int build_conv(const rt_kernel_args *k, char *err, size_t cap, entry *e) {
     const ir_node *n = k->node;
     const ir_shape *x, *w, *y; /* forward shapes */
-    int fwd = n->op == OP_CONV2D || n->op == OP_CONV2D_EPILOGUE; /* the epilogue's HWIO candidate: cpu_dnnl_conv */
+    int fwd = n->op == OP_CONV2D || n->op == OP_CONV2D_EPILOGUE /* the epilogue's HWIO candidate: cpu_dnnl_conv */
+              || n->op == OP_CONV2D_BN_EPILOGUE;
     if (fwd) x = IN_SHAPE(k, 0), w = IN_SHAPE(k, 1), y = &n->shape;
     else if (n->op == OP_CONV2D_GRAD_INPUT) x = &n->shape, w = IN_SHAPE(k, 1), y = IN_SHAPE(k, 0);
     else x = IN_SHAPE(k, 0), w = &n->shape, y = IN_SHAPE(k, 1);
@@ -298,6 +300,52 @@ static int build_conv_epilogue(const rt_kernel_args *k, char *err, size_t cap, e
     return rc;
 }
 
+/* ---- issue 14: conv2d_bn_epilogue outside training (bn_epilogue.c):
+ * act((conv2d(x, w) - mean) * scale + beta [+ residual]) as one primitive, the
+ * batch norm as binary sub, mul, add post-ops of [1, C, 1, 1] vectors (inputs 3,
+ * 4, 5), applied to each accumulated output in the unfused order ---- */
+
+static int build_conv_bn_epilogue(const rt_kernel_args *k, char *err, size_t cap, entry *e) {
+    const ir_node *n = k->node;
+    const ir_shape *w = IN_SHAPE(k, 1);
+    window win = conv_window(n, w);
+    int64_t groups = ir_conv_of(n, w).groups, act = n->iattr[9];
+    int residual = n->n_in == 7;
+    dnnl_memory_desc_t xm = md_nhwc(IN_SHAPE(k, 0)), wm = md_filter(n, w, groups, 1), ym = md_nhwc(&n->shape),
+                       keras = md_filter(n, w, groups, 0), vm;
+    dnnl_memory_desc_init_by_tag(&vm, 4, (dnnl_dims_t){1, n->shape.dim[3], 1, 1}, dnnl_f32, dnnl_nhwc);
+    dnnl_convolution_desc_t d;
+    dnnl_primitive_desc_t pd = NULL;
+    if (dnnl_dilated_convolution_forward_desc_init(&d, dnnl_forward_training, dnnl_convolution_direct, &xm, &wm, NULL,
+                                                   &ym, win.strides, win.dilates, win.pad_l, win.pad_r))
+        return cpu_kerr(k, err, cap, "oneDNN rejects the convolution descriptor");
+    dnnl_primitive_attr_t attr = user_scratchpad();
+    dnnl_post_ops_t po = NULL;
+    dnnl_status_t st = dnnl_post_ops_create(&po);
+    if (st == dnnl_success) st = dnnl_post_ops_append_binary(po, dnnl_binary_sub, &vm);
+    if (st == dnnl_success) st = dnnl_post_ops_append_binary(po, dnnl_binary_mul, &vm);
+    if (st == dnnl_success) st = dnnl_post_ops_append_binary(po, dnnl_binary_add, &vm);
+    if (st == dnnl_success && residual) st = dnnl_post_ops_append_binary(po, dnnl_binary_add, &ym);
+    if (st == dnnl_success && act != EPI_NONE) st = dnnl_post_ops_append_eltwise(po, 1.0f, epilogue_alg[act], 0.0f, 0.0f);
+    if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(attr, po);
+    if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &d, attr, engine, NULL);
+    if (po) dnnl_post_ops_destroy(po);
+    dnnl_primitive_attr_destroy(attr);
+    if (st != dnnl_success) return cpu_kerr(k, err, cap, "oneDNN has no fused convolution for it (status %d)", (int)st);
+    const dnnl_memory_desc_t *wp = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, DNNL_ARG_WEIGHTS);
+    int reorder = !dnnl_memory_desc_equal(wp, &keras), rc = 0;
+    if (reorder) rc = bind_reorder(k, err, cap, e, &keras, SRC_IN1, wp, SRC_BUF0);
+    if (!rc)
+        rc = bind(k, err, cap, e, pd, 6 + residual,
+                  (int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
+                          DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1,
+                          DNNL_ARG_ATTR_MULTIPLE_POST_OP(2) | DNNL_ARG_SRC_1,
+                          DNNL_ARG_ATTR_MULTIPLE_POST_OP(3) | DNNL_ARG_SRC_1},
+                  (int[]){SRC_IN0, reorder ? SRC_BUF0 : SRC_IN1, SRC_OUT, 3, 4, 5, 6});
+    dnnl_primitive_desc_destroy(pd);
+    return rc;
+}
+
 /* ---- pooling ---- */
 
 static dnnl_alg_kind_t pool_alg(ir_op op) {
@@ -377,6 +425,8 @@ static entry *build(const rt_kernel_args *k, int variant, char *err, size_t cap)
     else if (k->node->op == OP_CONV2D_TRANSPOSE) rc = build_deconv(k, err, cap, e);
     else if (k->node->op == OP_CONV2D_EPILOGUE && variant == 1) rc = build_conv(k, err, cap, e); /* issue 14: see cpu_dnnl_conv */
     else if (k->node->op == OP_CONV2D_EPILOGUE) rc = build_conv_epilogue(k, err, cap, e); /* issue 14 */
+    else if (k->node->op == OP_CONV2D_BN_EPILOGUE && variant == 1) rc = build_conv(k, err, cap, e); /* bn_epilogue.c */
+    else if (k->node->op == OP_CONV2D_BN_EPILOGUE) rc = build_conv_bn_epilogue(k, err, cap, e); /* issue 14 */
     else rc = build_pool(k, err, cap, e);
     if (rc) return entry_free(e), NULL;
     return e;

@@ -671,14 +671,15 @@ static bool rule_conv2d_bn_epilogue(rule *r) {
     if (!rule_conv2d(r)) return false;
     int64_t act = n->iattr[9], c = n->shape.dim[3];
     if (act < 0 || act >= EPI_COUNT) return fail(r, "'%s' has no activation %lld", op_name(r), (long long)act);
+    static const char *const what[7] = {"", "", "conv output", "mean", "scale", "beta", "residual"};
     for (int k = 2; k < n->n_in; k++) {
         const ir_node *v = &r->m->g.nodes[n->in[k]];
         bool vec = k >= 3 && k <= 5;
         if (v->dtype != n->dtype || (vec ? v->shape.rank != 1 || v->shape.dim[0] != c : !ir_shape_eq(&v->shape, &n->shape))) {
             if (vec)
-                return fail(r, "input %d %s of '%s' must be %s[%lld]", k, tstr(v, b1), op_name(r),
+                return fail(r, "%s %s of '%s' must be %s[%lld]", what[k], tstr(v, b1), op_name(r),
                             ir_dtype_name(n->dtype), (long long)c);
-            return fail(r, "input %d %s of '%s' must have the output's type %s", k, tstr(v, b1), op_name(r), tstr(n, b2));
+            return fail(r, "%s %s of '%s' must have the output's type %s", what[k], tstr(v, b1), op_name(r), tstr(n, b2));
         }
     }
     return true;

@@ -5,9 +5,10 @@
  * anyway, and is one pass over it in the unfused order (sub, mul, add, add,
  * activation, each rounded to f32: the same bits as the ops it replaced). In
  * eval and predict it reads x and w instead: the convolution's kernel is
- * chosen as conv2d's (tune.c keys it so); the "onednn" candidate is one
- * oneDNN convolution whose post-ops are binary sub, mul, add of the [1, C, 1, 1]
- * vectors (dnnl.c), the residual's binary add and the eltwise activation; the
+ * chosen as conv2d's (tune.c keys it so); the "onednn" candidate folds the
+ * scale into the filter and beta - mean * scale into a shift at every run
+ * (dnnl.c: bn_fold) and is one oneDNN convolution whose post-ops are the
+ * shift's binary add, the residual's and the eltwise activation; the
  * "onednn-hwio" candidate is conv2d's HWIO convolution and then this file's
  * pass over its output, in place. mean, scale and beta are the eval program's
  * own nodes (the moving statistics read when it runs), so nothing is folded

@@ -305,11 +305,12 @@ static int build_conv_epilogue(const rt_kernel_args *k, char *err, size_t cap, e
  * the scale folded into the filter and the rest a per-channel shift: at every
  * run (the variables change between steps) bn_fold writes w * scale (per
  * output channel, w's last axis) into SRC_BUF1 and beta - mean * scale into
- * SRC_BUF2, and the convolution of x with that filter takes binary-add
- * post-ops of the shift ([1, C, 1, 1]) and the residual, then the eltwise
- * activation. (The unfused order as three binary post-ops, sub, mul, add,
- * costs oneDNN 2.6's jit:avx2 convolution 19% on ResNet-20's first layer,
- * one binary add 1-3%.) ---- */
+ * SRC_BUF2, and the convolution of x with that filter starts its sums from
+ * the shift (its bias argument), then takes the residual's binary-add
+ * post-op and the eltwise activation. (The unfused order as binary post-ops,
+ * sub, mul, add of [1, C, 1, 1] vectors, costs oneDNN 2.6's jit:avx2
+ * convolution 19% on ResNet-20's first layer; even one per-channel binary add
+ * costs 2-8%, the bias nothing measurable.) ---- */
 
 static int build_conv_bn_epilogue(const rt_kernel_args *k, char *err, size_t cap, entry *e) {
     const ir_node *n = k->node;
@@ -318,17 +319,16 @@ static int build_conv_bn_epilogue(const rt_kernel_args *k, char *err, size_t cap
     int64_t groups = ir_conv_of(n, w).groups, act = n->iattr[9];
     int residual = n->n_in == 7;
     dnnl_memory_desc_t xm = md_nhwc(IN_SHAPE(k, 0)), wm = md_filter(n, w, groups, 1), ym = md_nhwc(&n->shape),
-                       keras = md_filter(n, w, groups, 0), vm;
-    dnnl_memory_desc_init_by_tag(&vm, 4, (dnnl_dims_t){1, n->shape.dim[3], 1, 1}, dnnl_f32, dnnl_nhwc);
+                       keras = md_filter(n, w, groups, 0), bm;
+    dnnl_memory_desc_init_by_tag(&bm, 1, (dnnl_dims_t){n->shape.dim[3]}, dnnl_f32, dnnl_x);
     dnnl_convolution_desc_t d;
     dnnl_primitive_desc_t pd = NULL;
-    if (dnnl_dilated_convolution_forward_desc_init(&d, dnnl_forward_training, dnnl_convolution_direct, &xm, &wm, NULL,
+    if (dnnl_dilated_convolution_forward_desc_init(&d, dnnl_forward_training, dnnl_convolution_direct, &xm, &wm, &bm,
                                                    &ym, win.strides, win.dilates, win.pad_l, win.pad_r))
         return cpu_kerr(k, err, cap, "oneDNN rejects the convolution descriptor");
     dnnl_primitive_attr_t attr = user_scratchpad();
     dnnl_post_ops_t po = NULL;
     dnnl_status_t st = dnnl_post_ops_create(&po);
-    if (st == dnnl_success) st = dnnl_post_ops_append_binary(po, dnnl_binary_add, &vm);
     if (st == dnnl_success && residual) st = dnnl_post_ops_append_binary(po, dnnl_binary_add, &ym);
     if (st == dnnl_success && act != EPI_NONE) st = dnnl_post_ops_append_eltwise(po, 1.0f, epilogue_alg[act], 0.0f, 0.0f);
     if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(attr, po);
@@ -344,8 +344,8 @@ static int build_conv_bn_epilogue(const rt_kernel_args *k, char *err, size_t cap
     if (!rc && reorder) rc = bind_reorder(k, err, cap, e, &keras, SRC_BUF1, wp, SRC_BUF0);
     if (!rc)
         rc = bind(k, err, cap, e, pd, 4 + residual,
-                  (int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
-                          DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1},
+                  (int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS,
+                          DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1},
                   (int[]){SRC_IN0, reorder ? SRC_BUF0 : SRC_BUF1, SRC_OUT, SRC_BUF2, 6});
     dnnl_primitive_desc_destroy(pd);
     return rc;

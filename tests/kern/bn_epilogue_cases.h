@@ -1,8 +1,8 @@
 /* bn_epilogue_cases.h - kernel cases of conv2d_bn_epilogue (issue 14) against
  * the unfused composition in double precision: act((c - mean) * scale + beta
  * [+ residual]), c its input 2 in training and conv2d(x, w) outside it (eval
- * and predict, where the kernel runs the convolution with oneDNN post-ops or
- * the HWIO convolution and a pass). Included by test_kernels.c after
+ * and predict, where the kernel runs the convolution of the filter times the
+ * scale from the bias beta - mean * scale, or the HWIO convolution and a pass). Included by test_kernels.c after
  * epilogue_cases.h; BN_EPILOGUE_CASES goes in its table. */
 #ifndef MGC_KERN_BN_EPILOGUE_CASES_H
 #define MGC_KERN_BN_EPILOGUE_CASES_H

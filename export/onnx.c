@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/order.h" /* ir_reads_input */
 #include "../ir/outfile.h"
 #include "onnx.h"
 #include "onnx_impl.h"
@@ -183,6 +184,15 @@ static const char *conv_epilogue(ox_ctx *c, const ir_node *n) {
     return activation(c, y, n->iattr[9]);
 }
 
+/* issue 14: conv2d_bn_epilogue as eval and predict run it, act((conv(x, w) - mean)
+ * * scale + beta [+ residual]): Conv, Sub, Mul, Add [, Add] [, activation] */
+static const char *conv_bn_epilogue(ox_ctx *c, const ir_node *n) {
+    const char *y = ox_op2(&c->b, "Sub", conv(c, n, NULL), in(c, n, 3));
+    y = ox_op2(&c->b, "Add", ox_op2(&c->b, "Mul", y, in(c, n, 4)), in(c, n, 5));
+    if (n->n_in > 6) y = ox_op2(&c->b, "Add", y, in(c, n, 6));
+    return activation(c, y, n->iattr[9]);
+}
+
 /* max_pool2d, avg_pool2d (padding excluded from the average) */
 static const char *pool(ox_ctx *c, const ir_node *n) {
     const char *x = transpose(c, in(c, n, 0), 4, TO_NCHW);
@@ -310,6 +320,7 @@ static const char *emit(ox_ctx *c, int i) {
     case OP_MATMUL_EPILOGUE: return matmul_epilogue(c, n);
     case OP_CONV2D: case OP_CONV2D_TRANSPOSE: return conv(c, n, NULL);
     case OP_CONV2D_EPILOGUE: return conv_epilogue(c, n);
+    case OP_CONV2D_BN_EPILOGUE: return conv_bn_epilogue(c, n); /* issue 14 */
     case OP_MAX_POOL2D: case OP_AVG_POOL2D: return pool(c, n);
     case OP_RESHAPE: return reshape(c, in(c, n, 0), &n->shape);
     case OP_VIEW: return view(c, n);
@@ -351,9 +362,10 @@ static bool *needed(const ir_module *m) {
     bool *need = calloc((size_t)m->g.n + 1, sizeof *need);
     if (!need) return NULL;
     for (int k = 0; k < m->n_outputs; k++) need[m->outputs[k].node] = true;
-    for (int i = m->g.n - 1; i >= 0; i--) /* in_training(a, b) reads b only outside training */
-        if (need[i])
-            for (int k = m->g.nodes[i].op == OP_IN_TRAINING; k < m->g.nodes[i].n_in; k++) need[m->g.nodes[i].in[k]] = true;
+    for (int i = m->g.n - 1; i >= 0; i--) /* what predict (program 2) reads: in_training(a, b) b only, */
+        if (need[i])                       /* conv2d_bn_epilogue its x and w, not its conv (issue 14) */
+            for (int k = 0; k < m->g.nodes[i].n_in; k++)
+                if (ir_reads_input(&m->g.nodes[i], k, 2)) need[m->g.nodes[i].in[k]] = true;
     return need;
 }
 

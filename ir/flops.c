@@ -12,7 +12,8 @@ static int64_t conv_macs(const ir_module *m, const ir_node *n) {
     int64_t taps = w->dim[0] * w->dim[1] * w->dim[2];
     switch (n->op) {
     case OP_CONV2D:
-    case OP_CONV2D_EPILOGUE: return ir_shape_numel(&n->shape) * taps;
+    case OP_CONV2D_EPILOGUE:
+    case OP_CONV2D_BN_EPILOGUE: return ir_shape_numel(&n->shape) * taps;
     case OP_CONV2D_GRAD_INPUT: return ir_shape_numel(&m->g.nodes[n->in[0]].shape) * taps;
     case OP_CONV2D_GRAD_FILTER: return ir_shape_numel(&m->g.nodes[n->in[1]].shape) * taps;
     default: /* conv2d_transpose, w [kh, kw, cout, cin]: each input element meets kh * kw * cout taps */
@@ -29,6 +30,7 @@ int64_t ir_node_flops(const ir_module *m, const ir_node *n) {
     }
     case OP_CONV2D:
     case OP_CONV2D_EPILOGUE:
+    case OP_CONV2D_BN_EPILOGUE: /* eval and predict only: ir_step_flops */
     case OP_CONV2D_GRAD_INPUT:
     case OP_CONV2D_GRAD_FILTER:
     case OP_CONV2D_TRANSPOSE: return 2 * conv_macs(m, n);
@@ -42,7 +44,9 @@ int64_t ir_step_flops(const ir_module *m, int program, int device) { /* program:
         const ir_sched_list *s = &m->sched[l];
         if (s->program != program || s->device != device) continue;
         for (int k = 0; k < s->n; k++)
-            if (s->items[k].kind == SCHED_KERNEL) total += ir_node_flops(m, &m->g.nodes[s->items[k].arg]);
+            if (s->items[k].kind == SCHED_KERNEL &&
+                (program != 0 || m->g.nodes[s->items[k].arg].op != OP_CONV2D_BN_EPILOGUE)) /* no convolution in train */
+                total += ir_node_flops(m, &m->g.nodes[s->items[k].arg]);
     }
     return total;
 }

@@ -176,7 +176,9 @@ bool ir_host_reads(const ir_module *m, int program, int i) {
 bool ir_is_view(const ir_node *n) { return (unsigned)n->op < OP_COUNT && ir_ops[n->op].flags & OPF_ALIAS && n->device >= 0; }
 
 bool ir_reads_input(const ir_node *n, int k, int program) {
-    return n->op != OP_IN_TRAINING || (k == 0) == (1u << program == PROG_TRAIN);
+    bool train = 1u << program == PROG_TRAIN;
+    if (n->op == OP_CONV2D_BN_EPILOGUE) return k > 2 || (k == 2) == train; /* issue 14: c in train, x and w outside it */
+    return n->op != OP_IN_TRAINING || (k == 0) == train;
 }
 
 bool ir_writes_input(const ir_node *n, int k) {

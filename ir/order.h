@@ -70,7 +70,8 @@ int ir_update_norm_input(const ir_node *n);
 /* Whether node n's kernel reads its input k when it runs in `program` (a bit
  * index, as ir_program_names): every input, except in_training's other
  * branch (input 1 in training, input 0 outside it), which that program need
- * not compute. */
+ * not compute, and conv2d_bn_epilogue's convolution (its output c, input 2, in
+ * training; its x and w, inputs 0 and 1, outside it). */
 bool ir_reads_input(const ir_node *n, int k, int program);
 
 #endif

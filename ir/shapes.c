@@ -660,6 +660,31 @@ static bool rule_matmul_epilogue(rule *r) {
     return rule_matmul(r) && epilogue_tail(r, r->n->iattr[2]);
 }
 
+/* ---- issue 14: conv2d_bn_epilogue ---- */
+
+/* (x, w, c, mean, scale, beta[, residual]) -> conv2d(x, w)'s shape; c and the
+ * residual of that type, mean, scale and beta f32[channels] */
+static bool rule_conv2d_bn_epilogue(rule *r) {
+    char b1[96], b2[96];
+    const ir_node *n = r->n;
+    if (n->n_in != 6 && n->n_in != 7) return fail(r, "'%s' takes 6 or 7 inputs, got %d", op_name(r), n->n_in);
+    if (!rule_conv2d(r)) return false;
+    int64_t act = n->iattr[9], c = n->shape.dim[3];
+    if (act < 0 || act >= EPI_COUNT) return fail(r, "'%s' has no activation %lld", op_name(r), (long long)act);
+    static const char *const what[7] = {"", "", "conv output", "mean", "scale", "beta", "residual"};
+    for (int k = 2; k < n->n_in; k++) {
+        const ir_node *v = &r->m->g.nodes[n->in[k]];
+        bool vec = k >= 3 && k <= 5;
+        if (v->dtype != n->dtype || (vec ? v->shape.rank != 1 || v->shape.dim[0] != c : !ir_shape_eq(&v->shape, &n->shape))) {
+            if (vec)
+                return fail(r, "%s %s of '%s' must be %s[%lld]", what[k], tstr(v, b1), op_name(r),
+                            ir_dtype_name(n->dtype), (long long)c);
+            return fail(r, "%s %s of '%s' must have the output's type %s", what[k], tstr(v, b1), op_name(r), tstr(n, b2));
+        }
+    }
+    return true;
+}
+
 typedef bool (*shape_rule)(rule *r);
 
 static const shape_rule rules[OP_COUNT] = {

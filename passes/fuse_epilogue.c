@@ -6,6 +6,8 @@
  *       core conv2d or matmul, bias [channels], residual of the output's shape,
  *       act relu, tanh, sigmoid or none; the intermediates used by nothing else
  *   relu_grad(y, max_pool2d_grad(y, dy)) -> max_pool2d_relu_grad(y, dy)
+ *   act((conv - mean) * scale + beta [+ residual]) -> conv2d_bn_epilogue(x, w, conv, mean,
+ *       scale, beta[, residual]; act), batch norm's: the conv outside training only
  *
  * The first rule leaves the pre-activation to the activation alone (relu_grad
  * now reads the output; tanh_grad and sigmoid_grad always did), which lets the
@@ -135,6 +137,54 @@ static void fuse_epilogue_at(fuser *f, int t) {
     }
 }
 
+/* ---- batch norm's scale/shift in eval and predict (docs/epilogue.md, rule 4) ----
+ * act((c - mean) * scale + beta [+ residual]) -> conv2d_bn_epilogue(x, w, c,
+ * mean, scale, beta[, residual]; act) at the last node's index, c = conv2d(x, w)
+ * f32, mean an in_training node (batch_norm's: the batch mean in training, the
+ * moving mean outside it), mean, scale and beta vectors of c's channels, the
+ * mul, add, residual add and activation each the single reader of what they
+ * extend. The sub stays (training reads it for the batch variance and the
+ * gradients); outside training nothing reads c or the sub any more, so eval
+ * and predict run the convolution with the rest as its epilogue. */
+
+/* node v is f32[channels of c] */
+static bool channel_vec(const fuser *f, int v, int c) {
+    const ir_node *n = at(f, v), *core = at(f, c);
+    return n->dtype == IR_F32 && n->shape.rank == 1 && n->shape.dim[0] == core->shape.dim[core->shape.rank - 1];
+}
+
+static void fuse_bn_at(fuser *f, int mul) {
+    const ir_node *n = at(f, mul);
+    int sub = -1, scale = -1;
+    for (int k = 0; k < 2 && sub < 0; k++) {
+        const ir_node *s = at(f, n->in[k]);
+        if (s->op == OP_SUB && at(f, s->in[0])->op == OP_CONV2D && at(f, s->in[1])->op == OP_IN_TRAINING)
+            sub = n->in[k], scale = n->in[1 - k];
+    }
+    if (sub < 0) return;
+    int c = at(f, sub)->in[0], mean = at(f, sub)->in[1];
+    const ir_node *core = at(f, c);
+    if (core->dtype != IR_F32 || !ir_shape_eq(&core->shape, &n->shape) || !channel_vec(f, mean, c) ||
+        !channel_vec(f, scale, c))
+        return;
+    int add = only_user(f, mul), beta = -1;
+    if (add < 0 || at(f, add)->op != OP_ADD || !ir_shape_eq(&at(f, add)->shape, &n->shape)) return;
+    beta = at(f, add)->in[0] == mul ? at(f, add)->in[1] : at(f, add)->in[0];
+    if (beta == mul || !channel_vec(f, beta, c)) return;
+    int last = add, res = -1, act = EPI_NONE, u = only_user(f, add);
+    if (u >= 0 && at(f, u)->op == OP_ADD && ir_shape_eq(&at(f, u)->shape, &n->shape)) {
+        res = at(f, u)->in[0] == add ? at(f, u)->in[1] : at(f, u)->in[0];
+        if (res != add && ir_shape_eq(&at(f, res)->shape, &n->shape) && at(f, res)->dtype == IR_F32)
+            last = u, u = only_user(f, u);
+        else res = -1;
+    }
+    if (u >= 0 && act_of(at(f, u)->op) >= 0) act = act_of(at(f, u)->op), last = u;
+    int in[7] = {core->in[0], core->in[1], c, mean, scale, beta, res};
+    int64_t iattr[IR_MAX_IATTR] = {0};
+    memcpy(iattr, core->iattr, 9 * sizeof *iattr), iattr[9] = act;
+    rewrite(f, last, OP_CONV2D_BN_EPILOGUE, in, res >= 0 ? 7 : 6, iattr, core->loc);
+}
+
 /* relu_grad(y, max_pool2d_grad(y, dy)) -> max_pool2d_relu_grad(y, dy) */
 static void fuse_pool_relu_grad(fuser *f, int i) {
     const ir_node *n = at(f, i);
@@ -152,6 +202,8 @@ bool pass_epilogue(ir_module *m, ir_diag *d, const pass_options *o) {
     count_uses(&f);
     grads_read_outputs(&f);
     count_uses(&f);
+    for (int i = 0; i < m->g.n; i++) /* batch norm first: its adds are no conv bias */
+        if (f.live[i] && at(&f, i)->op == OP_MUL) fuse_bn_at(&f, i);
     for (int i = 0; i < m->g.n; i++)
         if (f.live[i] && at(&f, i)->op == OP_ADD) fuse_epilogue_at(&f, i);
     for (int i = 0; i < m->g.n; i++)

@@ -1,6 +1,6 @@
 # The command line end to end (shell scripts under tests/cli/).
 if(TARGET mgc)
-  set(scripts compile_inspect errors train faults bad_inputs races scopes resume outputs batchnorm schedule predict_outputs examples text sparse fuse epilogue)
+  set(scripts compile_inspect errors train faults bad_inputs races scopes resume outputs batchnorm schedule predict_outputs examples text sparse fuse epilogue bn_epilogue)
   if(MPI_C_FOUND)
     list(APPEND scripts mpi)
   endif()

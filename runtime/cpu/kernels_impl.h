@@ -94,5 +94,10 @@ int cpu_k_matmul_epilogue(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_max_pool_grad(const rt_kernel_args *k, char *err, size_t cap); /* max_pool2d_grad, max_pool2d_relu_grad */
 /* out[r, j] = act(out[r, j] + bias[j] [+ res[r, j]]) in the unfused order and math */
 void cpu_epilogue_rows(float *out, const float *bias, const float *res, int64_t rows, int64_t n, int64_t act);
+/* issue 14: batch norm's scale/shift in the conv epilogue (bn_epilogue.c; its post-ops in dnnl.c) */
+int cpu_k_conv2d_bn_epilogue(const rt_kernel_args *k, char *err, size_t cap);
+/* out[r, j] = act((c[r, j] - mean[j]) * scale[j] + beta[j] [+ res[r, j]]), the unfused order; out may be c */
+void cpu_bn_rows(float *out, const float *c, const float *mean, const float *scale, const float *beta,
+                 const float *res, int64_t rows, int64_t n, int64_t act);
 
 #endif

@@ -224,7 +224,7 @@ static void key_of(const rt_kernel_args *k, char *s, size_t cap) {
     ir_op op = k->node->op;
     int n_in = k->node->n_in, act = -1; /* the epilogue's activation attribute */
     if (op == OP_MATMUL_EPILOGUE) op = OP_MATMUL, n_in = 2, act = 2;
-    if (op == OP_CONV2D_EPILOGUE) op = OP_CONV2D, n_in = 2, act = 9;
+    if (op == OP_CONV2D_EPILOGUE || op == OP_CONV2D_BN_EPILOGUE) op = OP_CONV2D, n_in = 2, act = 9;
     size_t n = (size_t)snprintf(s, cap, "%s t%d", ir_ops[op].name, cpu_kernels_threads());
     for (int i = 0; i < n_in; i++) put_shape(s, cap, &n, IN_SHAPE(k, i));
     n += (size_t)snprintf(s + n, n < cap ? cap - n : 0, " ->");

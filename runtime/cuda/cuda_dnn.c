@@ -164,7 +164,8 @@ static int conv_run(const dnn *d, descs *ds) {
     int data_grad = op == OP_CONV2D_GRAD_INPUT || op == OP_CONV2D_TRANSPOSE;
     const ir_shape *w = op == OP_CONV2D_GRAD_FILTER ? &d->n->shape : &in[1]->shape;
     const ir_shape *x = data_grad ? &d->n->shape : &in[0]->shape;
-    int fwd = op == OP_CONV2D || op == OP_CONV2D_EPILOGUE; /* issue 14: the epilogue's convolution */
+    int fwd = op == OP_CONV2D || op == OP_CONV2D_EPILOGUE /* issue 14: the epilogue's convolution */
+              || op == OP_CONV2D_BN_EPILOGUE;
     const ir_shape *y = fwd ? &d->n->shape : data_grad ? &in[0]->shape : &in[1]->shape;
     float *ohwi;
     int rc;

@@ -25,6 +25,26 @@ extern "C" cudaError_t cuda_k_epilogue(float *out, const float *bias, const floa
     return cudaGetLastError();
 }
 
+/* issue 14, conv2d_bn_epilogue: out[i] = act((c[i] - mean[j]) * scale[j] + beta[j]
+ * [+ res[i]]), j = i % n, the unfused ops' order; out may be c (in place after
+ * the convolution, eval and predict) */
+__global__ static void bn_epilogue_kernel(float *out, const float *c, const float *mean, const float *scale,
+                                          const float *beta, const float *res, int64_t total, int64_t n, int act) {
+    FOR_EACH(i, total) {
+        int64_t j = i % n;
+        float v = mg_add(mg_mul(mg_sub(c[i], mean[j]), scale[j]), beta[j]);
+        if (res) v = mg_add(v, res[i]);
+        out[i] = epilogue_act(act, v);
+    }
+}
+
+extern "C" cudaError_t cuda_k_bn_epilogue(float *out, const float *c, const float *mean, const float *scale,
+                                          const float *beta, const float *res, int64_t total, int64_t n, int act,
+                                          cudaStream_t s) {
+    MGC_LAUNCH(blocks_for(total), THREADS, 0, s, bn_epilogue_kernel)(out, c, mean, scale, beta, res, total, n, act);
+    return cudaGetLastError();
+}
+
 /* One thread per element of dx [N, H, W, C]: the sum of dy over the windows
  * whose first maximum (strict >, row-major window order, as the CPU kernel) is
  * this element, times (x > 0) when relu; no atomics, so deterministic. */

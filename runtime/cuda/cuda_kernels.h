@@ -152,6 +152,10 @@ cudaError_t cuda_k_epilogue(float *out, const float *bias, const float *res, int
                             cudaStream_t s);
 cudaError_t cuda_k_max_pool_grad(const float *x, const float *dy, float *dx, const cuda_pool_geom *g, int relu,
                                  cudaStream_t s);
+/* issue 14 (cuda_epilogue.cu): conv2d_bn_epilogue's pass, out [total / n, n] =
+ * act((c - mean [n]) * scale [n] + beta [n] [+ res]); out may be c, res NULL for none */
+cudaError_t cuda_k_bn_epilogue(float *out, const float *c, const float *mean, const float *scale, const float *beta,
+                               const float *res, int64_t total, int64_t n, int act, cudaStream_t s);
 
 /* filters: HWIO [kh,kw,ci,co] <-> cuDNN's NHWC filter format OHWI [co,kh,kw,ci] */
 cudaError_t cuda_k_hwio_to_ohwi(const float *w, float *o, int64_t khw, int64_t ci, int64_t co, cudaStream_t s);

@@ -437,6 +437,22 @@ static int op_epilogue(const ctx *c) {
     return 0;
 }
 
+/* issue 14: conv2d_bn_epilogue (x, w, c, mean, scale, beta[, residual]): in
+ * training one pass over c; outside it the cuDNN convolution of x and w into
+ * out, then the same pass in place */
+static int op_bn_epilogue(const ctx *c) {
+    TRY(need_f32(c));
+    const float *conv = inf(c, 2);
+    if (!*c->k->training) {
+        TRY(op_conv(c));
+        conv = outf(c);
+    }
+    CUDA_CHECK(c->b, cuda_k_bn_epilogue(outf(c), conv, inf(c, 3), inf(c, 4), inf(c, 5),
+                                        c->n->n_in == 7 ? inf(c, 6) : NULL, out_numel(c), c->n->shape.dim[3],
+                                        (int)c->n->iattr[9], c->s));
+    return 0;
+}
+
 static int op_max_pool_relu_grad(const ctx *c) {
     TRY(need_f32(c));
     const ir_shape *x = in_shape(c, 0), *y = in_shape(c, 1);
@@ -490,6 +506,7 @@ static int (*const kernels[OP_COUNT])(const ctx *c) = {
     [OP_FUSED] = op_fused, /* issue 14: elementwise fusion */
     /* issue 14: epilogues */
     [OP_CONV2D_EPILOGUE] = op_epilogue, [OP_MATMUL_EPILOGUE] = op_epilogue,
+    [OP_CONV2D_BN_EPILOGUE] = op_bn_epilogue, /* issue 14: batch norm's scale/shift */
     [OP_MAX_POOL2D_RELU_GRAD] = op_max_pool_relu_grad,
 };
 

@@ -155,6 +155,35 @@ void case_epilogue(void) {
         }
 }
 
+/* ---- issue 14: conv2d_bn_epilogue's pass: out [37, 29] = act((c - mean) * scale + beta (+ res)),
+ * from c and in place over it ---- */
+void case_bn_epilogue(void) {
+    const int64_t R = 37, C = 29;
+    for (int act = 0; act < EPI_COUNT; act++)
+        for (int mode = 0; mode < 4; mode++) { /* bit 0: residual; bit 1: in place (out is c) */
+            int with_res = mode & 1, in_place = mode >> 1;
+            dbuf<float> c(R * C), out(R * C), mean(C), scale(C), beta(C), res(R * C);
+            randomize(c, c.n, 200 + act), randomize(mean, C, 201), randomize(scale, C, 202, 0.5f, 2.0f);
+            randomize(beta, C, 203), randomize(res, res.n, 204);
+            float want[R * C];
+            for (int64_t r = 0; r < R; r++)
+                for (int64_t j = 0; j < C; j++) {
+                    float v = mg_add(mg_mul(mg_sub(c[r * C + j], mean[j]), scale[j]), beta[j]);
+                    if (with_res) v = mg_add(v, res[r * C + j]);
+                    want[r * C + j] = act == EPI_RELU ? mg_relu(v) : act == EPI_TANH ? mg_tanh(v)
+                                    : act == EPI_SIGMOID ? mg_sigmoid(v) : v;
+                }
+            float *dst = in_place ? c.p : out.p;
+            if (!launched_ok(cuda_k_bn_epilogue(dst, c, mean, scale, beta, with_res ? res.p : NULL, R * C, C, act, NULL),
+                             "cuda_k_bn_epilogue"))
+                continue;
+            char what[80];
+            snprintf(what, sizeof what, "cuda_k_bn_epilogue %s%s%s", ir_epilogue_act_names[act],
+                     with_res ? " + residual" : "", in_place ? " in place" : "");
+            same(what, want, dst, R * C, 0);
+        }
+}
+
 /* ---- max-pool gradient: x [2, 7, 9, 3], 3x3 windows, stride 2, pad 1: dy [2, 4, 5, 3] ---- */
 void case_max_pool_grad(void) {
     cuda_pool_geom g = {2, 7, 9, 3, 4, 5, 3, 3, 2, 2, 1, 1};

@@ -185,7 +185,7 @@ static void conv_terms(const ir_shape *xs, const ir_shape *ys, const ir_shape *w
 static void eval_conv(args *t) {
     const ir_node *n = t->n;
     memset(t->out, 0, (size_t)t->len * sizeof *t->out);
-    if (n->op == OP_CONV2D || n->op == OP_CONV2D_EPILOGUE)
+    if (n->op == OP_CONV2D || n->op == OP_CONV2D_EPILOGUE || n->op == OP_CONV2D_BN_EPILOGUE)
         conv_terms(&t->x->shape, &n->shape, &t->y->shape, ir_conv_of(n, &t->y->shape), t->a, t->b, t->out, 0);
     else if (n->op == OP_CONV2D_GRAD_INPUT || n->op == OP_CONV2D_TRANSPOSE)
         conv_terms(&n->shape, &t->x->shape, &t->y->shape, ir_conv_of(n, &t->y->shape), t->a, t->b, t->out, 1);
@@ -236,6 +236,22 @@ static void eval_epilogue(ref_eval *e, args *t, int64_t act) {
     const double *res = n->n_in == 4 ? e->val[n->in[3]] : NULL;
     for (int64_t k = 0; k < t->len; k++) {
         double v = t->out[k] + t->c[k % c] + (res ? res[k] : 0);
+        t->out[k] = act == EPI_RELU ? (v > 0 ? v : 0) : act == EPI_TANH ? tanh(v) : act == EPI_SIGMOID ? 1 / (1 + exp(-v)) : v;
+    }
+}
+
+/* issue 14: conv2d_bn_epilogue (x, w, c, mean, scale, beta[, residual]):
+ * act((conv - mean) * scale + beta [+ residual]), conv its input c in
+ * training and conv2d(x, w) outside it, as its kernel reads them */
+static void eval_bn_epilogue(ref_eval *e, args *t, bool training) {
+    const ir_node *n = t->n;
+    if (training) memcpy(t->out, t->c, (size_t)t->len * sizeof *t->out);
+    else eval_conv(t);
+    int64_t c = n->shape.dim[3], act = n->iattr[9];
+    const double *mean = e->val[n->in[3]], *scale = e->val[n->in[4]], *beta = e->val[n->in[5]];
+    const double *res = n->n_in == 7 ? e->val[n->in[6]] : NULL;
+    for (int64_t k = 0; k < t->len; k++) {
+        double v = (t->out[k] - mean[k % c]) * scale[k % c] + beta[k % c] + (res ? res[k] : 0);
         t->out[k] = act == EPI_RELU ? (v > 0 ? v : 0) : act == EPI_TANH ? tanh(v) : act == EPI_SIGMOID ? 1 / (1 + exp(-v)) : v;
     }
 }
@@ -605,6 +621,7 @@ static void eval_node(ref_eval *e, int i, int64_t step, bool training) {
     case OP_CONV2D_EPILOGUE: eval_conv(&t); eval_epilogue(e, &t, n->iattr[9]); return;
     case OP_MATMUL_EPILOGUE: eval_matmul(&t); eval_epilogue(e, &t, n->iattr[2]); return;
     case OP_MAX_POOL2D_RELU_GRAD: eval_pool(&t); return;
+    case OP_CONV2D_BN_EPILOGUE: eval_bn_epilogue(e, &t, training); return; /* issue 14 */
     case OP_SHARD: case OP_BROADCAST: case OP_COUNT: break;
     case OP_FUSED: break; /* issue 14: made by the fuse pass, which these tests do not run */
     }

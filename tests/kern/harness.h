@@ -13,8 +13,8 @@ typedef struct {
     ir_module *m;
     int node;                  /* the op node; inputs are nodes 0..n_in-1 */
     int n_in;
-    const ir_node *in_nodes[6];
-    void *in[6];
+    const ir_node *in_nodes[8];
+    void *in[8];
     void *out;                 /* == in[0] for in-place ops */
     int64_t step;
     int training;              /* 1: the train program (dropout draws masks), 0: eval/predict */
@@ -39,7 +39,7 @@ static inline int kh_build(one_op *t, ir_op op, int n_in, const ir_shape *in_sha
     memset(t, 0, sizeof *t);
     t->m = ir_module_new();
     t->n_in = n_in;
-    int idx[6];
+    int idx[8];
     for (int i = 0; i < n_in; i++) {
         idx[i] = ir_add(t->m, op == OP_ASSIGN && i == 0 ? OP_STATE : OP_INPUT, NULL, 0, (ir_loc){0}); /* assign writes a state */
         ir_node *x = ir_node_at(t->m, idx[i]);

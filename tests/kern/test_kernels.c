@@ -20,14 +20,15 @@ struct tcase {
     const char *name;
     ir_op op;
     int n_in;
-    const char *shape[4];
-    ir_dtype dtype[4];         /* IR_F32 (0) unless given */
-    fill_kind fill[4];
+    const char *shape[8];
+    ir_dtype dtype[8];         /* IR_F32 (0) unless given */
+    fill_kind fill[8];
     int64_t iattr[IR_MAX_IATTR];
     double fattr[IR_MAX_FATTR];
     const char *given;         /* output shape for ops that carry it */
     ir_dtype out_dtype;
     ref_fn ref;
+    int eval;                  /* issue 14: 1 runs it as eval and predict do (not training) */
 };
 
 /* ---- helpers over shapes ---- */
@@ -397,6 +398,7 @@ static void ref_rmsprop(const one_op *t, double **in, double *out) {
 
 #include "act_cases.h" /* issue 12: references and ACT_CASES */
 #include "epilogue_cases.h" /* issue 14: fused ops against the unfused composition */
+#include "bn_epilogue_cases.h" /* issue 14: batch norm's scale/shift in the conv epilogue */
 /* ---- issue 12: adagrad, nadam, lamb (at step t = 3, no clipping: tests/kern/test_optim.c
  * runs every optimizer for several steps with clipping and a schedule), sq_norm ---- */
 static void ref_adagrad(const one_op *t, double **in, double *out) {
@@ -651,6 +653,7 @@ static const tcase cases[] = {
      .fattr = {1e-3, 0.9, 0.5, 1e-7}, .ref = ref_rmsprop},
     ACT_CASES
     EPILOGUE_CASES
+    BN_EPILOGUE_CASES
     /* issue 12: optimizers and clipping */
     {"adagrad", OP_ADAGRAD_UPDATE, 3, {"5,7", "5,7", "5,7"}, .fill = {0, 0, R_POSITIVE},
      .fattr = {0.01, 0.1, 1e-7, 0.01}, .ref = ref_adagrad},
@@ -715,8 +718,8 @@ static int compare(const char *name, const char *what, const void *got, ir_dtype
 }
 
 static int run_case(const tcase *c) {
-    ir_shape shapes[4], given;
-    ir_dtype dt[4];
+    ir_shape shapes[8], given;
+    ir_dtype dt[8];
     for (int i = 0; i < c->n_in; i++) shapes[i] = kh_shape(c->shape[i]), dt[i] = c->dtype[i];
     if (c->given) given = kh_shape(c->given);
     one_op t;
@@ -727,8 +730,8 @@ static int run_case(const tcase *c) {
         kh_free(&t);
         return 1;
     }
-    t.step = 3;
-    double *ref_in[4], *ref_out = calloc((size_t)numel(oshape(&t)) + 1, sizeof(double));
+    t.step = 3, t.training = !c->eval;
+    double *ref_in[8], *ref_out = calloc((size_t)numel(oshape(&t)) + 1, sizeof(double));
     for (int i = 0; i < c->n_in; i++) ref_in[i] = calloc((size_t)numel(shapes + i) + 1, sizeof(double));
     fill(c, &t, ref_in);
     int bad = 0;
@@ -882,7 +885,9 @@ static int test_two_threads(int *count) {
     cpu_kernels_set_threads(2);
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         ir_op op = cases[i].op;
-        if (op == OP_MATMUL || (op >= OP_CONV2D && op <= OP_AVG_POOL2D_GRAD) || op == OP_CONV2D_EPILOGUE) failed += run_case(&cases[i]), ++*count;
+        if (op == OP_MATMUL || (op >= OP_CONV2D && op <= OP_AVG_POOL2D_GRAD) || op == OP_CONV2D_EPILOGUE ||
+            op == OP_CONV2D_BN_EPILOGUE)
+            failed += run_case(&cases[i]), ++*count;
     }
     cpu_kernels_set_threads(1);
     return failed;
@@ -901,7 +906,8 @@ static int test_each_candidate(int *count) {
             cpu_kernels_set_threads(t);
             for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
                 ir_op op = cases[i].op;
-                if (op == OP_MATMUL || op == OP_CONV2D || op == OP_CONV2D_GRAD_INPUT || op == OP_CONV2D_GRAD_FILTER) {
+                if (op == OP_MATMUL || op == OP_CONV2D || op == OP_CONV2D_GRAD_INPUT || op == OP_CONV2D_GRAD_FILTER ||
+                    op == OP_CONV2D_BN_EPILOGUE) {
                     int bad = run_case(&cases[i]);
                     if (bad) fprintf(stderr, "  (MGC_KERNELS=%s, %d threads)\n", names[m], t);
                     failed += bad, ++*count;

@@ -232,7 +232,8 @@ static int fused_vs_unfused(const char *path, const char *stdlib, ir_cross_devic
         ir_module *mf = compile(path, stdlib, devices, xdev);
         for (int i = 0; i < mf->g.n; i++) { /* either fusion pass's nodes */
             ir_op op = mf->g.nodes[i].op;
-            fused_nodes += op == OP_FUSED || op == OP_CONV2D_EPILOGUE || op == OP_MATMUL_EPILOGUE || op == OP_MAX_POOL2D_RELU_GRAD;
+            fused_nodes += op == OP_FUSED || op == OP_CONV2D_EPILOGUE || op == OP_MATMUL_EPILOGUE || op == OP_MAX_POOL2D_RELU_GRAD ||
+                           op == OP_CONV2D_BN_EPILOGUE; /* issue 14 */
         }
         printf("%d devices: %lld fused nodes, %d nodes fused against %d unfused\n", devices, (long long)fused_nodes,
                mf->g.n, mu->g.n);

@@ -151,7 +151,7 @@ MG_HD static inline float mg_leaky_relu_grad(float x, float dy, float alpha) { r
 
 /* ---- softmax and cross-entropy (stable: shift by the row max) ---- */
 /* exp(x - max) of one element of a row whose maximum is mx */
-MG_HD static inline float mg_exp_shifted(float x, float mx) { return expf(x - mx); }
+MG_HD static inline float mg_exp_shifted(float x, float mx) { return mg_expf(x - mx); }
 /* log(sum(exp(x - mx))) + mx from the shifted sum */
 MG_HD static inline float mg_logsumexp(float mx, float sum_exp) { return mx + logf(sum_exp); }
 /* -log softmax[label] of a row: logsumexp - logit[label] */

@@ -660,6 +660,20 @@ static bool rule_matmul_epilogue(rule *r) {
     return rule_matmul(r) && epilogue_tail(r, r->n->iattr[2]);
 }
 
+/* ---- issue 14 (char_gpt speed): causal_softmax, causal_softmax_grad ---- */
+
+/* causal_softmax: float x of rank >= 2 -> x (rows of the last axis, masked
+ * by the row index along the one before) */
+static bool rule_causal_softmax(rule *r) {
+    char b[96];
+    if (!want_float(r, r->x, "the input") || r->x->shape.rank < 2)
+        return fail(r, "'%s' needs a float tensor of rank >= 2 (rows and columns), got %s", op_name(r), tstr(r->x, b));
+    return same_as(r, r->x);
+}
+
+/* causal_softmax_grad: (y, dy) of one type -> y */
+static bool rule_causal_softmax_grad(rule *r) { return rule_grad_pair(r) && rule_causal_softmax(r); }
+
 typedef bool (*shape_rule)(rule *r);
 
 static const shape_rule rules[OP_COUNT] = {

@@ -160,6 +160,11 @@ MG_HD static inline float mg_xent(float lse, float logit_label) { return lse - l
 MG_HD static inline float mg_xent_grad(float p, int is_label, float dy) { return dy * (p - (is_label ? 1.0f : 0.0f)); }
 /* softmax backward: y * (dy - sum(dy * y)) */
 MG_HD static inline float mg_softmax_grad(float y, float dy, float dot) { return y * (dy - dot); }
+/* issue 14 (char_gpt speed): causal_softmax's backward at a kept element (j <= i):
+ * the softmax gradient times the scale the forward applied to x */
+MG_HD static inline float mg_causal_softmax_grad(float y, float dy, float dot, float scale) {
+    return scale * mg_softmax_grad(y, dy, dot);
+}
 
 /* ---- dropout: a keep decision from (seed, step, global element index) ---- */
 /* splitmix64 finaliser */

@@ -130,6 +130,8 @@ static const cpu_kernel_fn kernels[OP_COUNT] = {
     /* issue 14: epilogues and fused backward (dnnl.c, epilogue.c) */
     [OP_CONV2D_EPILOGUE] = cpu_k_conv2d_epilogue, [OP_MATMUL_EPILOGUE] = cpu_k_matmul_epilogue,
     [OP_MAX_POOL2D_RELU_GRAD] = cpu_k_max_pool_grad,
+    /* issue 14: char_gpt speed (attention.c) */
+    [OP_CAUSAL_SOFTMAX] = cpu_k_causal_softmax, [OP_CAUSAL_SOFTMAX_GRAD] = cpu_k_causal_softmax,
 };
 
 /* ops whose kernels read f32 data only (CAST, SHARD, RESHAPE, VIEW and the

@@ -365,3 +365,52 @@ void case_dropout(void) {
     for (int i = 0; i < N; i++) want[i] = mg_mul(x[i], mg_dropout_scale(42, 3, 1000 + (uint64_t)i, 0.3f));
     same("cuda_k_dropout", want, out.p, N, 0);
 }
+
+/* ---- issue 14 (char_gpt speed): causal_softmax forward and backward over
+ * 1,050 rows of [7, 6] matrices (rows past the columns keep all 6) and 52
+ * rows of [4, 9] (rows keep i + 1 < 9), against double loops ---- */
+static void causal_softmax_one(int64_t outer, int64_t R, int64_t Cc, float scale) {
+    int64_t rows = outer * R, n_el = rows * Cc;
+    dbuf<float> x(n_el), dy(n_el), out(n_el);
+    randomize(x, n_el, 41, -6, 6), randomize(dy, n_el, 43);
+    float *want = new float[n_el];
+    for (int grad = 0; grad < 2; grad++) {
+        const float *in = x; /* x, then y */
+        if (grad) { /* the gradient reads y: the forward's output */
+            for (int64_t row = 0; row < rows; row++) {
+                int64_t i = row % R, n = i + 1 < Cc ? i + 1 : Cc;
+                double mx = -1e300, s = 0;
+                for (int64_t j = 0; j < n; j++) mx = fmax(mx, (double)scale * x[row * Cc + j]);
+                for (int64_t j = 0; j < n; j++) s += exp((double)scale * x[row * Cc + j] - mx);
+                for (int64_t j = 0; j < Cc; j++)
+                    out[row * Cc + j] = j < n ? (float)(exp((double)scale * x[row * Cc + j] - mx) / s) : 0.0f;
+            }
+            memcpy(x.p, out.p, (size_t)n_el * sizeof *x.p); /* x now holds y */
+        }
+        for (int64_t row = 0; row < rows; row++) {
+            int64_t i = row % R, n = i + 1 < Cc ? i + 1 : Cc;
+            const float *a = in + row * Cc, *d = dy.p + row * Cc;
+            double mx = -1e300, s = 0, dot = 0;
+            for (int64_t j = 0; j < n; j++) mx = fmax(mx, (double)scale * a[j]), dot += (double)d[j] * a[j];
+            for (int64_t j = 0; j < n; j++) s += exp((double)scale * a[j] - mx);
+            for (int64_t j = 0; j < Cc; j++)
+                want[row * Cc + j] = j >= n ? 0.0f
+                                     : grad ? (float)(scale * a[j] * (d[j] - dot))
+                                            : (float)(exp((double)scale * a[j] - mx) / s);
+        }
+        for (int64_t k = 0; k < n_el; k++) out[k] = NAN; /* every element must be written */
+        if (!launched_ok(cuda_k_causal_softmax(in, grad ? dy.p : NULL, out, rows, R, Cc, scale, NULL),
+                         "cuda_k_causal_softmax"))
+            continue;
+        char what[96];
+        snprintf(what, sizeof what, "cuda_k_causal_softmax %s [%lld, %lld]", grad ? "grad" : "forward", (long long)R,
+                 (long long)Cc);
+        same(what, want, out.p, n_el, 1e-5);
+    }
+    delete[] want;
+}
+
+void case_causal_softmax(void) {
+    causal_softmax_one(150, 7, 6, 0.35f);
+    causal_softmax_one(13, 4, 9, 1.0f);
+}

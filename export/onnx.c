@@ -296,6 +296,20 @@ static const char *causal_softmax(ox_ctx *c, const ir_node *n) {
     return o->output[0];
 }
 
+/* issue 14 (char_gpt speed): normalize as LayerNormalization (opset 17) over
+ * the last axis with scale 1 and bias 0 */
+static const char *normalize(ox_ctx *c, const ir_node *n) {
+    int64_t dim = n->shape.dim[n->shape.rank - 1];
+    float *ones = ox_alloc(&c->b, (size_t)dim * sizeof *ones), *zeros = ox_alloc(&c->b, (size_t)dim * sizeof *zeros);
+    for (int64_t j = 0; j < dim; j++) ones[j] = 1.0f, zeros[j] = 0.0f;
+    const char *args[] = {in(c, n, 0), ox_init(&c->b, NULL, ox_dtype(IR_F32), 1, &dim, ones, (size_t)dim * sizeof *ones),
+                          ox_init(&c->b, NULL, ox_dtype(IR_F32), 1, &dim, zeros, (size_t)dim * sizeof *zeros)};
+    Onnx__NodeProto *o = ox_node(&c->b, "LayerNormalization", 3, args, NULL);
+    ox_attr_int(&c->b, o, "axis", -1);
+    ox_attr_float(&c->b, o, "epsilon", n->fattr[0]);
+    return o->output[0];
+}
+
 /* ---- sources ---- */
 
 /* a graph input of the shape replica 0 sees (the shard's) */
@@ -338,6 +352,7 @@ static const char *emit(ox_ctx *c, int i) {
     case OP_GATHER: return ox_op2(&c->b, "Gather", in(c, n, 0), in(c, n, 1));
     case OP_ONE_HOT: return one_hot(c, n);
     case OP_CAUSAL_SOFTMAX: return causal_softmax(c, n); /* issue 14: char_gpt speed */
+    case OP_NORMALIZE: return normalize(c, n);
     default: break;
     }
     if (ir_ops[n->op].flags & OPF_ELEMENTWISE) {

@@ -358,6 +358,12 @@ static void grad_causal_softmax(ad_ctx *c, const ir_node *y, int dy) {
     SEND(0, emit(c, OP_CAUSAL_SOFTMAX_GRAD, 2, (int[]){c->y, dy}, y));
 }
 
+/* y = normalize(x, epsilon)  ->  dx = normalize_grad(x, dy), same epsilon (the
+ * kernel recomputes the row's mean and variance from x) */
+static void grad_normalize(ad_ctx *c, const ir_node *y, int dy) {
+    SEND(0, emit(c, OP_NORMALIZE_GRAD, 2, (int[]){X0, dy}, y));
+}
+
 static const grad_rule rules[OP_COUNT] = {
     [OP_ADD] = grad_add,                  [OP_SUB] = grad_sub,
     [OP_MUL] = grad_mul,                  [OP_DIV] = grad_div,
@@ -390,7 +396,7 @@ static const grad_rule rules[OP_COUNT] = {
     /* issue 13 */
     [OP_GATHER] = grad_gather,
     /* issue 14: char_gpt speed */
-    [OP_CAUSAL_SOFTMAX] = grad_causal_softmax,
+    [OP_CAUSAL_SOFTMAX] = grad_causal_softmax, [OP_NORMALIZE] = grad_normalize,
 };
 
 /* ---- which nodes lie between a param and the loss ---- */

@@ -366,10 +366,8 @@ fn layer_norm(x: f32, epsilon: float = 0.001) {
   c = dim(x, -1)
   param gamma: f32[c] = ones
   param beta: f32[c] = zeros
-  mean = prim.reduce_mean(x, axes: [-1], keepdims: true)
-  centered = x - mean
-  variance = prim.reduce_mean(centered * centered, axes: [-1], keepdims: true)
-  return centered / prim.sqrt(variance + epsilon) * gamma + beta
+  # issue 14: (x - mean) / sqrt(variance + epsilon) in one kernel each way
+  return prim.normalize(x, epsilon: epsilon) * gamma + beta
 }
 
 # ---- elementwise math and activations (Keras names and defaults) ----

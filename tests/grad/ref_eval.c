@@ -229,6 +229,22 @@ static void eval_pool(args *t) {
         if (!(t->a[k] > 0)) t->out[k] = 0;
 }
 
+/* issue 14 (char_gpt speed): normalize(x) = (x - mean) r, r = 1 / sqrt(var + eps);
+ * normalize_grad(x, dy) = r (dy - mean(dy) - xhat mean(dy xhat)), rows of the last axis */
+static void eval_normalize(args *t) {
+    int64_t c = t->n->shape.dim[t->n->shape.rank - 1];
+    for (int64_t row = 0; row < t->len / c; row++) {
+        const double *x = t->a + row * c, *dy = t->b ? t->b + row * c : NULL;
+        double *y = t->out + row * c, mean = 0, var = 0, m_dy = 0, m_dyx = 0;
+        for (int64_t j = 0; j < c; j++) mean += x[j] / (double)c;
+        for (int64_t j = 0; j < c; j++) var += (x[j] - mean) * (x[j] - mean) / (double)c;
+        double r = 1 / sqrt(var + t->n->fattr[0]);
+        for (int64_t j = 0; j < c && dy; j++) m_dy += dy[j] / (double)c, m_dyx += dy[j] * (x[j] - mean) * r / (double)c;
+        for (int64_t j = 0; j < c; j++)
+            y[j] = dy ? r * (dy[j] - m_dy - (x[j] - mean) * r * m_dyx) : (x[j] - mean) * r;
+    }
+}
+
 /* issue 14 (char_gpt speed): causal_softmax(x) = softmax over j <= i of scale * x,
  * 0 above; causal_softmax_grad(y, dy) = scale * y * (dy - sum_j<=i(dy * y)), 0 above
  * (row i of each [r, c] matrix of the last two axes) */
@@ -625,6 +641,7 @@ static void eval_node(ref_eval *e, int i, int64_t step, bool training) {
     case OP_MAX_POOL2D_RELU_GRAD: eval_pool(&t); return;
     /* issue 14: char_gpt speed */
     case OP_CAUSAL_SOFTMAX: case OP_CAUSAL_SOFTMAX_GRAD: eval_causal_softmax(&t); return;
+    case OP_NORMALIZE: case OP_NORMALIZE_GRAD: eval_normalize(&t); return;
     case OP_SHARD: case OP_BROADCAST: case OP_COUNT: break;
     case OP_FUSED: break; /* issue 14: made by the fuse pass, which these tests do not run */
     }

@@ -23,8 +23,15 @@ typedef struct {
 static const bcase cases[] = {
     {"gelu 2048x512", OP_GELU, 1, {"16,128,512"}, .per_step = 4},
     {"gelu_grad 2048x512", OP_GELU_GRAD, 2, {"16,128,512", "16,128,512"}, .per_step = 4},
-    {"softmax 64x128x128", OP_SOFTMAX, 1, {"16,4,128,128"}, .per_step = 4},
-    {"softmax_grad 64x128x128", OP_SOFTMAX_GRAD, 2, {"16,4,128,128", "16,4,128,128"}, .per_step = 4},
+    {"softmax 64x128x128", OP_SOFTMAX, 1, {"16,4,128,128"}, .per_step = 0}, /* char_gpt's before causal_softmax */
+    {"softmax_grad 64x128x128", OP_SOFTMAX_GRAD, 2, {"16,4,128,128", "16,4,128,128"}, .per_step = 0},
+    /* issue 14: what multi_head_attention(causal: true) runs instead of softmax and softmax_grad */
+    {"causal_softmax 64x128x128", OP_CAUSAL_SOFTMAX, 1, {"16,4,128,128"}, .fattr = {0.1767767}, .per_step = 4},
+    {"causal_softmax_grad 64x128x128", OP_CAUSAL_SOFTMAX_GRAD, 2, {"16,4,128,128", "16,4,128,128"},
+     .fattr = {0.1767767}, .per_step = 4},
+    /* issue 14: layer_norm's core (9 layer norms a step) */
+    {"normalize 2048x128", OP_NORMALIZE, 1, {"16,128,128"}, .fattr = {1e-5}, .per_step = 9},
+    {"normalize_grad 2048x128", OP_NORMALIZE_GRAD, 2, {"16,128,128", "16,128,128"}, .fattr = {1e-5}, .per_step = 9},
     {"dropout 64x128x128", OP_DROPOUT, 1, {"16,4,128,128"}, .iattr = {42}, .fattr = {0.1}, .per_step = 4},
     {"dropout_grad 64x128x128", OP_DROPOUT_GRAD, 1, {"16,4,128,128"}, .iattr = {42}, .fattr = {0.1}, .per_step = 4},
     {"dropout 2048x128", OP_DROPOUT, 1, {"16,128,128"}, .iattr = {42}, .fattr = {0.1}, .per_step = 8},

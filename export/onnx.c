@@ -291,6 +291,35 @@ static const char *one_hot(ox_ctx *c, const ir_node *n) {
     return cast(c, ox_op2(&c->b, "Equal", ids, r), n->dtype);
 }
 
+/* issue 14 (char_gpt speed): causal_softmax as Keras' masked softmax:
+ * Softmax(x * scale + mask) over the last axis, mask [r, c] an initializer of
+ * 0 where j <= i and -1e9 above (whose exp is 0, as mgc's masked weights) */
+static const char *causal_softmax(ox_ctx *c, const ir_node *n) {
+    int64_t dims[2] = {n->shape.dim[n->shape.rank - 2], n->shape.dim[n->shape.rank - 1]};
+    float *mask = ox_alloc(&c->b, (size_t)(dims[0] * dims[1]) * sizeof *mask);
+    for (int64_t i = 0; i < dims[0]; i++)
+        for (int64_t j = 0; j < dims[1]; j++) mask[i * dims[1] + j] = j <= i ? 0.0f : -1e9f;
+    const char *m = ox_init(&c->b, NULL, ox_dtype(IR_F32), 2, dims, mask, (size_t)(dims[0] * dims[1]) * sizeof *mask);
+    const char *x = ox_op2(&c->b, "Mul", in(c, n, 0), ox_scalar(&c->b, IR_F32, n->fattr[0]));
+    Onnx__NodeProto *o = ox_node(&c->b, "Softmax", 1, (const char *[]){ox_op2(&c->b, "Add", x, m)}, NULL);
+    ox_attr_int(&c->b, o, "axis", -1);
+    return o->output[0];
+}
+
+/* issue 14 (char_gpt speed): normalize as LayerNormalization (opset 17) over
+ * the last axis with scale 1 and bias 0 */
+static const char *normalize(ox_ctx *c, const ir_node *n) {
+    int64_t dim = n->shape.dim[n->shape.rank - 1];
+    float *ones = ox_alloc(&c->b, (size_t)dim * sizeof *ones), *zeros = ox_alloc(&c->b, (size_t)dim * sizeof *zeros);
+    for (int64_t j = 0; j < dim; j++) ones[j] = 1.0f, zeros[j] = 0.0f;
+    const char *args[] = {in(c, n, 0), ox_init(&c->b, NULL, ox_dtype(IR_F32), 1, &dim, ones, (size_t)dim * sizeof *ones),
+                          ox_init(&c->b, NULL, ox_dtype(IR_F32), 1, &dim, zeros, (size_t)dim * sizeof *zeros)};
+    Onnx__NodeProto *o = ox_node(&c->b, "LayerNormalization", 3, args, NULL);
+    ox_attr_int(&c->b, o, "axis", -1);
+    ox_attr_float(&c->b, o, "epsilon", n->fattr[0]);
+    return o->output[0];
+}
+
 /* ---- sources ---- */
 
 /* a graph input of the shape replica 0 sees (the shard's) */
@@ -333,6 +362,8 @@ static const char *emit(ox_ctx *c, int i) {
     case OP_TRANSPOSE: return permute(c, n);
     case OP_GATHER: return ox_op2(&c->b, "Gather", in(c, n, 0), in(c, n, 1));
     case OP_ONE_HOT: return one_hot(c, n);
+    case OP_CAUSAL_SOFTMAX: return causal_softmax(c, n); /* issue 14: char_gpt speed */
+    case OP_NORMALIZE: return normalize(c, n);
     default: break;
     }
     if (ir_ops[n->op].flags & OPF_ELEMENTWISE) {

@@ -685,6 +685,32 @@ static bool rule_conv2d_bn_epilogue(rule *r) {
     return true;
 }
 
+/* ---- issue 14 (char_gpt speed): causal_softmax, causal_softmax_grad ---- */
+
+/* causal_softmax: float x of rank >= 2 -> x (rows of the last axis, masked
+ * by the row index along the one before) */
+static bool rule_causal_softmax(rule *r) {
+    char b[96];
+    if (!want_float(r, r->x, "the input") || r->x->shape.rank < 2)
+        return fail(r, "'%s' needs a float tensor of rank >= 2 (rows and columns), got %s", op_name(r), tstr(r->x, b));
+    return same_as(r, r->x);
+}
+
+/* causal_softmax_grad: (y, dy) of one type -> y */
+static bool rule_causal_softmax_grad(rule *r) { return rule_grad_pair(r) && rule_causal_softmax(r); }
+
+/* normalize: float x of rank >= 1, epsilon >= 0 -> x (rows of the last axis) */
+static bool rule_normalize(rule *r) {
+    char b[96];
+    if (!want_float(r, r->x, "the input") || r->x->shape.rank < 1)
+        return fail(r, "'%s' needs a float tensor of rank >= 1, got %s", op_name(r), tstr(r->x, b));
+    if (!(r->n->fattr[0] >= 0)) return fail(r, "'%s' needs epsilon >= 0, got %g", op_name(r), r->n->fattr[0]);
+    return same_as(r, r->x);
+}
+
+/* normalize_grad: (x, dy) of one type -> x */
+static bool rule_normalize_grad(rule *r) { return rule_grad_pair(r) && rule_normalize(r); }
+
 typedef bool (*shape_rule)(rule *r);
 
 static const shape_rule rules[OP_COUNT] = {

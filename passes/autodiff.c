@@ -351,6 +351,19 @@ static void grad_gather(ad_ctx *c, const ir_node *y, int dy) {
     SEND(0, emit_as(c, shape_of(c, X0), OP_SCATTER_ADD, 2, (int[]){X1, dy}, NULL));
 }
 
+/* ---- issue 14 (char_gpt speed) ---- */
+
+/* y = causal_softmax(x, scale)  ->  dx = causal_softmax_grad(y, dy), same scale */
+static void grad_causal_softmax(ad_ctx *c, const ir_node *y, int dy) {
+    SEND(0, emit(c, OP_CAUSAL_SOFTMAX_GRAD, 2, (int[]){c->y, dy}, y));
+}
+
+/* y = normalize(x, epsilon)  ->  dx = normalize_grad(x, dy), same epsilon (the
+ * kernel recomputes the row's mean and variance from x) */
+static void grad_normalize(ad_ctx *c, const ir_node *y, int dy) {
+    SEND(0, emit(c, OP_NORMALIZE_GRAD, 2, (int[]){X0, dy}, y));
+}
+
 static const grad_rule rules[OP_COUNT] = {
     [OP_ADD] = grad_add,                  [OP_SUB] = grad_sub,
     [OP_MUL] = grad_mul,                  [OP_DIV] = grad_div,
@@ -382,6 +395,8 @@ static const grad_rule rules[OP_COUNT] = {
     [OP_LOG_SOFTMAX] = grad_log_softmax,
     /* issue 13 */
     [OP_GATHER] = grad_gather,
+    /* issue 14: char_gpt speed */
+    [OP_CAUSAL_SOFTMAX] = grad_causal_softmax, [OP_NORMALIZE] = grad_normalize,
 };
 
 /* ---- which nodes lie between a param and the loss ---- */

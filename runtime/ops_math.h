@@ -151,7 +151,7 @@ MG_HD static inline float mg_leaky_relu_grad(float x, float dy, float alpha) { r
 
 /* ---- softmax and cross-entropy (stable: shift by the row max) ---- */
 /* exp(x - max) of one element of a row whose maximum is mx */
-MG_HD static inline float mg_exp_shifted(float x, float mx) { return expf(x - mx); }
+MG_HD static inline float mg_exp_shifted(float x, float mx) { return mg_expf(x - mx); }
 /* log(sum(exp(x - mx))) + mx from the shifted sum */
 MG_HD static inline float mg_logsumexp(float mx, float sum_exp) { return mx + logf(sum_exp); }
 /* -log softmax[label] of a row: logsumexp - logit[label] */
@@ -160,6 +160,16 @@ MG_HD static inline float mg_xent(float lse, float logit_label) { return lse - l
 MG_HD static inline float mg_xent_grad(float p, int is_label, float dy) { return dy * (p - (is_label ? 1.0f : 0.0f)); }
 /* softmax backward: y * (dy - sum(dy * y)) */
 MG_HD static inline float mg_softmax_grad(float y, float dy, float dot) { return y * (dy - dot); }
+/* issue 14 (char_gpt speed): normalize's backward at one element: r (dy - mean(dy)
+ * - xhat mean(dy xhat)), r = 1 / sqrt(var + epsilon), xhat = (x - mean) r */
+MG_HD static inline float mg_normalize_grad(float xhat, float dy, float r, float mean_dy, float mean_dy_xhat) {
+    return r * (dy - mean_dy - xhat * mean_dy_xhat);
+}
+/* issue 14 (char_gpt speed): causal_softmax's backward at a kept element (j <= i):
+ * the softmax gradient times the scale the forward applied to x */
+MG_HD static inline float mg_causal_softmax_grad(float y, float dy, float dot, float scale) {
+    return scale * mg_softmax_grad(y, dy, dot);
+}
 
 /* ---- dropout: a keep decision from (seed, step, global element index) ---- */
 /* splitmix64 finaliser */

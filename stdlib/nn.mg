@@ -366,10 +366,8 @@ fn layer_norm(x: f32, epsilon: float = 0.001) {
   c = dim(x, -1)
   param gamma: f32[c] = ones
   param beta: f32[c] = zeros
-  mean = prim.reduce_mean(x, axes: [-1], keepdims: true)
-  centered = x - mean
-  variance = prim.reduce_mean(centered * centered, axes: [-1], keepdims: true)
-  return centered / prim.sqrt(variance + epsilon) * gamma + beta
+  # issue 14: (x - mean) / sqrt(variance + epsilon) in one kernel each way
+  return prim.normalize(x, epsilon: epsilon) * gamma + beta
 }
 
 # ---- elementwise math and activations (Keras names and defaults) ----
@@ -695,9 +693,10 @@ fn attention_output(o: f32[b, t, heads, dim], units: int, use_bias: int,
 
 # Keras MultiHeadAttention as self-attention (query = key = value = x [b, t, d]):
 # q, k, v = x W + bias per head ([b, heads, t, key_dim], v value_dim); scores
-# = (q / sqrt(key_dim)) k^T [b, heads, t, t]; causal: scores + (1 - mask) *
-# -1e9 above the diagonal (Keras' masked softmax), so position i attends to
-# j <= i; p = dropout(softmax(scores)) (rate `dropout`, training only);
+# = (q / sqrt(key_dim)) k^T [b, heads, t, t]; causal: Keras' masked softmax
+# (scores + (1 - mask) * -1e9 above the diagonal) as prim.causal_softmax(q k^T,
+# scale: 1 / sqrt(key_dim)), so position i attends to j <= i; p =
+# dropout(softmax(scores)) (rate `dropout`, training only);
 # y = (p v) W_o + bias_o [b, t, d]. Params multi_head_attention/query/kernel
 # f32[d, heads, key_dim], query/bias f32[heads, key_dim], key/... the same,
 # value/kernel f32[d, heads, value_dim], value/bias f32[heads, value_dim],
@@ -711,14 +710,16 @@ fn multi_head_attention(x: f32[b, t, d], heads: int, key_dim: int, value_dim: in
   q = attention_projection(x, heads, key_dim, use_bias, kernel_initializer, bias_initializer, name: "query")
   k = attention_projection(x, heads, key_dim, use_bias, kernel_initializer, bias_initializer, name: "key")
   v = attention_projection(x, heads, value_dim, use_bias, kernel_initializer, bias_initializer, name: "value")
-  q = prim.transpose(q, perm: [0, 2, 1, 3]) * inverse_sqrt(key_dim)
+  q = prim.transpose(q, perm: [0, 2, 1, 3])
   k = prim.transpose(k, perm: [0, 2, 1, 3])
   v = prim.transpose(v, perm: [0, 2, 1, 3])
-  scores = prim.matmul(q, k, trans_b: true)                        # [b, heads, t, t]
   if causal {
-    scores = scores + (1.0 - causal_mask(t)) * -1e9
+    # issue 14: the scale, the mask and the softmax as one kernel each way
+    # (masked scores are neither written nor exp'd; their weights are 0)
+    p = prim.causal_softmax(prim.matmul(q, k, trans_b: true), scale: inverse_sqrt(key_dim))
+  } else {
+    p = prim.softmax(prim.matmul(q * inverse_sqrt(key_dim), k, trans_b: true), axis: -1)   # [b, heads, t, t]
   }
-  p = prim.softmax(scores, axis: -1)
   if dropout > 0 {
     p = prim.dropout(p, rate: dropout, seed: -1)
   }

@@ -142,3 +142,9 @@ foreach(model activations:10 sequence:10 recurrent:5)
            COMMAND test_equivalence ${MGC_SRC}/tests/train/${name}.mg ${MGC_SRC}/stdlib --synthetic ${classes} --fused-vs-unfused)
   set_tests_properties(train_fused_vs_unfused_${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 endforeach()
+# issue 14 (char_gpt speed): char_gpt's blocks (causal_softmax, layer norm,
+# gelu, dropout) fused vs --no-fuse, 1 and 2 devices
+add_test(NAME train_fused_vs_unfused_char_gpt
+         COMMAND test_equivalence ${CMAKE_CURRENT_SOURCE_DIR}/train/char_gpt_small.mg ${MGC_SRC}/stdlib
+                 --synthetic 256 --zero-gradient key/bias --fused-vs-unfused)
+set_tests_properties(train_fused_vs_unfused_char_gpt PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)

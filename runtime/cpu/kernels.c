@@ -132,6 +132,9 @@ static const cpu_kernel_fn kernels[OP_COUNT] = {
     [OP_MAX_POOL2D_RELU_GRAD] = cpu_k_max_pool_grad,
     /* issue 14: batch norm's scale/shift in the conv epilogue (bn_epilogue.c) */
     [OP_CONV2D_BN_EPILOGUE] = cpu_k_conv2d_bn_epilogue,
+    /* issue 14: char_gpt speed (attention.c) */
+    [OP_CAUSAL_SOFTMAX] = cpu_k_causal_softmax, [OP_CAUSAL_SOFTMAX_GRAD] = cpu_k_causal_softmax,
+    [OP_NORMALIZE] = cpu_k_normalize, [OP_NORMALIZE_GRAD] = cpu_k_normalize, /* normalize.c */
 };
 
 /* ops whose kernels read f32 data only (CAST, SHARD, RESHAPE, VIEW and the

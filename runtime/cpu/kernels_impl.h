@@ -37,6 +37,11 @@ int cpu_k_gather(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_scatter_add(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_all_gather(const rt_kernel_args *k, char *err, size_t cap); /* f32 or i32 */
 
+/* attention.c (issue 14, char_gpt speed): causal_softmax and causal_softmax_grad */
+int cpu_k_causal_softmax(const rt_kernel_args *k, char *err, size_t cap);
+/* normalize.c (issue 14, char_gpt speed): normalize and normalize_grad (layer norm's core) */
+int cpu_k_normalize(const rt_kernel_args *k, char *err, size_t cap);
+
 /* onehot.c (issue 13) */
 int cpu_k_one_hot(const rt_kernel_args *k, char *err, size_t cap);
 

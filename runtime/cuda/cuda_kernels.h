@@ -161,6 +161,18 @@ cudaError_t cuda_k_bn_epilogue(float *out, const float *c, const float *mean, co
 cudaError_t cuda_k_hwio_to_ohwi(const float *w, float *o, int64_t khw, int64_t ci, int64_t co, cudaStream_t s);
 cudaError_t cuda_k_ohwi_to_hwio(const float *o, float *w, int64_t khw, int64_t ci, int64_t co, cudaStream_t s);
 
+/* ---- issue 14, char_gpt speed (cuda_attention.cu): causal_softmax ---- */
+
+/* rows x [rows, c] (row % r is the row index i of its [r, c] matrix; i keeps
+ * columns j <= i): dy NULL -> causal_softmax(x, scale); else x is y and out =
+ * causal_softmax_grad(y, dy, scale); 0 above the diagonal either way */
+cudaError_t cuda_k_causal_softmax(const float *x, const float *dy, float *out, int64_t rows, int64_t r, int64_t c,
+                                  float scale, cudaStream_t s);
+/* (cuda_normalize.cu) rows x [rows, c]: dy NULL -> normalize(x, epsilon); else
+ * normalize_grad(x, dy, epsilon) */
+cudaError_t cuda_k_normalize(const float *x, const float *dy, float *out, int64_t rows, int64_t c, float epsilon,
+                             cudaStream_t s);
+
 /* ---- issue 15 (cuda_numerics.cu): --check-numerics on the device ---- */
 
 /* the first kernel output holding NaN/Inf since the last check: node1 = node + 1

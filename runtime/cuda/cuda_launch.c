@@ -462,6 +462,26 @@ static int op_max_pool_relu_grad(const ctx *c) {
     return 0;
 }
 
+/* ---- issue 14, char_gpt speed: causal_softmax and its gradient (rows of the last axis) ---- */
+static int op_causal_softmax(const ctx *c) {
+    TRY(need_f32(c));
+    const ir_shape *s = &c->n->shape;
+    int64_t r = s->dim[s->rank - 2], cols = s->dim[s->rank - 1], rows = cols ? ir_shape_numel(s) / cols : 0;
+    const float *dy = c->n->op == OP_CAUSAL_SOFTMAX_GRAD ? inf(c, 1) : NULL;
+    CUDA_CHECK(c->b, cuda_k_causal_softmax(inf(c, 0), dy, outf(c), rows, r, cols, (float)c->n->fattr[0], c->s));
+    return 0;
+}
+
+/* issue 14, char_gpt speed: normalize and its gradient (rows of the last axis) */
+static int op_normalize(const ctx *c) {
+    TRY(need_f32(c));
+    const ir_shape *s = &c->n->shape;
+    int64_t cols = s->dim[s->rank - 1], rows = cols ? ir_shape_numel(s) / cols : 0;
+    const float *dy = c->n->op == OP_NORMALIZE_GRAD ? inf(c, 1) : NULL;
+    CUDA_CHECK(c->b, cuda_k_normalize(inf(c, 0), dy, outf(c), rows, cols, (float)c->n->fattr[0], c->s));
+    return 0;
+}
+
 /* The kernel of each op; sources have none (cuda_supports reports the rest). */
 static int (*const kernels[OP_COUNT])(const ctx *c) = {
     [OP_ADD] = op_binary, [OP_SUB] = op_binary, [OP_MUL] = op_binary, [OP_DIV] = op_binary,
@@ -508,6 +528,9 @@ static int (*const kernels[OP_COUNT])(const ctx *c) = {
     [OP_CONV2D_EPILOGUE] = op_epilogue, [OP_MATMUL_EPILOGUE] = op_epilogue,
     [OP_CONV2D_BN_EPILOGUE] = op_bn_epilogue, /* issue 14: batch norm's scale/shift */
     [OP_MAX_POOL2D_RELU_GRAD] = op_max_pool_relu_grad,
+    /* issue 14: char_gpt speed */
+    [OP_CAUSAL_SOFTMAX] = op_causal_softmax, [OP_CAUSAL_SOFTMAX_GRAD] = op_causal_softmax,
+    [OP_NORMALIZE] = op_normalize, [OP_NORMALIZE_GRAD] = op_normalize,
 };
 
 bool cuda_supports(const ir_node *n, char *why, size_t cap) {

@@ -175,6 +175,12 @@ static void elementwise_and_softmax(ir_module *m) {
     check(m, OP_SPARSE_XENT_GRAD, (int[]){x, lab, dy}, 3, NULL, NULL, NULL, 1e-6);
     check(m, OP_ARGMAX_MATCH, (int[]){x, lab}, 2, NULL, NULL, NULL, 0);
     check(m, OP_DROPOUT, (int[]){a}, 1, (int64_t[]){42}, (double[]){0.3}, NULL, 1e-6);
+    /* issue 14 (char_gpt speed): causal_softmax and its gradient, 9 rows of 7 columns */
+    int att = input(m, IR_F32, 3, 3, 9, 7, 0), datt = input(m, IR_F32, 3, 3, 9, 7, 0);
+    check(m, OP_CAUSAL_SOFTMAX, (int[]){att}, 1, NULL, (double[IR_MAX_FATTR]){0.4}, NULL, 1e-6);
+    check(m, OP_CAUSAL_SOFTMAX_GRAD, (int[]){att, datt}, 2, NULL, (double[IR_MAX_FATTR]){0.4}, NULL, 1e-5);
+    check(m, OP_NORMALIZE, (int[]){att}, 1, NULL, (double[IR_MAX_FATTR]){1e-5}, NULL, 1e-5);
+    check(m, OP_NORMALIZE_GRAD, (int[]){att, datt}, 2, NULL, (double[IR_MAX_FATTR]){1e-5}, NULL, 1e-4);
 }
 
 static void dense_and_conv(ir_module *m) {

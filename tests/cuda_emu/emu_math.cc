@@ -358,3 +358,85 @@ void case_in_top_k(void) {
 }
 
 /* dropout reads the step from device memory, several steps: emu_step.cc (issue 15) */
+/* ---- issue 14 (char_gpt speed): causal_softmax forward and backward over
+ * 1,050 rows of [7, 6] matrices (rows past the columns keep all 6) and 52
+ * rows of [4, 9] (rows keep i + 1 < 9), against double loops ---- */
+static void causal_softmax_one(int64_t outer, int64_t R, int64_t Cc, float scale) {
+    int64_t rows = outer * R, n_el = rows * Cc;
+    dbuf<float> x(n_el), dy(n_el), out(n_el);
+    randomize(x, n_el, 41, -6, 6), randomize(dy, n_el, 43);
+    float *want = new float[n_el];
+    for (int grad = 0; grad < 2; grad++) {
+        const float *in = x; /* x, then y */
+        if (grad) { /* the gradient reads y: the forward's output */
+            for (int64_t row = 0; row < rows; row++) {
+                int64_t i = row % R, n = i + 1 < Cc ? i + 1 : Cc;
+                double mx = -1e300, s = 0;
+                for (int64_t j = 0; j < n; j++) mx = fmax(mx, (double)scale * x[row * Cc + j]);
+                for (int64_t j = 0; j < n; j++) s += exp((double)scale * x[row * Cc + j] - mx);
+                for (int64_t j = 0; j < Cc; j++)
+                    out[row * Cc + j] = j < n ? (float)(exp((double)scale * x[row * Cc + j] - mx) / s) : 0.0f;
+            }
+            memcpy(x.p, out.p, (size_t)n_el * sizeof *x.p); /* x now holds y */
+        }
+        for (int64_t row = 0; row < rows; row++) {
+            int64_t i = row % R, n = i + 1 < Cc ? i + 1 : Cc;
+            const float *a = in + row * Cc, *d = dy.p + row * Cc;
+            double mx = -1e300, s = 0, dot = 0;
+            for (int64_t j = 0; j < n; j++) mx = fmax(mx, (double)scale * a[j]), dot += (double)d[j] * a[j];
+            for (int64_t j = 0; j < n; j++) s += exp((double)scale * a[j] - mx);
+            for (int64_t j = 0; j < Cc; j++)
+                want[row * Cc + j] = j >= n ? 0.0f
+                                     : grad ? (float)(scale * a[j] * (d[j] - dot))
+                                            : (float)(exp((double)scale * a[j] - mx) / s);
+        }
+        for (int64_t k = 0; k < n_el; k++) out[k] = NAN; /* every element must be written */
+        if (!launched_ok(cuda_k_causal_softmax(in, grad ? dy.p : NULL, out, rows, R, Cc, scale, NULL),
+                         "cuda_k_causal_softmax"))
+            continue;
+        char what[96];
+        snprintf(what, sizeof what, "cuda_k_causal_softmax %s [%lld, %lld]", grad ? "grad" : "forward", (long long)R,
+                 (long long)Cc);
+        same(what, want, out.p, n_el, 1e-5);
+    }
+    delete[] want;
+}
+
+void case_causal_softmax(void) {
+    causal_softmax_one(150, 7, 6, 0.35f);
+    causal_softmax_one(13, 4, 9, 1.0f);
+}
+
+/* ---- issue 14 (char_gpt speed): normalize forward and backward over 1,031
+ * rows of 13 and 3 rows of 1 (the output 0, its gradient 0), against double loops ---- */
+static void normalize_one(int64_t rows, int64_t c, float epsilon) {
+    int64_t n_el = rows * c;
+    dbuf<float> x(n_el), dy(n_el), out(n_el);
+    randomize(x, n_el, 47, -3, 5), randomize(dy, n_el, 53);
+    float *want = new float[n_el];
+    for (int grad = 0; grad < 2; grad++) {
+        for (int64_t row = 0; row < rows; row++) {
+            const float *a = x.p + row * c, *d = dy.p + row * c;
+            double mean = 0, var = 0, m_dy = 0, m_dyx = 0;
+            for (int64_t j = 0; j < c; j++) mean += a[j] / (double)c;
+            for (int64_t j = 0; j < c; j++) var += (a[j] - mean) * (a[j] - mean) / (double)c;
+            double r = 1 / sqrt(var + epsilon);
+            for (int64_t j = 0; j < c; j++) m_dy += d[j] / (double)c, m_dyx += d[j] * (a[j] - mean) * r / (double)c;
+            for (int64_t j = 0; j < c; j++)
+                want[row * c + j] = (float)(grad ? r * (d[j] - m_dy - (a[j] - mean) * r * m_dyx) : (a[j] - mean) * r);
+        }
+        for (int64_t k = 0; k < n_el; k++) out[k] = NAN; /* every element must be written */
+        if (!launched_ok(cuda_k_normalize(x, grad ? dy.p : NULL, out, rows, c, epsilon, NULL), "cuda_k_normalize"))
+            continue;
+        char what[96];
+        snprintf(what, sizeof what, "cuda_k_normalize %s [%lld, %lld]", grad ? "grad" : "forward", (long long)rows,
+                 (long long)c);
+        same(what, want, out.p, n_el, 1e-4);
+    }
+    delete[] want;
+}
+
+void case_normalize(void) {
+    normalize_one(1031, 13, 1e-5f);
+    normalize_one(3, 1, 1e-3f);
+}

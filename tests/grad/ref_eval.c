@@ -229,6 +229,40 @@ static void eval_pool(args *t) {
         if (!(t->a[k] > 0)) t->out[k] = 0;
 }
 
+/* issue 14 (char_gpt speed): normalize(x) = (x - mean) r, r = 1 / sqrt(var + eps);
+ * normalize_grad(x, dy) = r (dy - mean(dy) - xhat mean(dy xhat)), rows of the last axis */
+static void eval_normalize(args *t) {
+    int64_t c = t->n->shape.dim[t->n->shape.rank - 1];
+    for (int64_t row = 0; row < t->len / c; row++) {
+        const double *x = t->a + row * c, *dy = t->b ? t->b + row * c : NULL;
+        double *y = t->out + row * c, mean = 0, var = 0, m_dy = 0, m_dyx = 0;
+        for (int64_t j = 0; j < c; j++) mean += x[j] / (double)c;
+        for (int64_t j = 0; j < c; j++) var += (x[j] - mean) * (x[j] - mean) / (double)c;
+        double r = 1 / sqrt(var + t->n->fattr[0]);
+        for (int64_t j = 0; j < c && dy; j++) m_dy += dy[j] / (double)c, m_dyx += dy[j] * (x[j] - mean) * r / (double)c;
+        for (int64_t j = 0; j < c; j++)
+            y[j] = dy ? r * (dy[j] - m_dy - (x[j] - mean) * r * m_dyx) : (x[j] - mean) * r;
+    }
+}
+
+/* issue 14 (char_gpt speed): causal_softmax(x) = softmax over j <= i of scale * x,
+ * 0 above; causal_softmax_grad(y, dy) = scale * y * (dy - sum_j<=i(dy * y)), 0 above
+ * (row i of each [r, c] matrix of the last two axes) */
+static void eval_causal_softmax(args *t) {
+    const ir_shape *s = &t->n->shape;
+    int64_t r = s->dim[s->rank - 2], c = s->dim[s->rank - 1];
+    double scale = t->n->fattr[0];
+    for (int64_t row = 0; row < t->len / c; row++) {
+        int64_t i = row % r, n = i + 1 < c ? i + 1 : c;
+        const double *x = t->a + row * c, *dy = t->b ? t->b + row * c : NULL;
+        double *y = t->out + row * c, mx = -INFINITY, sum = 0, dot = 0;
+        for (int64_t j = 0; j < n; j++) mx = fmax(mx, scale * x[j]), dot += dy ? dy[j] * x[j] : 0;
+        for (int64_t j = 0; j < n; j++) sum += exp(scale * x[j] - mx);
+        for (int64_t j = 0; j < c; j++)
+            y[j] = j >= n ? 0 : dy ? scale * x[j] * (dy[j] - dot) : exp(scale * x[j] - mx) / sum;
+    }
+}
+
 /* issue 14: out = act(out + bias [+ residual]), bias along the last axis */
 static void eval_epilogue(ref_eval *e, args *t, int64_t act) {
     const ir_node *n = t->n;
@@ -622,6 +656,9 @@ static void eval_node(ref_eval *e, int i, int64_t step, bool training) {
     case OP_MATMUL_EPILOGUE: eval_matmul(&t); eval_epilogue(e, &t, n->iattr[2]); return;
     case OP_MAX_POOL2D_RELU_GRAD: eval_pool(&t); return;
     case OP_CONV2D_BN_EPILOGUE: eval_bn_epilogue(e, &t, training); return; /* issue 14 */
+    /* issue 14: char_gpt speed */
+    case OP_CAUSAL_SOFTMAX: case OP_CAUSAL_SOFTMAX_GRAD: eval_causal_softmax(&t); return;
+    case OP_NORMALIZE: case OP_NORMALIZE_GRAD: eval_normalize(&t); return;
     case OP_SHARD: case OP_BROADCAST: case OP_COUNT: break;
     case OP_FUSED: break; /* issue 14: made by the fuse pass, which these tests do not run */
     }

@@ -315,6 +315,25 @@ static int b_pow_int(tb *t) {
     return op2(t, OP_POW, param(t, "a", S(2, 3)), three);
 }
 
+/* issue 14 (char_gpt speed): the causal masked softmax (scale 0.6; rows > columns) */
+static int b_causal_softmax(tb *t) {
+    int x = param(t, "x", S(2, 5, 5));
+    return node(t, OP_CAUSAL_SOFTMAX, 1, &x, NULL, 0, (double[]){0.6}, 1, NULL);
+}
+static int b_causal_softmax_tall(tb *t) {
+    int x = param(t, "x", S(2, 6, 4));
+    return node(t, OP_CAUSAL_SOFTMAX, 1, &x, NULL, 0, (double[]){-1.3}, 1, NULL);
+}
+/* issue 14 (char_gpt speed): layer normalization's core (rows of 7; rows of 1: dx 0) */
+static int b_normalize(tb *t) {
+    int x = param(t, "x", S(3, 4, 7));
+    return node(t, OP_NORMALIZE, 1, &x, NULL, 0, (double[]){1e-3}, 1, NULL);
+}
+static int b_normalize_one(tb *t) {
+    int x = param(t, "x", S(5, 1));
+    return node(t, OP_NORMALIZE, 1, &x, NULL, 0, (double[]){0.5}, 1, NULL);
+}
+
 static const grad_case cases[] = {
     {"softmax axis 0", OP_SOFTMAX, b_softmax_axis0},
     {"softmax middle axis", OP_SOFTMAX, b_softmax_mid},
@@ -404,6 +423,11 @@ static const grad_case cases[] = {
     {"minimum [4],[3,4]", OP_MINIMUM, b_minimum},
     {"pow [2,3]^[3]", OP_POW, b_pow},
     {"pow x^3", OP_POW, b_pow_int},
+    /* issue 14: char_gpt speed */
+    {"causal_softmax [2,5,5] scale 0.6", OP_CAUSAL_SOFTMAX, b_causal_softmax},
+    {"causal_softmax [2,6,4] scale -1.3", OP_CAUSAL_SOFTMAX, b_causal_softmax_tall},
+    {"normalize [3,4,7] epsilon 1e-3", OP_NORMALIZE, b_normalize},
+    {"normalize [5,1] epsilon 0.5", OP_NORMALIZE, b_normalize_one},
 };
 enum { N_CASES = sizeof cases / sizeof cases[0] };
 

@@ -1,0 +1,37 @@
+/* cuda_attention.cu - issue 14 (char_gpt speed): the causal masked softmax of
+ * attention, forward and backward, as the CPU's runtime/cpu/attention.c: one
+ * thread per row of the last axis; row i of each [r, c] matrix keeps columns
+ * j <= i (the others are not read and come out 0). Per-element math from
+ * runtime/ops_math.h. */
+#include <float.h>
+
+#include "../ops_math.h"
+#include "cuda_device.cuh"
+
+/* dy NULL: out = softmax over the kept j of scale * x; else x is y and out =
+ * scale * y * (dy - sum_kept(dy * y)) */
+__global__ static void causal_softmax_kernel(const float *x, const float *dy, float *out, int64_t rows, int64_t r,
+                                             int64_t c, float scale) {
+    FOR_EACH(row, rows) {
+        int64_t i = row % r, n = i + 1 < c ? i + 1 : c, base = row * c;
+        if (dy) {
+            float dot = 0.0f;
+            for (int64_t j = 0; j < n; j++) dot += dy[base + j] * x[base + j];
+            for (int64_t j = 0; j < n; j++) out[base + j] = mg_causal_softmax_grad(x[base + j], dy[base + j], dot, scale);
+        } else {
+            float mx = -FLT_MAX, sum = 0.0f;
+            for (int64_t j = 0; j < n; j++) mx = fmaxf(mx, scale * x[base + j]);
+            for (int64_t j = 0; j < n; j++) sum += mg_exp_shifted(scale * x[base + j], mx);
+            float inv = 1.0f / sum;
+            for (int64_t j = 0; j < n; j++) out[base + j] = mg_exp_shifted(scale * x[base + j], mx) * inv;
+        }
+        for (int64_t j = n; j < c; j++) out[base + j] = 0.0f;
+    }
+}
+
+extern "C" cudaError_t cuda_k_causal_softmax(const float *x, const float *dy, float *out, int64_t rows, int64_t r,
+                                             int64_t c, float scale, cudaStream_t s) {
+    if (rows == 0 || c == 0) return cudaSuccess;
+    MGC_LAUNCH(blocks_for(rows), THREADS, 0, s, causal_softmax_kernel)(x, dy, out, rows, r, c, scale);
+    return cudaGetLastError();
+}

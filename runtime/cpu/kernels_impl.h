@@ -87,6 +87,7 @@ int cpu_k_conv2d_grad_filter(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_conv2d_transpose(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_pool2d(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_pool2d_grad(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_max_pool2d(const rt_kernel_args *k, char *err, size_t cap); /* issue 14: pool.c, written directly */
 
 /* issue 14: epilogues and fused backward (epilogue.c; the conv2d epilogue in dnnl.c) */
 int cpu_k_conv2d_epilogue(const rt_kernel_args *k, char *err, size_t cap);

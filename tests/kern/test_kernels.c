@@ -577,6 +577,13 @@ static const tcase cases[] = {
      .ref = ref_pool},
     {"avg_pool2d_grad 3x3 s2 pad", OP_AVG_POOL2D_GRAD, 2, {"2,9,7,3", "2,5,4,3"}, POOL(3, 3, 2, 2, 1, 1, 1, 1),
      .ref = ref_pool},
+    /* issue 14 (speed): max_pool2d written directly (pool.c): the 2x2 stride-2 path (the seed CNN's, odd
+     * sizes, more channels than a chunk of 64, bottom/right padding that leaves it), general windows */
+    {"max_pool2d mnist", OP_MAX_POOL2D, 1, {"4,26,26,32"}, POOL(2, 2, 2, 2, 0, 0, 0, 0), .ref = ref_pool},
+    {"max_pool2d 2x2 odd 70 channels", OP_MAX_POOL2D, 1, {"2,7,9,70"}, POOL(2, 2, 2, 2, 0, 0, 0, 0), .ref = ref_pool},
+    {"max_pool2d 2x2 pad bottom right", OP_MAX_POOL2D, 1, {"2,7,7,3"}, POOL(2, 2, 2, 2, 0, 0, 1, 1), .ref = ref_pool},
+    {"max_pool2d 3x3 s1 same 70 channels", OP_MAX_POOL2D, 1, {"1,6,5,70"}, POOL(3, 3, 1, 1, 1, 1, 1, 1),
+     .ref = ref_pool},
     {"reshape", OP_RESHAPE, 1, {"4,6"}, .given = "2,12", .ref = ref_copy},
     {"view", OP_VIEW, 1, {"40"}, .iattr = {7}, .given = "3,5", .ref = ref_copy},
     {"all_reduce pack", OP_ALL_REDUCE, 3, {"3,4", "5", "2,1,3"}, .iattr = {0, 1}, .ref = ref_pack},

@@ -1010,6 +1010,8 @@ static int test_all_gather_block(void) {
     return bad;
 }
 
+#include "pool_exact.h" /* issue 14 (speed): pool.c's max-pool gradient against epilogue.c's, bit for bit */
+
 int main(void) {
     int n = (int)(sizeof cases / sizeof *cases), failed = 0;
     failed += test_all_gather_block();
@@ -1025,6 +1027,7 @@ int main(void) {
     failed += test_in_training_eval();
     failed += test_scheduled_sgd();
     failed += test_concurrent();
-    printf("%d kernel cases, %d failed\n", n + 6, failed);
+    failed += test_pool_grad_exact(); /* issue 14 (speed) */
+    printf("%d kernel cases, %d failed\n", n + 7, failed);
     return failed != 0;
 }

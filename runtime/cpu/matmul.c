@@ -37,6 +37,6 @@ static int run_candidate(const rt_kernel_args *k, int c, char *err, size_t cap) 
 }
 
 static const char *const names[] = {"openblas", "onednn"};
-static const cpu_tune_op matmul_op = {names, 2, run_candidate};
+static const cpu_tune_op matmul_op = {names, 2, run_candidate, NULL};
 
 int cpu_k_matmul(const rt_kernel_args *k, char *err, size_t cap) { return cpu_tune_run(k, &matmul_op, err, cap); }

@@ -266,6 +266,13 @@ static int measure(const rt_kernel_args *k, const cpu_tune_op *op, int *last, ch
     return best;
 }
 
+/* the first candidate that can run k (issue 14, speed): the default when the op's first cannot */
+static int first_applicable(const rt_kernel_args *k, const cpu_tune_op *op) {
+    for (int c = 0; c < op->n; c++)
+        if (!op->applies || op->applies(k, c)) return c;
+    return 0;
+}
+
 static int index_of(const cpu_tune_op *op, const char *name) {
     for (int c = 0; c < op->n; c++)
         if (!strcmp(op->names[c], name)) return c;
@@ -281,8 +288,8 @@ int cpu_tune_run(const rt_kernel_args *k, const cpu_tune_op *op, char *err, size
     int c = ch ? index_of(op, ch->name) : -1; /* a name from another version: measured again */
     if (c >= 0 && op->applies && !op->applies(k, c)) c = -1; /* a choice that cannot run it (an edited file) */
     if (forced[0]) c = index_of(op, forced) < 0 ? 0 : index_of(op, forced); /* a name it lacks: its default */
-    if (forced[0] && op->applies && !op->applies(k, c)) c = 0; /* likewise one that cannot run it */
-    if (c < 0 && in_job) c = 0; /* ranks must agree: the cache's choice or the default, never a measurement */
+    if (forced[0] && op->applies && !op->applies(k, c)) c = first_applicable(k, op); /* one that cannot run it */
+    if (c < 0 && in_job) c = first_applicable(k, op); /* ranks agree: the cache's choice or the default, no measuring */
     if (c >= 0) {
         pthread_mutex_unlock(&lock);
         return op->run(k, c, err, cap);

@@ -92,8 +92,8 @@ static const cpu_kernel_fn kernels[OP_COUNT] = {
     [OP_CONV2D_GRAD_INPUT] = cpu_k_conv2d_grad_input,
     [OP_CONV2D_GRAD_FILTER] = cpu_k_conv2d_grad_filter,
     [OP_CONV2D_TRANSPOSE] = cpu_k_conv2d_transpose,
-    [OP_MAX_POOL2D] = cpu_k_pool2d, [OP_AVG_POOL2D] = cpu_k_pool2d,
-    [OP_MAX_POOL2D_GRAD] = cpu_k_max_pool_grad /* issue 14: epilogue.c */, [OP_AVG_POOL2D_GRAD] = cpu_k_pool2d_grad,
+    [OP_MAX_POOL2D] = cpu_k_max_pool2d /* issue 14: pool.c */, [OP_AVG_POOL2D] = cpu_k_pool2d,
+    [OP_MAX_POOL2D_GRAD] = cpu_k_max_pool_grad_2x2 /* issue 14: pool.c, epilogue.c */, [OP_AVG_POOL2D_GRAD] = cpu_k_pool2d_grad,
     [OP_RESHAPE] = k_reshape, [OP_VIEW] = k_view, [OP_SHARD] = k_shard,
     [OP_REDUCE_SUM] = cpu_k_reduce, [OP_REDUCE_MEAN] = cpu_k_reduce,
     [OP_BROADCAST_TO] = cpu_k_broadcast_to,
@@ -129,7 +129,7 @@ static const cpu_kernel_fn kernels[OP_COUNT] = {
     [OP_FUSED] = cpu_k_fused,
     /* issue 14: epilogues and fused backward (dnnl.c, epilogue.c) */
     [OP_CONV2D_EPILOGUE] = cpu_k_conv2d_epilogue, [OP_MATMUL_EPILOGUE] = cpu_k_matmul_epilogue,
-    [OP_MAX_POOL2D_RELU_GRAD] = cpu_k_max_pool_grad,
+    [OP_MAX_POOL2D_RELU_GRAD] = cpu_k_max_pool_grad_2x2, /* issue 14: pool.c */
     /* issue 14: batch norm's scale/shift in the conv epilogue (bn_epilogue.c) */
     [OP_CONV2D_BN_EPILOGUE] = cpu_k_conv2d_bn_epilogue,
     /* issue 14: char_gpt speed (attention.c) */

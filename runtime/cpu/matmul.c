@@ -36,7 +36,15 @@ static int run_candidate(const rt_kernel_args *k, int c, char *err, size_t cap) 
     return c == 0 ? openblas_matmul(k) : cpu_dnnl_matmul(k, err, cap);
 }
 
+/* issue 14 (speed): with more than one thread per device, OpenBLAS's thread
+ * pool and oneDNN's OpenMP team would share the device's cores, each spinning
+ * while the other works: the seed CNN on one device of 2 threads ran at
+ * 4,700-6,800 images/s with OpenBLAS GEMMs against 18,500-18,800 with oneDNN's
+ * alone (11,000-12,000 on 1 thread; docs/cpu-kernels.md). So OpenBLAS is a
+ * candidate on one thread only. */
+static int applies(const rt_kernel_args *k, int c) { return (void)k, c != 0 || cpu_kernels_threads() == 1; }
+
 static const char *const names[] = {"openblas", "onednn"};
-static const cpu_tune_op matmul_op = {names, 2, run_candidate};
+static const cpu_tune_op matmul_op = {names, 2, run_candidate, applies};
 
 int cpu_k_matmul(const rt_kernel_args *k, char *err, size_t cap) { return cpu_tune_run(k, &matmul_op, err, cap); }

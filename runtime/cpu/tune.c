@@ -181,7 +181,7 @@ static void save_cache(void) {
 }
 
 /* every candidate name of every tuned op, for MGC_KERNELS */
-static const char *const known[] = {"openblas", "onednn", "onednn-hwio"};
+static const char *const known[] = {"openblas", "onednn", "onednn-hwio", "direct"};
 
 /* whether the launcher started several processes (as runtime/mpi.c reads it) */
 static int launched_several(void) {
@@ -200,7 +200,8 @@ static void load(void) {
     for (size_t i = 0; env && i < sizeof known / sizeof *known; i++)
         if (!strcmp(env, known[i])) snprintf(forced, sizeof forced, "%s", env);
     if (env && *env && strcmp(env, "auto") && !forced[0])
-        fprintf(stderr, "mgc: warning: MGC_KERNELS='%s' is none of auto, openblas, onednn, onednn-hwio; measuring\n",
+        fprintf(stderr,
+                "mgc: warning: MGC_KERNELS='%s' is none of auto, openblas, onednn, onednn-hwio, direct; measuring\n",
                 env);
     find_path();
     load_cache(0);
@@ -233,6 +234,9 @@ static void key_of(const rt_kernel_args *k, char *s, size_t cap) {
     for (int i = 0; i < IR_MAX_IATTR; i++)
         n += (size_t)snprintf(s + n, n < cap ? cap - n : 0, "%s%lld", i ? "," : "",
                               i == act ? 0LL : (long long)k->node->iattr[i]);
+    /* issue 14 (speed): a filter gradient the direct candidate applies to
+     * has three candidates, so a choice cached among two (before it) is not used */
+    if (cpu_conv_direct_applies(k)) snprintf(s + n, n < cap ? cap - n : 0, " +direct");
 }
 
 static double now(void) {
@@ -247,6 +251,7 @@ static int measure(const rt_kernel_args *k, const cpu_tune_op *op, int *last, ch
     int best = -1;
     double best_t = 0;
     for (int c = 0; c < op->n; c++) {
+        if (op->applies && !op->applies(k, c)) continue;
         double least = 0;
         for (int r = 0; r <= TIMED_RUNS; r++) { /* run 0 warms up (and builds primitives) */
             double t0 = now();
@@ -259,6 +264,13 @@ static int measure(const rt_kernel_args *k, const cpu_tune_op *op, int *last, ch
     }
     measured++;
     return best;
+}
+
+/* the first candidate that can run k (issue 14, speed): the default when the op's first cannot */
+static int first_applicable(const rt_kernel_args *k, const cpu_tune_op *op) {
+    for (int c = 0; c < op->n; c++)
+        if (!op->applies || op->applies(k, c)) return c;
+    return 0;
 }
 
 static int index_of(const cpu_tune_op *op, const char *name) {
@@ -274,8 +286,10 @@ int cpu_tune_run(const rt_kernel_args *k, const cpu_tune_op *op, char *err, size
     if (!loaded) load();
     choice *ch = find(key);
     int c = ch ? index_of(op, ch->name) : -1; /* a name from another version: measured again */
+    if (c >= 0 && op->applies && !op->applies(k, c)) c = -1; /* a choice that cannot run it (an edited file) */
     if (forced[0]) c = index_of(op, forced) < 0 ? 0 : index_of(op, forced); /* a name it lacks: its default */
-    if (c < 0 && in_job) c = 0; /* ranks must agree: the cache's choice or the default, never a measurement */
+    if (forced[0] && op->applies && !op->applies(k, c)) c = first_applicable(k, op); /* one that cannot run it */
+    if (c < 0 && in_job) c = first_applicable(k, op); /* ranks agree: the cache's choice or the default, no measuring */
     if (c >= 0) {
         pthread_mutex_unlock(&lock);
         return op->run(k, c, err, cap);

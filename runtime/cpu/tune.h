@@ -18,6 +18,9 @@ typedef struct {
     const char *const *names;
     int n;
     cpu_tune_fn run;
+    /* issue 14 (speed): whether candidate c can run node k (NULL: every one
+     * can); one that cannot is neither measured nor forced */
+    int (*applies)(const rt_kernel_args *k, int c);
 } cpu_tune_op;
 
 /* Runs k with the candidate chosen for its key (op, threads, input and output
@@ -59,5 +62,10 @@ int cpu_dnnl_matmul(const rt_kernel_args *k, char *err, size_t cap);
 /* dnnl.c: conv2d and its gradients with the filter in oneDNN's preferred
  * layout (variant 0, reordered) or in Keras' HWIO layout (variant 1) */
 int cpu_dnnl_conv(const rt_kernel_args *k, int variant, char *err, size_t cap);
+/* conv_direct.c (issue 14, speed): the "direct" candidate of conv2d,
+ * conv2d_epilogue and conv2d_grad_filter with one input channel (groups 1,
+ * output channels a multiple of 8); _applies says whether k is such a node */
+int cpu_conv_direct_applies(const rt_kernel_args *k);
+int cpu_conv_direct(const rt_kernel_args *k, char *err, size_t cap);
 
 #endif

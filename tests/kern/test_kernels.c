@@ -580,6 +580,13 @@ static const tcase cases[] = {
      .ref = ref_pool},
     {"avg_pool2d_grad 3x3 s2 pad", OP_AVG_POOL2D_GRAD, 2, {"2,9,7,3", "2,5,4,3"}, POOL(3, 3, 2, 2, 1, 1, 1, 1),
      .ref = ref_pool},
+    /* issue 14 (speed): max_pool2d written directly (pool.c): the 2x2 stride-2 path (the seed CNN's, odd
+     * sizes, more channels than a chunk of 64, bottom/right padding that leaves it), general windows */
+    {"max_pool2d mnist", OP_MAX_POOL2D, 1, {"4,26,26,32"}, POOL(2, 2, 2, 2, 0, 0, 0, 0), .ref = ref_pool},
+    {"max_pool2d 2x2 odd 70 channels", OP_MAX_POOL2D, 1, {"2,7,9,70"}, POOL(2, 2, 2, 2, 0, 0, 0, 0), .ref = ref_pool},
+    {"max_pool2d 2x2 pad bottom right", OP_MAX_POOL2D, 1, {"2,7,7,3"}, POOL(2, 2, 2, 2, 0, 0, 1, 1), .ref = ref_pool},
+    {"max_pool2d 3x3 s1 same 70 channels", OP_MAX_POOL2D, 1, {"1,6,5,70"}, POOL(3, 3, 1, 1, 1, 1, 1, 1),
+     .ref = ref_pool},
     {"reshape", OP_RESHAPE, 1, {"4,6"}, .given = "2,12", .ref = ref_copy},
     {"view", OP_VIEW, 1, {"40"}, .iattr = {7}, .given = "3,5", .ref = ref_copy},
     {"all_reduce pack", OP_ALL_REDUCE, 3, {"3,4", "5", "2,1,3"}, .iattr = {0, 1}, .ref = ref_pack},
@@ -899,7 +906,7 @@ static int test_two_threads(int *count) {
  * kernel forced (MGC_KERNELS), on one and two threads, so whichever
  * the measurement picks is checked against the reference ---- */
 static int test_each_candidate(int *count) {
-    const char *names[] = {"openblas", "onednn", "onednn-hwio"};
+    const char *names[] = {"openblas", "onednn", "onednn-hwio", "direct"};
     int failed = 0;
     for (int t = 1; t <= 2; t++)
         for (size_t m = 0; m < sizeof names / sizeof *names; m++) {
@@ -1011,6 +1018,9 @@ static int test_all_gather_block(void) {
     return bad;
 }
 
+#include "pool_exact.h" /* issue 14 (speed): pool.c's max-pool gradient against epilogue.c's, bit for bit */
+#include "direct_cases.h" /* issue 14 (speed): the direct convolution candidate */
+
 int main(void) {
     int n = (int)(sizeof cases / sizeof *cases), failed = 0;
     failed += test_all_gather_block();
@@ -1026,6 +1036,8 @@ int main(void) {
     failed += test_in_training_eval();
     failed += test_scheduled_sgd();
     failed += test_concurrent();
-    printf("%d kernel cases, %d failed\n", n + 6, failed);
+    failed += test_pool_grad_exact(); /* issue 14 (speed) */
+    failed += test_direct(&n); /* issue 14 (speed) */
+    printf("%d kernel cases, %d failed\n", n + 7, failed);
     return failed != 0;
 }

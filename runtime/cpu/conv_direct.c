@@ -1,0 +1,135 @@
+/* conv_direct.c - the "direct" candidate of conv2d_grad_filter (issue 14,
+ * speed; tune.c measures it beside oneDNN's two): the filter gradient of a
+ * convolution of one input channel, the seed CNN's first layer (3x3x1x32 over
+ * 28x28 images), whose oneDNN backward-weights pass ran at 38-41 GFLOP/s on
+ * one core; here the taps of a filter row and 32 output channels are summed
+ * in registers, each dy vector loaded once for three taps (49-53 GFLOP/s,
+ * docs/cpu-kernels.md). A forward candidate written the same way measured
+ * slower than oneDNN's (0.70-0.82 ms against 0.48-0.52) and is not kept.
+ * Applies to groups 1, one input channel, output channels a multiple of 8,
+ * any strides, padding and dilation. Deterministic: a fixed order of sums,
+ * float within an image, double across images. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("O3")
+#endif
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels_impl.h"
+
+typedef float v8 __attribute__((vector_size(32)));
+
+/* compiled for x86-64-v3 (AVX2 with FMA: CPU_CLONES' "avx2" has no FMA) and
+ * plain x86-64, chosen at load time */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define DIRECT_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define DIRECT_CLONES
+#endif
+
+enum { VB = 4 }; /* vectors of output channels per register block: 32 channels */
+
+/* the geometry of one convolution: x [N, H, W, 1], filter [KH, KW, 1, C], dy [N, OH, OW, C] */
+typedef struct {
+    int64_t N, H, W, OH, OW, KH, KW, C;
+    ir_conv g;
+} geom;
+
+static geom geom_of(const rt_kernel_args *k) {
+    const ir_node *n = k->node;
+    const ir_shape *x = IN_SHAPE(k, 0), *w = &n->shape, *y = IN_SHAPE(k, 1);
+    return (geom){x->dim[0], x->dim[1], x->dim[2], y->dim[1], y->dim[2], w->dim[0], w->dim[1], w->dim[3],
+                  ir_conv_of(n, w)};
+}
+
+int cpu_conv_direct_applies(const rt_kernel_args *k) {
+    if (k->node->op != OP_CONV2D_GRAD_FILTER) return 0;
+    const ir_shape *w = &k->node->shape;
+    return ir_conv_of(k->node, w).groups == 1 && w->dim[2] == 1 && w->dim[3] % 8 == 0 && w->dim[3] > 0;
+}
+
+/* 8 floats at p (any alignment) as a vector: a macro, not a function, since
+ * a vector result changes the ABI between the clones */
+#define load8(p) ({ v8 v_; memcpy(&v_, (p), sizeof v_); v_; })
+
+/* the output positions o in [0, O) whose taps t * dil - pad + o * stride,
+ * t in [0, K), all fall inside [0, X): [*lo, *hi) */
+static void interior(int64_t O, int64_t X, int64_t K, int64_t stride, int64_t pad, int64_t dil, int64_t *lo,
+                     int64_t *hi) {
+    int64_t a = pad <= 0 ? 0 : (pad + stride - 1) / stride, z = X - 1 + pad - (K - 1) * dil;
+    int64_t b = z < 0 ? 0 : z / stride + 1;
+    *lo = a < O ? a : O, *hi = b < O ? b : O;
+    if (*hi < *lo) *hi = *lo;
+}
+
+/* the filter gradient: for one image b, filter row r, taps s0 .. s0 + ns - 1
+ * (ns <= SB) and channels c0 .. c0 + nb * 8 (nb <= VB), a float sum per tap
+ * and channel over the image's pixels (row by row, ow ascending; taps in
+ * the padding skipped) in ns * nb registers, each dy vector loaded once for
+ * the ns taps; then added to the double sums. Deterministic: a fixed order. */
+enum { SB = 3 };
+
+static inline __attribute__((always_inline)) void grad_block(const geom *G, const float *x, const float *dy,
+                                                             double *sum, int64_t b, int64_t r, int64_t s0, int ns,
+                                                             int64_t c0, int nb, int64_t lo, int64_t hi) {
+    const ir_conv *g = &G->g;
+    const int64_t sw = g->stride[1], dw = g->dilation[1], C = G->C;
+    v8 acc[SB][VB] = {{{0}}};
+    for (int64_t oh = 0; oh < G->OH; oh++) {
+        int64_t ih = oh * g->stride[0] - g->pad[0] + r * g->dilation[0];
+        if (ih < 0 || ih >= G->H) continue;
+        const float *xr = x + (b * G->H + ih) * G->W - g->pad[1] + s0 * dw;
+        const float *d = dy + ((b * G->OH + oh) * G->OW) * C + c0;
+        for (int64_t ow = 0; ow < G->OW; ow++) {
+            const float *xp = xr + ow * sw;
+            if (ow >= lo && ow < hi) { /* every tap of the block inside x: ns broadcasts, one dy vector at a time */
+                float xv[SB];
+                for (int t = 0; t < ns; t++) xv[t] = xp[t * dw];
+                for (int j = 0; j < nb; j++) {
+                    v8 dv = load8(d + ow * C + 8 * j);
+                    for (int t = 0; t < ns; t++) acc[t][j] += xv[t] * dv;
+                }
+            } else {
+                for (int t = 0; t < ns; t++) {
+                    int64_t iw = ow * sw - g->pad[1] + (s0 + t) * dw;
+                    if (iw < 0 || iw >= G->W) continue;
+                    for (int j = 0; j < nb; j++) acc[t][j] += xp[t * dw] * load8(d + ow * C + 8 * j);
+                }
+            }
+        }
+    }
+    for (int t = 0; t < ns; t++)
+        for (int j = 0; j < nb; j++) {
+            double *o = sum + (r * G->KW + s0 + t) * C + c0 + 8 * j;
+            for (int e = 0; e < 8; e++) o[e] += (double)acc[t][j][e];
+        }
+}
+
+DIRECT_CLONES static void grad_all(const geom *G, const float *x, const float *dy, double *sum) {
+    const ir_conv *g = &G->g;
+    for (int64_t b = 0; b < G->N; b++)
+        for (int64_t r = 0; r < G->KH; r++)
+            for (int64_t s0 = 0; s0 < G->KW; s0 += SB) {
+                int ns = (int)(G->KW - s0 < SB ? G->KW - s0 : SB);
+                int64_t lo, hi; /* the ow whose taps s0 .. s0 + ns - 1 are all inside x */
+                interior(G->OW, G->W, ns, g->stride[1], g->pad[1] - s0 * g->dilation[1], g->dilation[1], &lo, &hi);
+                for (int64_t c0 = 0; c0 < G->C; c0 += 8 * VB) {
+                    int nb = (int)((G->C - c0) / 8 < VB ? (G->C - c0) / 8 : VB);
+                    if (ns == SB && nb == VB) grad_block(G, x, dy, sum, b, r, s0, SB, c0, VB, lo, hi); /* registers */
+                    else grad_block(G, x, dy, sum, b, r, s0, ns, c0, nb, lo, hi);
+                }
+            }
+}
+
+int cpu_conv_direct(const rt_kernel_args *k, char *err, size_t cap) {
+    if (!cpu_conv_direct_applies(k)) return cpu_kerr(k, err, cap, "the direct convolution does not apply to it");
+    geom G = geom_of(k);
+    size_t taps = (size_t)(G.KH * G.KW * G.C);
+    double *sum = calloc(taps, sizeof *sum);
+    if (!sum) return cpu_kerr(k, err, cap, "out of memory");
+    grad_all(&G, IN_F32(k, 0), IN_F32(k, 1), sum);
+    float *dw = k->out;
+    for (size_t i = 0; i < taps; i++) dw[i] = (float)sum[i];
+    free(sum);
+    return 0;
+}

@@ -54,7 +54,7 @@ static int bn_conv(const rt_kernel_args *k, int variant, char *err, size_t cap) 
 }
 
 static const char *const bn_names[] = {"onednn", "onednn-hwio"};
-static const cpu_tune_op bn_op = {bn_names, 2, bn_conv};
+static const cpu_tune_op bn_op = {bn_names, 2, bn_conv, NULL};
 
 int cpu_k_conv2d_bn_epilogue(const rt_kernel_args *k, char *err, size_t cap) {
     if (!*k->training) return cpu_tune_run(k, &bn_op, err, cap);

@@ -1,9 +1,11 @@
 /* api_check.h - what the C API tests share: failure counting (CHECK, MUST,
  * EXPECT_ERROR), paths in the test's temporary directory `dir` (made with
- * mkdtemp by main) and whole-file reads. Each test includes it once. */
+ * mkdtemp by main), whole-file reads, NPY writes and shell commands. Each test
+ * includes it once. */
 #ifndef MGC_API_CHECK_H
 #define MGC_API_CHECK_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +78,36 @@ static bool same_file(const char *a, const char *b) {
     bool same = x && y && la == lb && la > 0 && !memcmp(x, y, la);
     free(x), free(y);
     return same;
+}
+
+/* NPY version 1 of a C-order array ("<f4" or "<i4"). */
+static inline void write_npy(const char *file, const char *descr, const int64_t *shape, int rank, const void *data, size_t bytes) {
+    char head[128], dims[64] = "";
+    for (int d = 0; d < rank; d++) snprintf(dims + strlen(dims), sizeof dims - strlen(dims), "%lld,", (long long)shape[d]);
+    int n = snprintf(head, sizeof head, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, dims);
+    int pad = 64 - (10 + n + 1) % 64;
+    FILE *f = fopen(file, "wb");
+    unsigned short hl = (unsigned short)(n + pad + 1);
+    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+    fwrite(&hl, 2, 1, f);
+    fprintf(f, "%s%*s\n", head, pad, "");
+    fwrite(data, 1, bytes, f);
+    fclose(f);
+}
+
+/* Runs a shell command; its stdout in out (cap bytes). Returns its status. */
+static inline int run_command(char *out, size_t cap, const char *fmt, ...) {
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    FILE *p = popen(cmd, "r");
+    size_t n = p ? fread(out, 1, cap - 1, p) : 0;
+    out[n] = 0;
+    int rc = p ? pclose(p) : -1;
+    if (rc) fprintf(stderr, "command failed (%d): %s\n", rc, cmd);
+    return rc;
 }
 
 #endif

@@ -18,36 +18,6 @@
 enum { N = 256, F = 12, C = 4, EPOCHS = 2 };
 
 
-/* NPY version 1 of a C-order array ("<f4" or "<i4"). */
-static void save_npy(const char *file, const char *descr, const int64_t *shape, int rank, const void *data, size_t bytes) {
-    char head[128], dims[64] = "";
-    for (int d = 0; d < rank; d++) snprintf(dims + strlen(dims), sizeof dims - strlen(dims), "%lld,", (long long)shape[d]);
-    int n = snprintf(head, sizeof head, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, dims);
-    int pad = 64 - (10 + n + 1) % 64;
-    FILE *f = fopen(file, "wb");
-    unsigned short hl = (unsigned short)(n + pad + 1);
-    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
-    fwrite(&hl, 2, 1, f);
-    fprintf(f, "%s%*s\n", head, pad, "");
-    fwrite(data, 1, bytes, f);
-    fclose(f);
-}
-
-/* Runs a shell command; its stdout in out (cap bytes). Returns its status. */
-static int run(char *out, size_t cap, const char *fmt, ...) {
-    char cmd[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    FILE *p = popen(cmd, "r");
-    size_t n = p ? fread(out, 1, cap - 1, p) : 0;
-    out[n] = 0;
-    int rc = p ? pclose(p) : -1;
-    if (rc) fprintf(stderr, "command failed (%d): %s\n", rc, cmd);
-    return rc;
-}
-
 /* Synthetic data: x uniform in [-1, 1), label = argmax of a fixed linear map. */
 static float xs[N][F];
 static int32_t ys[N];
@@ -132,20 +102,22 @@ static void against_cli(const char *mgc, const char *model) {
 
     /* the CLI on the same plan, data and seed */
     char out[4096], want[512];
-    save_npy(path("x.npy"), "<f4", x_shape, 2, xs, sizeof xs);
-    save_npy(path("y.npy"), "<i4", y_shape, 1, ys, sizeof ys);
+    write_npy(path("x.npy"), "<f4", x_shape, 2, xs, sizeof xs);
+    write_npy(path("y.npy"), "<i4", y_shape, 1, ys, sizeof ys);
     const char *data = "--input x=%s --input label=%s";
     char bind[1200];
     snprintf(bind, sizeof bind, data, path("x.npy"), path("y.npy"));
-    CHECK(!run(out, sizeof out, "%s run %s --epochs %d --seed 1 %s --save %s", mgc, path("tiny.mgx"), EPOCHS, bind,
-               path("cli.safetensors")), "mgc run");
+    CHECK(!run_command(out, sizeof out, "%s run %s --epochs %d --seed 1 %s --save %s", mgc, path("tiny.mgx"), EPOCHS,
+                       bind, path("cli.safetensors")),
+          "mgc run");
     CHECK(same_file(path("lib.safetensors"), path("cli.safetensors")), "the checkpoints of mgc_fit and mgc run differ");
-    CHECK(!run(out, sizeof out, "%s eval %s --load %s %s --json", mgc, path("tiny.mgx"), path("cli.safetensors"), bind),
+    CHECK(!run_command(out, sizeof out, "%s eval %s --load %s %s --json", mgc, path("tiny.mgx"),
+                       path("cli.safetensors"), bind),
           "mgc eval");
     snprintf(want, sizeof want, "{\"examples\": %d, \"loss\": %.9g, \"accuracy\": %.9g}\n", N, v.loss, v.metrics[0]);
     CHECK(!strcmp(out, want), "mgc eval printed\n%sthe library's figures\n%s", out, want);
-    CHECK(!run(out, sizeof out, "%s predict %s --load %s --input x=%s -o %s", mgc, path("tiny.mgx"),
-               path("cli.safetensors"), path("x.npy"), path("cli_pred.npy")),
+    CHECK(!run_command(out, sizeof out, "%s predict %s --load %s --input x=%s -o %s", mgc, path("tiny.mgx"),
+                       path("cli.safetensors"), path("x.npy"), path("cli_pred.npy")),
           "mgc predict");
     size_t len = 0;
     unsigned char *npy = slurp(path("cli_pred.npy"), &len); /* its data: the last N x C floats */

@@ -24,35 +24,6 @@ static int32_t ys[N];
 static const int64_t x_shape[] = {N, F}, y_shape[] = {N};
 static const mgc_feed feeds[] = {{"x", MGC_F32, 2, x_shape, xs}, {"label", MGC_I32, 1, y_shape, ys}};
 
-/* NPY version 1 of a C-order array ("<f4" or "<i4"). */
-static void save_npy(const char *file, const char *descr, const int64_t *shape, int rank, const void *data, size_t bytes) {
-    char head[128], dims[64] = "";
-    for (int d = 0; d < rank; d++) snprintf(dims + strlen(dims), sizeof dims - strlen(dims), "%lld,", (long long)shape[d]);
-    int n = snprintf(head, sizeof head, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, dims);
-    int pad = 64 - (10 + n + 1) % 64;
-    FILE *f = fopen(file, "wb");
-    unsigned short hl = (unsigned short)(n + pad + 1);
-    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
-    fwrite(&hl, 2, 1, f);
-    fprintf(f, "%s%*s\n", head, pad, "");
-    fwrite(data, 1, bytes, f);
-    fclose(f);
-}
-
-/* Runs a shell command; its stdout in out (cap bytes). Returns its status. */
-static int run(char *out, size_t cap, const char *fmt, ...) {
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = 0;
-    return pclose(p);
-}
-
 static void make_data(void) {
     unsigned s = 7;
     for (int i = 0; i < N; i++) {
@@ -60,12 +31,12 @@ static void make_data(void) {
         for (int j = 0; j < F; j++) a += xs[i][j] = (float)((s = s * 1103515245u + 12345u) >> 8) / (1 << 24) * 2 - 1;
         ys[i] = a < -1 ? 0 : a < 0 ? 1 : a < 1 ? 2 : 3;
     }
-    save_npy(path("x.npy"), "<f4", x_shape, 2, xs, sizeof xs);
-    save_npy(path("y.npy"), "<i4", y_shape, 1, ys, sizeof ys);
+    write_npy(path("x.npy"), "<f4", x_shape, 2, xs, sizeof xs);
+    write_npy(path("y.npy"), "<i4", y_shape, 1, ys, sizeof ys);
     int32_t bad[N];
     memcpy(bad, ys, sizeof bad);
     bad[7] = C;
-    save_npy(path("bad.npy"), "<i4", y_shape, 1, bad, sizeof bad);
+    write_npy(path("bad.npy"), "<i4", y_shape, 1, bad, sizeof bad);
 }
 
 static char x_binding[600], y_binding[600], bad_binding[600];
@@ -198,12 +169,12 @@ static void over_datasets(const char *mgc, mgc_plan *p) {
     MUST(mgc_plan_save(p, path("tiny.mgx"), &err));
     MUST(mgc_checkpoint_save(s, path("tiny.safetensors"), &err));
     char text[4096], want[512];
-    int rc = run(text, sizeof text, "MGC_STDLIB='%s' '%s' predict '%s' --load '%s' --input '%s' -o '%s' 2>&1", stdlib, mgc,
-                 path("tiny.mgx"), path("tiny.safetensors"), x_binding, path("cli.npy"));
+    int rc = run_command(text, sizeof text, "MGC_STDLIB='%s' '%s' predict '%s' --load '%s' --input '%s' -o '%s' 2>&1",
+                         stdlib, mgc, path("tiny.mgx"), path("tiny.safetensors"), x_binding, path("cli.npy"));
     CHECK(rc == 0, "mgc predict: %s", text);
     CHECK(same_file(path("lib.npy"), path("cli.npy")), "mgc_output_save_npy differs from mgc predict's file");
-    rc = run(text, sizeof text, "MGC_STDLIB='%s' '%s' eval '%s' --load '%s' --input '%s' --input '%s' --json 2>&1", stdlib,
-             mgc, path("tiny.mgx"), path("tiny.safetensors"), x_binding, y_binding);
+    rc = run_command(text, sizeof text, "MGC_STDLIB='%s' '%s' eval '%s' --load '%s' --input '%s' --input '%s' --json 2>&1",
+                     stdlib, mgc, path("tiny.mgx"), path("tiny.safetensors"), x_binding, y_binding);
     snprintf(want, sizeof want, "{\"examples\": %d, \"loss\": %.9g, \"accuracy\": %.9g}\n", N, v1.loss, v1.metrics[0]);
     CHECK(rc == 0 && !strcmp(text, want), "mgc eval --json: [%s], want [%s]", text, want);
 

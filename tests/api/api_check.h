@@ -14,6 +14,8 @@
 #include "mgc.h"
 
 static int failures;
+/* the test's temporary directory: a mkdtemp(3) template until main calls
+ * mkdtemp(dir), which replaces the X's in place */
 static char dir[] = "/tmp/mgc_api_XXXXXX";
 
 #define CHECK(cond, ...)                                                     \

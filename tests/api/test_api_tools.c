@@ -230,19 +230,6 @@ enum { N = 256, F = 12, C = 4 };
 static float xs[N][F];
 static int32_t ys[N];
 
-static void save_npy(const char *file, const char *descr, const char *dims, const void *data, size_t bytes) {
-    char head[128];
-    int n = snprintf(head, sizeof head, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, dims);
-    int pad = 64 - (10 + n + 1) % 64;
-    FILE *f = fopen(file, "wb");
-    unsigned short hl = (unsigned short)(n + pad + 1);
-    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
-    fwrite(&hl, 2, 1, f);
-    fprintf(f, "%s%*s\n", head, pad, "");
-    fwrite(data, 1, bytes, f);
-    fclose(f);
-}
-
 /* A history file without its timing fields ("images_per_sec", "seconds"). */
 static char *history_figures(const char *file) {
     size_t len = 0;
@@ -291,8 +278,9 @@ static void fit_like_run(const char *mgc, const char *model) {
     MUST(mgc_fit(s, feeds, 2, &fo, &err));
     mgc_session_free(s);
 
-    save_npy(path("x.npy"), "<f4", "256,12,", xs, sizeof xs);
-    save_npy(path("y.npy"), "<i4", "256,", ys, sizeof ys);
+    static const int64_t x_shape[] = {N, F}, y_shape[] = {N};
+    write_npy(path("x.npy"), "<f4", x_shape, 2, xs, sizeof xs);
+    write_npy(path("y.npy"), "<i4", y_shape, 1, ys, sizeof ys);
     char *out = run("'%s' run '%s' --epochs 2 --input x='%s' --input label='%s' --checkpoint-dir '%s' --save-every 3steps "
                     "--keep 2 --history '%s'",
                     mgc, path("fit.mgx"), path("x.npy"), path("y.npy"), path("cli_ckpt"), path("cli.jsonl"));

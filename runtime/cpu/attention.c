@@ -59,18 +59,6 @@ CPU_CLONES static void scale_row(float *y, int64_t n, float s) {
     for (int64_t j = 0; j < n; j++) y[j] *= s;
 }
 
-/* sum(dy * y) over n elements */
-CPU_CLONES static double dot_row(const float *y, const float *dy, int64_t n) {
-    float acc[16] = {0};
-    int64_t j = 0;
-    for (; j + 16 <= n; j += 16)
-        for (int i = 0; i < 16; i++) acc[i] += dy[j + i] * y[j + i];
-    double dot = 0;
-    for (int i = 0; i < 16; i++) dot += acc[i];
-    for (; j < n; j++) dot += (double)dy[j] * y[j];
-    return dot;
-}
-
 CPU_CLONES static void grad_row(float *dx, const float *y, const float *dy, int64_t n, float dot, float scale) {
     for (int64_t j = 0; j < n; j++) dx[j] = mg_causal_softmax_grad(y[j], dy[j], dot, scale);
 }
@@ -89,7 +77,7 @@ int cpu_k_causal_softmax(const rt_kernel_args *k, char *err, size_t cap) {
         const float *x = IN_F32(k, 0) + row * c;
         if (grad) {
             const float *dy = IN_F32(k, 1) + row * c;
-            grad_row(out, x, dy, n, (float)dot_row(x, dy, n), scale);
+            grad_row(out, x, dy, n, (float)cpu_dot16(x, dy, n), scale);
             if (n < c) memset(out + n, 0, (size_t)(c - n) * sizeof *out);
         } else { /* whole 16-lane blocks up to m; the masked ones in them come out 0 */
             int64_t m = (n + 15) / 16 * 16 < c ? (n + 15) / 16 * 16 : c;

@@ -15,6 +15,10 @@
 #define CPU_CLONES
 #endif
 
+/* sum(dy * y) over n elements in 16 float lanes combined in double: the
+ * softmax gradients' row dot (reduce.c; attention.c's causal softmax) */
+double cpu_dot16(const float *y, const float *dy, int64_t n);
+
 typedef int (*cpu_kernel_fn)(const rt_kernel_args *k, char *err, size_t cap);
 
 /* Writes "op 'name': <message>" into err and returns -1. */

@@ -173,9 +173,7 @@ static void log_softmax_row(float *y, const float *x, int64_t n) {
     for (int64_t j = 0; j < n; j++) y[j] = x[j] - lse;
 }
 
-/* (y, dy) -> y * (dy - sum(dy * y)) per row; the dot in 16 float lanes
- * combined in double (issue 14: vectorized) */
-CPU_CLONES static void softmax_grad_row(float *dx, const float *y, const float *dy, int64_t n) {
+CPU_CLONES double cpu_dot16(const float *y, const float *dy, int64_t n) {
     float acc[16] = {0};
     int64_t j = 0;
     for (; j + 16 <= n; j += 16)
@@ -183,7 +181,13 @@ CPU_CLONES static void softmax_grad_row(float *dx, const float *y, const float *
     double dot = 0;
     for (int i = 0; i < 16; i++) dot += acc[i];
     for (; j < n; j++) dot += (double)dy[j] * y[j];
-    for (j = 0; j < n; j++) dx[j] = mg_softmax_grad(y[j], dy[j], (float)dot);
+    return dot;
+}
+
+/* (y, dy) -> y * (dy - sum(dy * y)) per row (issue 14: vectorized) */
+CPU_CLONES static void softmax_grad_row(float *dx, const float *y, const float *dy, int64_t n) {
+    double dot = cpu_dot16(y, dy, n);
+    for (int64_t j = 0; j < n; j++) dx[j] = mg_softmax_grad(y[j], dy[j], (float)dot);
 }
 
 /* An inner axis: COLS columns at a time, each column a softmax over n rows of

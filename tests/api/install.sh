@@ -19,7 +19,10 @@ libdir=$(realpath "$(pkg-config --variable=libdir mgc)")
 cc -Wall -Werror "$src/tests/api/installed.c" -o "$tmp/shared" $(pkg-config --cflags --libs mgc) -Wl,-rpath,"$libdir"
 cc -Wall -Werror "$src/tests/api/installed.c" -o "$tmp/static" $(pkg-config --cflags mgc) "$libdir/libmgc.a" \
    $(pkg-config --static --libs mgc | sed 's/-lmgc\b//')
-ldd "$tmp/shared" | grep -q "libmgc.so.0 => $libdir/libmgc.so.0 " || { echo "FAIL: the program does not use the installed libmgc.so"; exit 1; }
+# (ldd's output taken whole: under pipefail, grep -q quitting at the match
+# could fail the pipeline with ldd's SIGPIPE)
+libs=$(ldd "$tmp/shared")
+grep -q "libmgc.so.0 => $libdir/libmgc.so.0 " <<< "$libs" || { echo "FAIL: the program does not use the installed libmgc.so"; exit 1; }
 # the stdlib: beside the installed library (libdir/../share/mgc/stdlib)
 unset MGC_STDLIB
 out=$("$tmp/shared") && echo "shared: $out"

@@ -715,17 +715,18 @@ static bool rule_normalize_grad(rule *r) { return rule_grad_pair(r) && rule_norm
  * axis but the last, the normalization with given statistics) ---- */
 
 /* the operands of a channel op: x f32 of rank >= 1, each of the vectors
- * in[first..end) f32[c] with c = x's last dimension */
+ * in[first..end) (mean, scale, shift) f32[c] with c = x's last dimension */
 static bool channel_operands(rule *r, int first, int end) {
     char b1[96], b2[96];
     if (r->x->dtype != IR_F32 || r->x->shape.rank < 1)
         return fail(r, "'%s' needs an f32 tensor of rank >= 1, got %s", op_name(r), tstr(r->x, b1));
+    static const char *const names[] = {"x", "mean", "scale", "shift"};
     int64_t c = r->x->shape.dim[r->x->shape.rank - 1];
     for (int k = first; k < end; k++) {
         const ir_node *v = &r->m->g.nodes[r->n->in[k]];
         if (v->dtype != IR_F32 || v->shape.rank != 1 || v->shape.dim[0] != c)
-            return fail(r, "input %d of '%s' must be f32[%lld] (the channels of %s), got %s", k + 1, op_name(r),
-                        (long long)c, tstr(r->x, b1), tstr(v, b2));
+            return fail(r, "%s %s of '%s' must be f32[%lld] (the channels of %s)", names[k], tstr(v, b2), op_name(r),
+                        (long long)c, tstr(r->x, b1));
     }
     return true;
 }

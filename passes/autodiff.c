@@ -391,8 +391,10 @@ static void grad_channel_mean(ad_ctx *c, const ir_node *y, int dy) {
  * with sync m is the replicas' mean and dm is built. */
 static void grad_channel_var(ad_ctx *c, const ir_node *y, int dy) {
     double rows = channel_rows(c, X0);
-    if (wants(c, y, 0))
-        accumulate(c, X0, op2(c, OP_MUL, op2(c, OP_SUB, X0, X1), op2(c, OP_MUL, dy, scalar(c, rows ? 2.0 / rows : 0.0))));
+    if (wants(c, y, 0)) {
+        int k = op2(c, OP_MUL, dy, scalar(c, rows ? 2.0 / rows : 0.0));
+        accumulate(c, X0, op2(c, OP_MUL, op2(c, OP_SUB, X0, X1), k));
+    }
     const ir_node *m = ir_node_at(c->m, X1);
     if (m->op == OP_CHANNEL_MEAN && m->in[0] == X0) return;
     int mean = emit(c, OP_CHANNEL_MEAN, 1, (int[]){X0}, NULL);

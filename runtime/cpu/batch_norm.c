@@ -6,13 +6,11 @@
  *   channel_dot(x, m, dy)   [c]  sum_r dy (x - m)        (scale_shift's ds)
  *   scale_shift(x, m, s, b)      (x - m) s + b
  * Each a single pass over x (and dy). Sums: columns in chunks of 256, rows in
- * blocks of 64 summed in float, blocks combined in double, in a fixed order,
- * so results do not depend on anything but the data. */
+ * blocks of 64 summed in float (four interleaved accumulators), blocks
+ * combined in double, in a fixed order, so results depend on the data alone. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3")
 #endif
-#include <string.h>
-
 #include "../ops_math.h"
 #include "kernels_impl.h"
 
@@ -20,23 +18,31 @@ enum { COLS = 256, ROWS = 64 };
 
 typedef enum { SUM_X, SUM_SQ_DEV, SUM_DY_DEV } channel_sum_kind;
 
-/* one block of rows [r0, r1) of columns [c0, c0 + w) added into part (float) */
+/* the term of row r, column i (a column of chunk c0) */
+#define TERM_X(r, i) (x[(r) * c + c0 + (i)])
+#define TERM_SQ_DEV(r, i) ((x[(r) * c + c0 + (i)] - m[c0 + (i)]) * (x[(r) * c + c0 + (i)] - m[c0 + (i)]))
+#define TERM_DY_DEV(r, i) (dy[(r) * c + c0 + (i)] * (x[(r) * c + c0 + (i)] - m[c0 + (i)]))
+
+/* part[i] = sum of TERM over rows [r0, r1) of column i < w: four rows at a
+ * time into four accumulators (a chain of dependent adds per vector would
+ * bound a few channels' sum by the add latency), combined in a fixed order */
+#define BLOCK_SUM(TERM)                                                                                   \
+    do {                                                                                                  \
+        float a0[COLS] = {0}, a1[COLS] = {0}, a2[COLS] = {0}, a3[COLS] = {0};                             \
+        int64_t r = r0;                                                                                   \
+        for (; r + 4 <= r1; r += 4)                                                                       \
+            for (int64_t i = 0; i < w; i++)                                                               \
+                a0[i] += TERM(r, i), a1[i] += TERM(r + 1, i), a2[i] += TERM(r + 2, i), a3[i] += TERM(r + 3, i); \
+        for (; r < r1; r++)                                                                               \
+            for (int64_t i = 0; i < w; i++) a0[i] += TERM(r, i);                                          \
+        for (int64_t i = 0; i < w; i++) part[i] = (a0[i] + a1[i]) + (a2[i] + a3[i]);                      \
+    } while (0)
+
 CPU_CLONES static void block_sum(float *part, channel_sum_kind kind, const float *x, const float *m,
                                  const float *dy, int64_t c, int64_t c0, int64_t w, int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; r++) {
-        const float *xr = x + r * c + c0;
-        if (kind == SUM_X) {
-            for (int64_t i = 0; i < w; i++) part[i] += xr[i];
-        } else if (kind == SUM_SQ_DEV) {
-            for (int64_t i = 0; i < w; i++) {
-                float d = xr[i] - m[c0 + i];
-                part[i] += d * d;
-            }
-        } else {
-            const float *g = dy + r * c + c0;
-            for (int64_t i = 0; i < w; i++) part[i] += g[i] * (xr[i] - m[c0 + i]);
-        }
-    }
+    if (kind == SUM_X) BLOCK_SUM(TERM_X);
+    else if (kind == SUM_SQ_DEV) BLOCK_SUM(TERM_SQ_DEV);
+    else BLOCK_SUM(TERM_DY_DEV);
 }
 
 /* out[j] = scale * sum_r f(row r, column j) */
@@ -47,7 +53,6 @@ static void channel_sums(float *out, channel_sum_kind kind, const float *x, cons
         double acc[COLS] = {0};
         float part[COLS];
         for (int64_t r0 = 0; r0 < rows; r0 += ROWS) {
-            memset(part, 0, sizeof part);
             block_sum(part, kind, x, m, dy, c, c0, w, r0, r0 + ROWS < rows ? r0 + ROWS : rows);
             for (int64_t i = 0; i < w; i++) acc[i] += part[i];
         }

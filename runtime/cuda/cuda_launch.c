@@ -500,7 +500,8 @@ static int op_batch_norm(const ctx *c) {
         CUDA_CHECK(c->b, cuda_k_channel_sum(2, inf(c, 0), inf(c, 1), inf(c, 2), outf(c), rows, ch, 1.0, c->s));
         break;
     default:
-        CUDA_CHECK(c->b, cuda_k_scale_shift(inf(c, 0), inf(c, 1), inf(c, 2), inf(c, 3), outf(c), out_numel(c), ch, c->s));
+        CUDA_CHECK(c->b,
+                   cuda_k_scale_shift(inf(c, 0), inf(c, 1), inf(c, 2), inf(c, 3), outf(c), out_numel(c), ch, c->s));
         break;
     }
     return 0;

@@ -34,10 +34,11 @@ static void ref_channel(const one_op *t, double **in, double *out) {
     {"channel_var [4,8,8,16]", OP_CHANNEL_VAR, 2, {"4,8,8,16", "16"}, .fill = {R_WIDE, R_SIGNED}, .ref = ref_channel}, \
     {"channel_var [3,47,300]", OP_CHANNEL_VAR, 2, {"3,47,300", "300"}, .ref = ref_channel},                           \
     {"channel_var [9,1]", OP_CHANNEL_VAR, 2, {"9,1", "1"}, .ref = ref_channel},                                       \
-    {"channel_dot [4,8,8,16]", OP_CHANNEL_DOT, 3, {"4,8,8,16", "16", "4,8,8,16"}, .fill = {R_WIDE, R_SIGNED, R_SIGNED}, \
-     .ref = ref_channel},                                                                                             \
+    {"channel_dot [4,8,8,16]", OP_CHANNEL_DOT, 3, {"4,8,8,16", "16", "4,8,8,16"},                                     \
+     .fill = {R_WIDE, R_SIGNED, R_SIGNED}, .ref = ref_channel},                                                       \
     {"channel_dot [3,47,300]", OP_CHANNEL_DOT, 3, {"3,47,300", "300", "3,47,300"}, .ref = ref_channel},               \
-    {"scale_shift [4,8,8,16]", OP_SCALE_SHIFT, 4, {"4,8,8,16", "16", "16", "16"}, .fill = {R_WIDE}, .ref = ref_channel}, \
+    {"scale_shift [4,8,8,16]", OP_SCALE_SHIFT, 4, {"4,8,8,16", "16", "16", "16"}, .fill = {R_WIDE},                   \
+     .ref = ref_channel},                                                                                             \
     {"scale_shift [3,47,300]", OP_SCALE_SHIFT, 4, {"3,47,300", "300", "300", "300"}, .ref = ref_channel},
 
 #endif

@@ -364,6 +364,9 @@ static const char *emit(ox_ctx *c, int i) {
     case OP_ONE_HOT: return one_hot(c, n);
     case OP_CAUSAL_SOFTMAX: return causal_softmax(c, n); /* issue 14: char_gpt speed */
     case OP_NORMALIZE: return normalize(c, n);
+    case OP_SCALE_SHIFT: /* issue 14, batch norm: (x - mean) * scale + beta (the statistics are training-only) */
+        return ox_op2(&c->b, "Add", ox_op2(&c->b, "Mul", ox_op2(&c->b, "Sub", in(c, n, 0), in(c, n, 1)), in(c, n, 2)),
+                      in(c, n, 3));
     default: break;
     }
     if (ir_ops[n->op].flags & OPF_ELEMENTWISE) {

@@ -711,6 +711,51 @@ static bool rule_normalize(rule *r) {
 /* normalize_grad: (x, dy) of one type -> x */
 static bool rule_normalize_grad(rule *r) { return rule_grad_pair(r) && rule_normalize(r); }
 
+/* ---- issue 14: batch norm in training (per-channel statistics over every
+ * axis but the last, the normalization with given statistics) ---- */
+
+/* the operands of a channel op: x f32 of rank >= 1, each of the vectors
+ * in[first..end) (mean, scale, shift) f32[c] with c = x's last dimension */
+static bool channel_operands(rule *r, int first, int end) {
+    char b1[96], b2[96];
+    if (r->x->dtype != IR_F32 || r->x->shape.rank < 1)
+        return fail(r, "'%s' needs an f32 tensor of rank >= 1, got %s", op_name(r), tstr(r->x, b1));
+    static const char *const names[] = {"x", "mean", "scale", "shift"};
+    int64_t c = r->x->shape.dim[r->x->shape.rank - 1];
+    for (int k = first; k < end; k++) {
+        const ir_node *v = &r->m->g.nodes[r->n->in[k]];
+        if (v->dtype != IR_F32 || v->shape.rank != 1 || v->shape.dim[0] != c)
+            return fail(r, "%s %s of '%s' must be f32[%lld] (the channels of %s)", names[k], tstr(v, b2), op_name(r),
+                        (long long)c, tstr(r->x, b1));
+    }
+    return true;
+}
+
+static bool channel_vector_out(rule *r) {
+    r->n->dtype = IR_F32, r->n->shape = ir_shape_make(1, (int64_t[]){r->x->shape.dim[r->x->shape.rank - 1]});
+    return true;
+}
+
+/* channel_mean: x[..., c] -> f32[c] */
+static bool rule_channel_mean(rule *r) { return channel_operands(r, 1, 1) && channel_vector_out(r); }
+
+/* channel_var: (x[..., c], m[c]) -> f32[c] */
+static bool rule_channel_var(rule *r) { return channel_operands(r, 1, 2) && channel_vector_out(r); }
+
+/* channel_dot: (x[..., c], m[c], dy of x's type) -> f32[c] */
+static bool rule_channel_dot(rule *r) {
+    char b1[96], b2[96];
+    const ir_node *dy = &r->m->g.nodes[r->n->in[2]];
+    if (!ir_shape_eq(&dy->shape, &r->x->shape) || dy->dtype != r->x->dtype)
+        return fail(r, "'%s' needs dy of the type of x, got %s and %s", op_name(r), tstr(r->x, b1), tstr(dy, b2));
+    return channel_operands(r, 1, 2) && channel_vector_out(r);
+}
+
+/* scale_shift: (x[..., c], m[c], s[c], b[c]) -> x */
+static bool rule_scale_shift(rule *r) {
+    return channel_operands(r, 1, 4) && same_as(r, r->x);
+}
+
 typedef bool (*shape_rule)(rule *r);
 
 static const shape_rule rules[OP_COUNT] = {

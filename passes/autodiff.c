@@ -364,6 +364,54 @@ static void grad_normalize(ad_ctx *c, const ir_node *y, int dy) {
     SEND(0, emit(c, OP_NORMALIZE_GRAD, 2, (int[]){X0, dy}, y));
 }
 
+/* ---- issue 14: batch norm in training (x [..., c] viewed as [rows, c]) ---- */
+
+static double channel_rows(ad_ctx *c, int x) {
+    ir_shape xs = shape_of(c, x);
+    int64_t ch = xs.dim[xs.rank - 1];
+    return ch ? (double)(ir_shape_numel(&xs) / ch) : 0.0;
+}
+
+/* y = channel_mean(x)  ->  dx = dy / rows at every row. When x has a gradient
+ * already, added to it with broadcasting (one elementwise add, which fuses with
+ * the rest of dx); only otherwise broadcast_to x's shape. */
+static void grad_channel_mean(ad_ctx *c, const ir_node *y, int dy) {
+    if (!wants(c, y, 0)) return;
+    double rows = channel_rows(c, X0);
+    int g = op2(c, OP_MUL, dy, scalar(c, rows ? 1.0 / rows : 0.0));
+    ir_shape xs = shape_of(c, X0), kept = xs;
+    for (int i = 0; i + 1 < kept.rank; i++) kept.dim[i] = 1;
+    if (c->grad[X0] >= 0) c->grad[X0] = op2(c, OP_ADD, c->grad[X0], g);
+    else accumulate(c, X0, emit_as(c, xs, OP_BROADCAST_TO, 1, (int[]){reshape(c, g, kept)}, NULL));
+}
+
+/* y = channel_var(x, m) = mean((x - m)^2)  ->  dx = (x - m) (2 dy / rows),
+ * dm = -2 dy (channel_mean(x) - m). When m is channel_mean(x) itself (batch
+ * norm without sync) dm is the derivative at m = mean(x), zero, and not built;
+ * with sync m is the replicas' mean and dm is built. */
+static void grad_channel_var(ad_ctx *c, const ir_node *y, int dy) {
+    double rows = channel_rows(c, X0);
+    if (wants(c, y, 0)) {
+        int k = op2(c, OP_MUL, dy, scalar(c, rows ? 2.0 / rows : 0.0));
+        accumulate(c, X0, op2(c, OP_MUL, op2(c, OP_SUB, X0, X1), k));
+    }
+    const ir_node *m = ir_node_at(c->m, X1);
+    if (m->op == OP_CHANNEL_MEAN && m->in[0] == X0) return;
+    int mean = emit(c, OP_CHANNEL_MEAN, 1, (int[]){X0}, NULL);
+    SEND(1, op2(c, OP_MUL, op2(c, OP_SUB, mean, X1), op2(c, OP_MUL, dy, scalar(c, -2.0))));
+}
+
+/* y = scale_shift(x, m, s, b) = (x - m) s + b  ->  dx = dy s,
+ * dm = -s sum(dy), ds = channel_dot(x, m, dy) = sum(dy (x - m)), db = sum(dy)
+ * (sums over the rows) */
+static void grad_scale_shift(ad_ctx *c, const ir_node *y, int dy) {
+    SEND(0, op2(c, OP_MUL, dy, y->in[2]));
+    int s1 = wants(c, y, 1) || wants(c, y, 3) ? unbroadcast(c, dy, shape_of(c, y->in[3])) : -1;
+    SEND(1, op1(c, OP_NEG, op2(c, OP_MUL, s1, y->in[2])));
+    SEND(2, emit(c, OP_CHANNEL_DOT, 3, (int[]){X0, X1, dy}, NULL));
+    SEND(3, s1);
+}
+
 static const grad_rule rules[OP_COUNT] = {
     [OP_ADD] = grad_add,                  [OP_SUB] = grad_sub,
     [OP_MUL] = grad_mul,                  [OP_DIV] = grad_div,
@@ -397,6 +445,9 @@ static const grad_rule rules[OP_COUNT] = {
     [OP_GATHER] = grad_gather,
     /* issue 14: char_gpt speed */
     [OP_CAUSAL_SOFTMAX] = grad_causal_softmax, [OP_NORMALIZE] = grad_normalize,
+    /* issue 14: batch norm in training */
+    [OP_CHANNEL_MEAN] = grad_channel_mean, [OP_CHANNEL_VAR] = grad_channel_var,
+    [OP_SCALE_SHIFT] = grad_scale_shift,
 };
 
 /* ---- which nodes lie between a param and the loss ---- */

@@ -153,6 +153,25 @@ static bool channel_vec(const fuser *f, int v, int c) {
     return n->dtype == IR_F32 && n->shape.rank == 1 && n->shape.dim[0] == core->shape.dim[core->shape.rank - 1];
 }
 
+/* the batch norm ending at node add (its beta add or scale_shift), over conv c:
+ * extended over a residual add and an activation its single readers, then
+ * written into the last node */
+static void fuse_bn_tail(fuser *f, int add, int c, int mean, int scale, int beta) {
+    const ir_node *n = at(f, add), *core = at(f, c);
+    int last = add, res = -1, act = EPI_NONE, u = only_user(f, add);
+    if (u >= 0 && at(f, u)->op == OP_ADD && ir_shape_eq(&at(f, u)->shape, &n->shape)) {
+        res = at(f, u)->in[0] == add ? at(f, u)->in[1] : at(f, u)->in[0];
+        if (res != add && ir_shape_eq(&at(f, res)->shape, &n->shape) && at(f, res)->dtype == IR_F32)
+            last = u, u = only_user(f, u);
+        else res = -1;
+    }
+    if (u >= 0 && act_of(at(f, u)->op) >= 0) act = act_of(at(f, u)->op), last = u;
+    int in[7] = {core->in[0], core->in[1], c, mean, scale, beta, res};
+    int64_t iattr[IR_MAX_IATTR] = {0};
+    memcpy(iattr, core->iattr, 9 * sizeof *iattr), iattr[9] = act;
+    rewrite(f, last, OP_CONV2D_BN_EPILOGUE, in, res >= 0 ? 7 : 6, iattr, core->loc);
+}
+
 static void fuse_bn_at(fuser *f, int mul) {
     const ir_node *n = at(f, mul);
     int sub = -1, scale = -1;
@@ -171,18 +190,16 @@ static void fuse_bn_at(fuser *f, int mul) {
     if (add < 0 || at(f, add)->op != OP_ADD || !ir_shape_eq(&at(f, add)->shape, &n->shape)) return;
     beta = at(f, add)->in[0] == mul ? at(f, add)->in[1] : at(f, add)->in[0];
     if (beta == mul || !channel_vec(f, beta, c)) return;
-    int last = add, res = -1, act = EPI_NONE, u = only_user(f, add);
-    if (u >= 0 && at(f, u)->op == OP_ADD && ir_shape_eq(&at(f, u)->shape, &n->shape)) {
-        res = at(f, u)->in[0] == add ? at(f, u)->in[1] : at(f, u)->in[0];
-        if (res != add && ir_shape_eq(&at(f, res)->shape, &n->shape) && at(f, res)->dtype == IR_F32)
-            last = u, u = only_user(f, u);
-        else res = -1;
-    }
-    if (u >= 0 && act_of(at(f, u)->op) >= 0) act = act_of(at(f, u)->op), last = u;
-    int in[7] = {core->in[0], core->in[1], c, mean, scale, beta, res};
-    int64_t iattr[IR_MAX_IATTR] = {0};
-    memcpy(iattr, core->iattr, 9 * sizeof *iattr), iattr[9] = act;
-    rewrite(f, last, OP_CONV2D_BN_EPILOGUE, in, res >= 0 ? 7 : 6, iattr, core->loc);
+    fuse_bn_tail(f, add, c, mean, scale, beta);
+}
+
+/* issue 14 (batch norm in training): stdlib batch_norm's scale_shift(c, mean,
+ * scale, beta) is the sub, mul and add of the rule in one node */
+static void fuse_scale_shift_at(fuser *f, int ss) {
+    const ir_node *n = at(f, ss);
+    int c = n->in[0];
+    if (at(f, c)->op != OP_CONV2D || at(f, c)->dtype != IR_F32 || at(f, n->in[1])->op != OP_IN_TRAINING) return;
+    fuse_bn_tail(f, ss, c, n->in[1], n->in[2], n->in[3]);
 }
 
 /* relu_grad(y, max_pool2d_grad(y, dy)) -> max_pool2d_relu_grad(y, dy) */
@@ -204,6 +221,7 @@ bool pass_epilogue(ir_module *m, ir_diag *d, const pass_options *o) {
     count_uses(&f);
     for (int i = 0; i < m->g.n; i++) /* batch norm first: its adds are no conv bias */
         if (f.live[i] && at(&f, i)->op == OP_MUL) fuse_bn_at(&f, i);
+        else if (f.live[i] && at(&f, i)->op == OP_SCALE_SHIFT) fuse_scale_shift_at(&f, i);
     for (int i = 0; i < m->g.n; i++)
         if (f.live[i] && at(&f, i)->op == OP_ADD) fuse_epilogue_at(&f, i);
     for (int i = 0; i < m->g.n; i++)

@@ -165,6 +165,11 @@ MG_HD static inline float mg_softmax_grad(float y, float dy, float dot) { return
 MG_HD static inline float mg_normalize_grad(float xhat, float dy, float r, float mean_dy, float mean_dy_xhat) {
     return r * (dy - mean_dy - xhat * mean_dy_xhat);
 }
+/* issue 14 (batch norm in training): scale_shift at one element, (x - m) s + b,
+ * as the unfused sub, mul and add round it (and conv2d_bn_epilogue) */
+MG_HD static inline float mg_scale_shift(float x, float m, float s, float b) {
+    return mg_add(mg_mul(mg_sub(x, m), s), b);
+}
 /* issue 14 (char_gpt speed): causal_softmax's backward at a kept element (j <= i):
  * the softmax gradient times the scale the forward applied to x */
 MG_HD static inline float mg_causal_softmax_grad(float y, float dy, float dot, float scale) {

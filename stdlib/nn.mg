@@ -224,20 +224,21 @@ fn batch_norm(x: f32, momentum: float = 0.99, epsilon: float = 0.001, sync: int 
   param beta: f32[c] = zeros
   state moving_mean: f32[c] = zeros
   state moving_variance: f32[c] = ones
-  rows = size(x) / c
-  batch_mean = prim.reduce_mean(prim.reshape(x, rows, c), axes: 1)
+  # issue 14: per-channel statistics in one pass over x each (the variance
+  # two-pass, around the mean), the normalization in one more (docs/fusion.md)
+  batch_mean = prim.channel_mean(x)
   if sync {
     batch_mean = prim.all_reduce(batch_mean, mean: 1)
   }
-  centered = x - prim.in_training(batch_mean, moving_mean)
-  batch_variance = prim.reduce_mean(prim.reshape(centered * centered, rows, c), axes: 1)
+  batch_variance = prim.channel_var(x, batch_mean)
   if sync {
     batch_variance = prim.all_reduce(batch_variance, mean: 1)
   }
+  mean = prim.in_training(batch_mean, moving_mean)
   variance = prim.in_training(batch_variance, moving_variance)
   new_mean = prim.assign(moving_mean, moving_mean * momentum + batch_mean * (1.0 - momentum))
   new_variance = prim.assign(moving_variance, moving_variance * momentum + batch_variance * (1.0 - momentum))
-  return centered * (gamma / prim.sqrt(variance + epsilon)) + beta
+  return prim.scale_shift(x, mean, gamma / prim.sqrt(variance + epsilon), beta)
 }
 
 # ---- shape ops, reductions, normalization (issue 12) ----

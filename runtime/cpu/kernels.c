@@ -135,6 +135,9 @@ static const cpu_kernel_fn kernels[OP_COUNT] = {
     /* issue 14: char_gpt speed (attention.c) */
     [OP_CAUSAL_SOFTMAX] = cpu_k_causal_softmax, [OP_CAUSAL_SOFTMAX_GRAD] = cpu_k_causal_softmax,
     [OP_NORMALIZE] = cpu_k_normalize, [OP_NORMALIZE_GRAD] = cpu_k_normalize, /* normalize.c */
+    /* issue 14: batch norm in training (batch_norm.c) */
+    [OP_CHANNEL_MEAN] = cpu_k_batch_norm, [OP_CHANNEL_VAR] = cpu_k_batch_norm,
+    [OP_CHANNEL_DOT] = cpu_k_batch_norm, [OP_SCALE_SHIFT] = cpu_k_batch_norm,
 };
 
 /* ops whose kernels read f32 data only (CAST, SHARD, RESHAPE, VIEW and the

@@ -45,6 +45,9 @@ int cpu_k_all_gather(const rt_kernel_args *k, char *err, size_t cap); /* f32 or 
 int cpu_k_causal_softmax(const rt_kernel_args *k, char *err, size_t cap);
 /* normalize.c (issue 14, char_gpt speed): normalize and normalize_grad (layer norm's core) */
 int cpu_k_normalize(const rt_kernel_args *k, char *err, size_t cap);
+/* batch_norm.c (issue 14, batch norm in training): channel_mean, channel_var,
+ * channel_dot, scale_shift */
+int cpu_k_batch_norm(const rt_kernel_args *k, char *err, size_t cap);
 
 /* onehot.c (issue 13) */
 int cpu_k_one_hot(const rt_kernel_args *k, char *err, size_t cap);

@@ -172,6 +172,14 @@ cudaError_t cuda_k_causal_softmax(const float *x, const float *dy, float *out, i
  * normalize_grad(x, dy, epsilon) */
 cudaError_t cuda_k_normalize(const float *x, const float *dy, float *out, int64_t rows, int64_t c, float epsilon,
                              cudaStream_t s);
+/* (cuda_batch_norm.cu, issue 14: batch norm in training) x [rows, c]:
+ * out[j] = scale * sum_r f, f = x (kind 0: channel_mean), (x - m)^2 (1:
+ * channel_var) or dy (x - m) (2: channel_dot); m, dy unused where f lacks them */
+cudaError_t cuda_k_channel_sum(int kind, const float *x, const float *m, const float *dy, float *out, int64_t rows,
+                               int64_t c, double scale, cudaStream_t s);
+/* y = (x - m[j]) s[j] + b[j] over x's n elements, j = index % c */
+cudaError_t cuda_k_scale_shift(const float *x, const float *m, const float *sc, const float *b, float *y, int64_t n,
+                               int64_t c, cudaStream_t s);
 
 /* ---- issue 15 (cuda_numerics.cu): --check-numerics on the device ---- */
 

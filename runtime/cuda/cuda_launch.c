@@ -482,6 +482,31 @@ static int op_normalize(const ctx *c) {
     return 0;
 }
 
+/* issue 14, batch norm in training: per-channel sums over the rows of x
+ * [..., c] (channel_mean, channel_var, channel_dot) and scale_shift */
+static int op_batch_norm(const ctx *c) {
+    TRY(need_f32(c));
+    const ir_shape *xs = in_shape(c, 0);
+    int64_t ch = xs->dim[xs->rank - 1], rows = ch ? ir_shape_numel(xs) / ch : 0;
+    double per_row = rows ? 1.0 / (double)rows : 0.0;
+    switch (c->n->op) {
+    case OP_CHANNEL_MEAN:
+        CUDA_CHECK(c->b, cuda_k_channel_sum(0, inf(c, 0), NULL, NULL, outf(c), rows, ch, per_row, c->s));
+        break;
+    case OP_CHANNEL_VAR:
+        CUDA_CHECK(c->b, cuda_k_channel_sum(1, inf(c, 0), inf(c, 1), NULL, outf(c), rows, ch, per_row, c->s));
+        break;
+    case OP_CHANNEL_DOT:
+        CUDA_CHECK(c->b, cuda_k_channel_sum(2, inf(c, 0), inf(c, 1), inf(c, 2), outf(c), rows, ch, 1.0, c->s));
+        break;
+    default:
+        CUDA_CHECK(c->b,
+                   cuda_k_scale_shift(inf(c, 0), inf(c, 1), inf(c, 2), inf(c, 3), outf(c), out_numel(c), ch, c->s));
+        break;
+    }
+    return 0;
+}
+
 /* The kernel of each op; sources have none (cuda_supports reports the rest). */
 static int (*const kernels[OP_COUNT])(const ctx *c) = {
     [OP_ADD] = op_binary, [OP_SUB] = op_binary, [OP_MUL] = op_binary, [OP_DIV] = op_binary,
@@ -531,6 +556,9 @@ static int (*const kernels[OP_COUNT])(const ctx *c) = {
     /* issue 14: char_gpt speed */
     [OP_CAUSAL_SOFTMAX] = op_causal_softmax, [OP_CAUSAL_SOFTMAX_GRAD] = op_causal_softmax,
     [OP_NORMALIZE] = op_normalize, [OP_NORMALIZE_GRAD] = op_normalize,
+    /* issue 14: batch norm in training */
+    [OP_CHANNEL_MEAN] = op_batch_norm, [OP_CHANNEL_VAR] = op_batch_norm,
+    [OP_CHANNEL_DOT] = op_batch_norm, [OP_SCALE_SHIFT] = op_batch_norm,
 };
 
 bool cuda_supports(const ir_node *n, char *why, size_t cap) {

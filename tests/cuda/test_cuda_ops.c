@@ -181,6 +181,13 @@ static void elementwise_and_softmax(ir_module *m) {
     check(m, OP_CAUSAL_SOFTMAX_GRAD, (int[]){att, datt}, 2, NULL, (double[IR_MAX_FATTR]){0.4}, NULL, 1e-5);
     check(m, OP_NORMALIZE, (int[]){att}, 1, NULL, (double[IR_MAX_FATTR]){1e-5}, NULL, 1e-5);
     check(m, OP_NORMALIZE_GRAD, (int[]){att, datt}, 2, NULL, (double[IR_MAX_FATTR]){1e-5}, NULL, 1e-4);
+    /* issue 14: batch norm in training (per channel of [3, 9, 7]) */
+    int cm = input(m, IR_F32, 1, 7, 0, 0, 0), cs = input(m, IR_F32, 1, 7, 0, 0, 0);
+    int cb = input(m, IR_F32, 1, 7, 0, 0, 0);
+    check(m, OP_CHANNEL_MEAN, (int[]){att}, 1, NULL, NULL, NULL, 1e-5);
+    check(m, OP_CHANNEL_VAR, (int[]){att, cm}, 2, NULL, NULL, NULL, 1e-5);
+    check(m, OP_CHANNEL_DOT, (int[]){att, cm, datt}, 3, NULL, NULL, NULL, 1e-4);
+    check(m, OP_SCALE_SHIFT, (int[]){att, cm, cs, cb}, 4, NULL, NULL, NULL, 1e-6);
 }
 
 static void dense_and_conv(ir_module *m) {

@@ -245,6 +245,26 @@ static void eval_normalize(args *t) {
     }
 }
 
+/* issue 14 (batch norm in training), x [..., c] as [rows, c]: channel_mean(x)
+ * = mean over rows; channel_var(x, m) = mean((x - m)^2); channel_dot(x, m, dy)
+ * = sum(dy (x - m)); scale_shift(x, m, s, b) = (x - m) s + b (d: input 3) */
+static void eval_channel(args *t, const double *d) {
+    int64_t c = t->x->shape.dim[t->x->shape.rank - 1], rows = ir_shape_numel(&t->x->shape) / c;
+    ir_op op = t->n->op;
+    if (op == OP_SCALE_SHIFT) {
+        for (int64_t k = 0; k < t->len; k++) t->out[k] = (t->a[k] - t->b[k % c]) * t->c[k % c] + d[k % c];
+        return;
+    }
+    for (int64_t j = 0; j < c; j++) {
+        double s = 0;
+        for (int64_t r = 0; r < rows; r++) {
+            double x = t->a[r * c + j], dev = op == OP_CHANNEL_MEAN ? x : x - t->b[j];
+            s += op == OP_CHANNEL_DOT ? t->c[r * c + j] * dev : op == OP_CHANNEL_VAR ? dev * dev : dev;
+        }
+        t->out[j] = op == OP_CHANNEL_DOT ? s : s / (double)rows;
+    }
+}
+
 /* issue 14 (char_gpt speed): causal_softmax(x) = softmax over j <= i of scale * x,
  * 0 above; causal_softmax_grad(y, dy) = scale * y * (dy - sum_j<=i(dy * y)), 0 above
  * (row i of each [r, c] matrix of the last two axes) */
@@ -659,6 +679,9 @@ static void eval_node(ref_eval *e, int i, int64_t step, bool training) {
     /* issue 14: char_gpt speed */
     case OP_CAUSAL_SOFTMAX: case OP_CAUSAL_SOFTMAX_GRAD: eval_causal_softmax(&t); return;
     case OP_NORMALIZE: case OP_NORMALIZE_GRAD: eval_normalize(&t); return;
+    /* issue 14: batch norm in training */
+    case OP_CHANNEL_MEAN: case OP_CHANNEL_VAR: case OP_CHANNEL_DOT: eval_channel(&t, NULL); return;
+    case OP_SCALE_SHIFT: eval_channel(&t, e->val[n->in[3]]); return;
     case OP_SHARD: case OP_BROADCAST: case OP_COUNT: break;
     case OP_FUSED: break; /* issue 14: made by the fuse pass, which these tests do not run */
     }

@@ -334,6 +334,29 @@ static int b_normalize_one(tb *t) {
     return node(t, OP_NORMALIZE, 1, &x, NULL, 0, (double[]){0.5}, 1, NULL);
 }
 
+/* issue 14 (batch norm in training): per-channel statistics and the
+ * normalization with given statistics, alone (every input a param, so
+ * channel_var's dm is built) and composed as batch_norm composes them (dm of
+ * channel_var(x, channel_mean(x)) not built: zero at the mean) */
+static int b_channel_mean(tb *t) {
+    int x = param(t, "x", S(3, 4, 5));
+    return node(t, OP_CHANNEL_MEAN, 1, &x, NULL, 0, NULL, 0, NULL);
+}
+static int b_channel_var(tb *t) {
+    int in[2] = {param(t, "x", S(2, 3, 4)), param(t, "m", S(4))};
+    return node(t, OP_CHANNEL_VAR, 2, in, NULL, 0, NULL, 0, NULL);
+}
+static int b_scale_shift(tb *t) {
+    int in[4] = {param(t, "x", S(2, 3, 4)), param(t, "m", S(4)), param(t, "s", S(4)), param(t, "b", S(4))};
+    return node(t, OP_SCALE_SHIFT, 4, in, NULL, 0, NULL, 0, NULL);
+}
+static int b_batch_norm_composed(tb *t) {
+    int x = param(t, "x", S(3, 2, 5)), b = param(t, "b", S(5));
+    int m = node(t, OP_CHANNEL_MEAN, 1, &x, NULL, 0, NULL, 0, NULL);
+    int v = node(t, OP_CHANNEL_VAR, 2, (int[]){x, m}, NULL, 0, NULL, 0, NULL);
+    return node(t, OP_SCALE_SHIFT, 4, (int[]){x, m, v, b}, NULL, 0, NULL, 0, NULL);
+}
+
 static const grad_case cases[] = {
     {"softmax axis 0", OP_SOFTMAX, b_softmax_axis0},
     {"softmax middle axis", OP_SOFTMAX, b_softmax_mid},
@@ -428,6 +451,11 @@ static const grad_case cases[] = {
     {"causal_softmax [2,6,4] scale -1.3", OP_CAUSAL_SOFTMAX, b_causal_softmax_tall},
     {"normalize [3,4,7] epsilon 1e-3", OP_NORMALIZE, b_normalize},
     {"normalize [5,1] epsilon 0.5", OP_NORMALIZE, b_normalize_one},
+    /* issue 14: batch norm in training */
+    {"channel_mean [3,4,5]", OP_CHANNEL_MEAN, b_channel_mean},
+    {"channel_var [2,3,4] of a given mean", OP_CHANNEL_VAR, b_channel_var},
+    {"scale_shift [2,3,4]", OP_SCALE_SHIFT, b_scale_shift},
+    {"channel_var of channel_mean, scale_shift", OP_CHANNEL_VAR, b_batch_norm_composed},
 };
 enum { N_CASES = sizeof cases / sizeof cases[0] };
 

@@ -400,6 +400,7 @@ static void ref_rmsprop(const one_op *t, double **in, double *out) {
 #include "epilogue_cases.h" /* issue 14: fused ops against the unfused composition */
 #include "bn_epilogue_cases.h" /* issue 14: batch norm's scale/shift in the conv epilogue */
 #include "attention_cases.h" /* issue 14 (char_gpt speed): causal_softmax references and ATTENTION_CASES */
+#include "batch_norm_cases.h" /* issue 14 (batch norm in training): BATCH_NORM_CASES */
 /* ---- issue 12: adagrad, nadam, lamb (at step t = 3, no clipping: tests/kern/test_optim.c
  * runs every optimizer for several steps with clipping and a schedule), sq_norm ---- */
 static void ref_adagrad(const one_op *t, double **in, double *out) {
@@ -663,6 +664,7 @@ static const tcase cases[] = {
     EPILOGUE_CASES
     BN_EPILOGUE_CASES
     ATTENTION_CASES /* issue 14: char_gpt speed */
+    BATCH_NORM_CASES /* issue 14: batch norm in training */
     /* issue 12: optimizers and clipping */
     {"adagrad", OP_ADAGRAD_UPDATE, 3, {"5,7", "5,7", "5,7"}, .fill = {0, 0, R_POSITIVE},
      .fattr = {0.01, 0.1, 1e-7, 0.01}, .ref = ref_adagrad},

@@ -4,7 +4,10 @@
  * (WG_M; m = 2 is compiled too and measured in docs/cpu-kernels.md), for 3x3
  * filters of stride 1, dilation 1 and groups 1, any padding and image size
  * (partial edge tiles read zeros and write only their valid outputs), on one
- * thread per device (oneDNN 2.6 has Winograd on AVX-512 only).
+ * thread per device (oneDNN 2.6 has Winograd on AVX-512 only). F(4, 3)'s
+ * interpolation points are 0, 1, -1, 1/2, -2 (and infinity), not Lavin's
+ * 0, +-1, +-2: its float error is about a third (Barabasz et al. 2018; the
+ * worst kern_kernels case went from 1.03 of the tolerance to 0.63).
  *
  * An output tile of m x m pixels reads a (m + 2) x (m + 2) input tile d; per
  * channel Y = A^T [(G g G^T) (x) (B^T d B)] A. In NHWC the tile transforms
@@ -41,7 +44,7 @@
 
 #define WG_INLINE static inline __attribute__((always_inline))
 
-enum { WG_M = 2 };                 /* the output tile's side in use: F(4x4, 3x3) */
+enum { WG_M = 4 };                 /* the output tile's side in use: F(4x4, 3x3) */
 enum { BLOCK_BYTES = 1 << 20 };    /* transformed tiles of a block, in and out: about 1 MiB */
 
 int cpu_conv_winograd_applies(const rt_kernel_args *k) {
@@ -55,113 +58,126 @@ int cpu_conv_winograd_applies(const rt_kernel_args *k) {
     return g.groups == 1 && g.stride[0] == 1 && g.stride[1] == 1 && g.dilation[0] == 1 && g.dilation[1] == 1;
 }
 
-/* ---- the 1-D transforms, each over n channels: in[k * is + c] -> out[i * os + c] ---- */
+/* ---- the 1-D transforms, each over n channels: in[k * is + c] -> out[i * os + c],
+ * 8 channels a vector, then one at a time (the same formula: BODY(LOAD, STORE)
+ * with `ty` the vector or float type) ---- */
+
+typedef float v8 __attribute__((vector_size(32)));
+
+/* 8 floats at p (any alignment) as a vector and back: macros, not functions,
+ * since a vector argument changes the ABI between the clones */
+#define LD8(p) ({ v8 v_; memcpy(&v_, (p), sizeof v_); v_; })
+#define ST8(p, v) do { v8 t_ = (v); memcpy((p), &t_, sizeof t_); } while (0)
+#define LD1(p) (*(p))
+#define ST1(p, v) (*(p) = (v))
+#define CHANNELS(BODY)                                                                                         \
+    do {                                                                                                       \
+        int64_t c = 0;                                                                                         \
+        for (; c + 8 <= n; c += 8) {                                                                           \
+            typedef v8 ty;                                                                                     \
+            BODY(LD8, ST8)                                                                                     \
+        }                                                                                                      \
+        for (; c < n; c++) {                                                                                   \
+            typedef float ty;                                                                                  \
+            BODY(LD1, ST1)                                                                                     \
+        }                                                                                                      \
+    } while (0)
 
 /* B^T d: T = m + 2 inputs to T outputs */
+#define BT4(L, S)                                                                                              \
+    ty d0 = L(in + c), d1 = L(in + is + c), d2 = L(in + 2 * is + c), d3 = L(in + 3 * is + c),                  \
+       d4 = L(in + 4 * is + c), d5 = L(in + 5 * is + c);                                                       \
+    S(out + c, d0 - 1.5f * d1 - 2.0f * d2 + 1.5f * d3 + d4);                                                   \
+    S(out + os + c, -d1 + 0.5f * d2 + 2.5f * d3 + d4);                                                         \
+    S(out + 2 * os + c, d1 - 2.5f * d2 + 0.5f * d3 + d4);                                                      \
+    S(out + 3 * os + c, 2.0f * (d3 - d1) - d2 + d4);                                                           \
+    S(out + 4 * os + c, 0.5f * (d1 - d3) - d2 + d4);                                                           \
+    S(out + 5 * os + c, d1 - 1.5f * d2 - 2.0f * d3 + 1.5f * d4 + d5);
+#define BT2(L, S)                                                                                              \
+    ty d0 = L(in + c), d1 = L(in + is + c), d2 = L(in + 2 * is + c), d3 = L(in + 3 * is + c);                  \
+    S(out + c, d0 - d2);                                                                                       \
+    S(out + os + c, d1 + d2);                                                                                  \
+    S(out + 2 * os + c, d2 - d1);                                                                              \
+    S(out + 3 * os + c, d1 - d3);
 WG_INLINE void bt_1d(int m, const float *restrict in, int64_t is, float *restrict out, int64_t os, int64_t n) {
-    if (m == 4)
-        for (int64_t c = 0; c < n; c++) {
-            float d0 = in[c], d1 = in[is + c], d2 = in[2 * is + c], d3 = in[3 * is + c], d4 = in[4 * is + c],
-                  d5 = in[5 * is + c];
-            out[c] = 4 * d0 - 5 * d2 + d4;
-            out[os + c] = -4 * (d1 + d2) + d3 + d4;
-            out[2 * os + c] = 4 * (d1 - d2) - d3 + d4;
-            out[3 * os + c] = 2 * (d3 - d1) - d2 + d4;
-            out[4 * os + c] = 2 * (d1 - d3) - d2 + d4;
-            out[5 * os + c] = 4 * d1 - 5 * d3 + d5;
-        }
-    else
-        for (int64_t c = 0; c < n; c++) {
-            float d0 = in[c], d1 = in[is + c], d2 = in[2 * is + c], d3 = in[3 * is + c];
-            out[c] = d0 - d2;
-            out[os + c] = d1 + d2;
-            out[2 * os + c] = d2 - d1;
-            out[3 * os + c] = d1 - d3;
-        }
+    if (m == 4) CHANNELS(BT4);
+    else CHANNELS(BT2);
 }
 
 /* A^T y: T inputs to m outputs */
+#define AT4(L, S)                                                                                              \
+    ty m0 = L(in + c), m1 = L(in + is + c), m2 = L(in + 2 * is + c), m3 = L(in + 3 * is + c),                  \
+       m4 = L(in + 4 * is + c), m5 = L(in + 5 * is + c);                                                       \
+    ty s12 = m1 + m2, d12 = m1 - m2;                                                                           \
+    S(out + c, m0 + s12 + m3 + m4);                                                                            \
+    S(out + os + c, d12 + 0.5f * m3 - 2.0f * m4);                                                              \
+    S(out + 2 * os + c, s12 + 0.25f * m3 + 4.0f * m4);                                                         \
+    S(out + 3 * os + c, d12 + 0.125f * m3 - 8.0f * m4 + m5);
+#define AT2(L, S)                                                                                              \
+    ty m0 = L(in + c), m1 = L(in + is + c), m2 = L(in + 2 * is + c), m3 = L(in + 3 * is + c);                  \
+    S(out + c, m0 + m1 + m2);                                                                                  \
+    S(out + os + c, m1 - m2 - m3);
 WG_INLINE void at_1d(int m, const float *restrict in, int64_t is, float *restrict out, int64_t os, int64_t n) {
-    if (m == 4)
-        for (int64_t c = 0; c < n; c++) {
-            float m0 = in[c], m1 = in[is + c], m2 = in[2 * is + c], m3 = in[3 * is + c], m4 = in[4 * is + c],
-                  m5 = in[5 * is + c];
-            float s12 = m1 + m2, d12 = m1 - m2, s34 = m3 + m4, d34 = m3 - m4;
-            out[c] = m0 + s12 + s34;
-            out[os + c] = d12 + 2 * d34;
-            out[2 * os + c] = s12 + 4 * s34;
-            out[3 * os + c] = d12 + 8 * d34 + m5;
-        }
-    else
-        for (int64_t c = 0; c < n; c++) {
-            float m0 = in[c], m1 = in[is + c], m2 = in[2 * is + c], m3 = in[3 * is + c];
-            out[c] = m0 + m1 + m2;
-            out[os + c] = m1 - m2 - m3;
-        }
+    if (m == 4) CHANNELS(AT4);
+    else CHANNELS(AT2);
 }
 
 /* A z (the transpose of A^T): m inputs to T outputs */
+#define A4(L, S)                                                                                               \
+    ty y0 = L(in + c), y1 = L(in + is + c), y2 = L(in + 2 * is + c), y3 = L(in + 3 * is + c);                  \
+    ty e = y0 + y2, o = y1 + y3;                                                                               \
+    S(out + c, y0);                                                                                            \
+    S(out + os + c, e + o);                                                                                    \
+    S(out + 2 * os + c, e - o);                                                                                \
+    S(out + 3 * os + c, y0 + 0.5f * y1 + 0.25f * y2 + 0.125f * y3);                                            \
+    S(out + 4 * os + c, y0 - 2.0f * y1 + 4.0f * y2 - 8.0f * y3);                                               \
+    S(out + 5 * os + c, y3);
+#define A2(L, S)                                                                                               \
+    ty y0 = L(in + c), y1 = L(in + is + c);                                                                    \
+    S(out + c, y0);                                                                                            \
+    S(out + os + c, y0 + y1);                                                                                  \
+    S(out + 2 * os + c, y0 - y1);                                                                              \
+    S(out + 3 * os + c, -y1);
 WG_INLINE void a_1d(int m, const float *restrict in, int64_t is, float *restrict out, int64_t os, int64_t n) {
-    if (m == 4)
-        for (int64_t c = 0; c < n; c++) {
-            float y0 = in[c], y1 = in[is + c], y2 = in[2 * is + c], y3 = in[3 * is + c];
-            float e = y0 + y2, o = y1 + y3, e4 = y0 + 4 * y2, o8 = 2 * y1 + 8 * y3;
-            out[c] = y0;
-            out[os + c] = e + o;
-            out[2 * os + c] = e - o;
-            out[3 * os + c] = e4 + o8;
-            out[4 * os + c] = e4 - o8;
-            out[5 * os + c] = y3;
-        }
-    else
-        for (int64_t c = 0; c < n; c++) {
-            float y0 = in[c], y1 = in[is + c];
-            out[c] = y0;
-            out[os + c] = y0 + y1;
-            out[2 * os + c] = y0 - y1;
-            out[3 * os + c] = -y1;
-        }
+    if (m == 4) CHANNELS(A4);
+    else CHANNELS(A2);
 }
 
 /* G g: 3 taps to T outputs */
+#define G4(L, S)                                                                                               \
+    ty g0 = L(in + c), g1 = L(in + is + c), g2 = L(in + 2 * is + c);                                           \
+    S(out + c, g0);                                                                                            \
+    S(out + os + c, (g0 + g1 + g2) / 3.0f);                                                                    \
+    S(out + 2 * os + c, (g1 - g0 - g2) / 3.0f);                                                                \
+    S(out + 3 * os + c, -(16.0f * g0 + 8.0f * g1 + 4.0f * g2) / 15.0f);                                        \
+    S(out + 4 * os + c, (g0 - 2.0f * g1 + 4.0f * g2) / 15.0f);                                                 \
+    S(out + 5 * os + c, g2);
+#define G2(L, S)                                                                                               \
+    ty g0 = L(in + c), g1 = L(in + is + c), g2 = L(in + 2 * is + c);                                           \
+    S(out + c, g0);                                                                                            \
+    S(out + os + c, (g0 + g1 + g2) / 2.0f);                                                                    \
+    S(out + 2 * os + c, (g0 - g1 + g2) / 2.0f);                                                                \
+    S(out + 3 * os + c, g2);
 WG_INLINE void g_1d(int m, const float *restrict in, int64_t is, float *restrict out, int64_t os, int64_t n) {
-    if (m == 4)
-        for (int64_t c = 0; c < n; c++) {
-            float g0 = in[c], g1 = in[is + c], g2 = in[2 * is + c];
-            out[c] = g0 / 4;
-            out[os + c] = -(g0 + g1 + g2) / 6;
-            out[2 * os + c] = -(g0 - g1 + g2) / 6;
-            out[3 * os + c] = g0 / 24 + g1 / 12 + g2 / 6;
-            out[4 * os + c] = g0 / 24 - g1 / 12 + g2 / 6;
-            out[5 * os + c] = g2;
-        }
-    else
-        for (int64_t c = 0; c < n; c++) {
-            float g0 = in[c], g1 = in[is + c], g2 = in[2 * is + c];
-            out[c] = g0;
-            out[os + c] = (g0 + g1 + g2) / 2;
-            out[2 * os + c] = (g0 - g1 + g2) / 2;
-            out[3 * os + c] = g2;
-        }
+    if (m == 4) CHANNELS(G4);
+    else CHANNELS(G2);
 }
 
 /* G^T u: T inputs to 3 taps */
+#define GT4(L, S)                                                                                              \
+    ty u0 = L(in + c), u1 = L(in + is + c), u2 = L(in + 2 * is + c), u3 = L(in + 3 * is + c),                  \
+       u4 = L(in + 4 * is + c), u5 = L(in + 5 * is + c);                                                       \
+    S(out + c, u0 + (u1 - u2) / 3.0f + (u4 - 16.0f * u3) / 15.0f);                                             \
+    S(out + os + c, (u1 + u2) / 3.0f - (8.0f * u3 + 2.0f * u4) / 15.0f);                                       \
+    S(out + 2 * os + c, (u1 - u2) / 3.0f + (4.0f * u4 - 4.0f * u3) / 15.0f + u5);
+#define GT2(L, S)                                                                                              \
+    ty u0 = L(in + c), u1 = L(in + is + c), u2 = L(in + 2 * is + c), u3 = L(in + 3 * is + c);                  \
+    S(out + c, u0 + (u1 + u2) / 2.0f);                                                                         \
+    S(out + os + c, (u1 - u2) / 2.0f);                                                                         \
+    S(out + 2 * os + c, (u1 + u2) / 2.0f + u3);
 WG_INLINE void gt_1d(int m, const float *restrict in, int64_t is, float *restrict out, int64_t os, int64_t n) {
-    if (m == 4)
-        for (int64_t c = 0; c < n; c++) {
-            float u0 = in[c], u1 = in[is + c], u2 = in[2 * is + c], u3 = in[3 * is + c], u4 = in[4 * is + c],
-                  u5 = in[5 * is + c];
-            out[c] = u0 / 4 - (u1 + u2) / 6 + (u3 + u4) / 24;
-            out[os + c] = (u2 - u1) / 6 + (u3 - u4) / 12;
-            out[2 * os + c] = (u3 + u4 - u1 - u2) / 6 + u5;
-        }
-    else
-        for (int64_t c = 0; c < n; c++) {
-            float u0 = in[c], u1 = in[is + c], u2 = in[2 * is + c], u3 = in[3 * is + c];
-            out[c] = u0 + (u1 + u2) / 2;
-            out[os + c] = (u1 - u2) / 2;
-            out[2 * os + c] = (u1 + u2) / 2 + u3;
-        }
+    if (m == 4) CHANNELS(GT4);
+    else CHANNELS(GT2);
 }
 
 /* ---- geometry and scratch ---- */

@@ -146,6 +146,7 @@ static int test_winograd(int *count) {
                 if (e < 0 || e > 1) fprintf(stderr, "FAIL %s: not bit for bit or over the tolerance (%g)\n", c->name, e);
                 bad = e < 0 || e > 1;
                 if (i < nw && e > worst) worst = e;
+                if (getenv("WG_VERBOSE")) printf("  %-50s %.3f\n", c->name, e);
             }
             if (bad) fprintf(stderr, "  (MGC_KERNELS=%s)\n", modes[m]);
             failed += bad, ++*count;

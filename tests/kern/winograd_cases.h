@@ -6,8 +6,8 @@
  * batch > 1; each forced run twice, bit for bit; the worst error as a share
  * of the tolerance printed. Nodes it must not run (stride 2, a 5x5 or 3x2
  * filter, dilation, groups, two threads) are not its (applies 0) and still
- * give the reference under MGC_KERNELS=winograd. Included by test_kernels.c
- * after run_case. */
+ * give the reference under MGC_KERNELS=winograd. WG_VERBOSE=1 prints each
+ * case's error. Included by test_kernels.c after run_case. */
 #ifndef MGC_KERN_WINOGRAD_CASES_H
 #define MGC_KERN_WINOGRAD_CASES_H
 

@@ -51,7 +51,7 @@ int cpu_conv_winograd_applies(const rt_kernel_args *k) {
     ir_op op = k->node->op;
     if (op != OP_CONV2D && op != OP_CONV2D_EPILOGUE && op != OP_CONV2D_GRAD_INPUT && op != OP_CONV2D_GRAD_FILTER)
         return 0;
-    if (cpu_kernels_threads() != 1) return 0;
+    if (cpu_kernels_threads() != 1 || IN_NUMEL(k, 0) <= 0 || IN_NUMEL(k, 1) <= 0 || OUT_NUMEL(k) <= 0) return 0;
     const ir_shape *w = op == OP_CONV2D_GRAD_FILTER ? &k->node->shape : IN_SHAPE(k, 1);
     if (w->rank != 4 || w->dim[0] != 3 || w->dim[1] != 3) return 0;
     ir_conv g = ir_conv_of(k->node, w);

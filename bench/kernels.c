@@ -5,9 +5,12 @@
  * best of 5 rounds of about 0.1 s each, so a loaded machine still gives
  * comparable figures (the machine's memory bandwidth is still shared). */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "../tests/kern/harness.h"
+#include "../runtime/cpu/tune.h" /* cpu_tune_reset */
 
 typedef struct {
     const char *name;
@@ -105,7 +108,53 @@ done:
     return ms;
 }
 
-int main(void) {
+/* ---- issue 14 (ResNet-20 speed): `bench_kernels --resnet20` times ResNet-20's
+ * 3x3 stride-1 convolutions (batch 128) with each conv candidate forced
+ * (MGC_KERNELS): ms per call in thread CPU time, GFLOP/s of the direct count ---- */
+
+typedef struct {
+    const char *x, *w, *y; /* NHWC input, HWIO filter, output */
+    int64_t layers;        /* how many of the network's convolutions have this shape */
+} rshape;
+
+static int resnet20(void) {
+    static const rshape shapes[] = {{"128,28,28,1", "3,3,1,16", "128,28,28,16", 1},
+                                    {"128,28,28,16", "3,3,16,16", "128,28,28,16", 6},
+                                    {"128,14,14,32", "3,3,32,32", "128,14,14,32", 5},
+                                    {"128,7,7,64", "3,3,64,64", "128,7,7,64", 5}};
+    static const char *const cands[] = {"onednn", "onednn-hwio", "winograd"};
+    static const char *const opname[] = {"conv2d", "grad_input", "grad_filter"};
+    char err[256];
+    double total[3] = {0};
+    cpu_kernels_set_threads(1);
+    printf("%-34s %-12s %12s %12s %12s\n", "ResNet-20 conv (1 thread), shape", "op", cands[0], cands[1], cands[2]);
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int o = 0; o < 3; o++) {
+            const rshape *r = &shapes[s];
+            bcase c = {opname[o], o == 0 ? OP_CONV2D : o == 1 ? OP_CONV2D_GRAD_INPUT : OP_CONV2D_GRAD_FILTER, 2,
+                       {o == 1 ? r->y : r->x, o == 2 ? r->y : r->w}, .iattr = {1, 1, 1, 1, 1, 1},
+                       .given = o == 1 ? r->x : o == 2 ? r->w : NULL};
+            ir_shape y = kh_shape(r->y), w = kh_shape(r->w);
+            double mflop = 2e-6 * (double)ir_shape_numel(&y) * (double)(w.dim[0] * w.dim[1] * w.dim[2]);
+            printf("%-34s %-12s", r->x, opname[o]);
+            for (int k = 0; k < 3; k++) {
+                setenv("MGC_KERNELS", cands[k], 1);
+                cpu_tune_reset();
+                double ms = time_case(&c, err, sizeof err);
+                if (ms < 0) return fprintf(stderr, "%s: %s\n", r->x, err), 1;
+                printf(" %6.3f %5.1f", ms, mflop / ms);
+                total[k] += ms * (double)r->layers;
+            }
+            printf("\n");
+        }
+    printf("%-47s %12.2f %12.2f %12.2f  (ms per step, these layers)\n", "total", total[0], total[1], total[2]);
+    unsetenv("MGC_KERNELS");
+    cpu_tune_reset();
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "--resnet20")) return resnet20(); /* issue 14 (ResNet-20 speed) */
     char err[256];
     double total = 0, fused = 0; /* the step as written; with the epilogue pass (issue 14) */
     double flop_ms = 0, mflop = 0; /* the fused step's GEMMs and convolutions */

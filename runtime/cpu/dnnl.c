@@ -512,14 +512,17 @@ int cpu_dnnl_conv(const rt_kernel_args *k, int variant, char *err, size_t cap) {
     return 0;
 }
 
-/* issue 14 (speed): candidate 2, "direct", where it applies (conv_direct.c) */
+/* issue 14 (speed): candidate 2, "direct", where it applies (conv_direct.c);
+ * candidate 3, "winograd" (ResNet-20 speed), where it applies (conv_winograd.c) */
 static int conv_candidate(const rt_kernel_args *k, int c, char *err, size_t cap) {
-    return c == 2 ? cpu_conv_direct(k, err, cap) : cpu_dnnl_conv(k, c, err, cap);
+    return c == 3 ? cpu_conv_winograd(k, err, cap) : c == 2 ? cpu_conv_direct(k, err, cap) : cpu_dnnl_conv(k, c, err, cap);
 }
-static int conv_applies(const rt_kernel_args *k, int c) { return c < 2 || cpu_conv_direct_applies(k); }
+static int conv_applies(const rt_kernel_args *k, int c) {
+    return c < 2 || (c == 2 ? cpu_conv_direct_applies(k) : cpu_conv_winograd_applies(k));
+}
 
-static const char *const conv_names[] = {"onednn", "onednn-hwio", "direct"};
-static const cpu_tune_op conv_op = {conv_names, 3, conv_candidate, conv_applies};
+static const char *const conv_names[] = {"onednn", "onednn-hwio", "direct", "winograd"};
+static const cpu_tune_op conv_op = {conv_names, 4, conv_candidate, conv_applies};
 
 int cpu_k_conv2d(const rt_kernel_args *k, char *err, size_t cap) { return cpu_tune_run(k, &conv_op, err, cap); }
 int cpu_k_conv2d_grad_input(const rt_kernel_args *k, char *err, size_t cap) { return cpu_tune_run(k, &conv_op, err, cap); }

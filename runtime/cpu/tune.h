@@ -67,5 +67,11 @@ int cpu_dnnl_conv(const rt_kernel_args *k, int variant, char *err, size_t cap);
  * output channels a multiple of 8); _applies says whether k is such a node */
 int cpu_conv_direct_applies(const rt_kernel_args *k);
 int cpu_conv_direct(const rt_kernel_args *k, char *err, size_t cap);
+/* conv_winograd.c (issue 14, ResNet-20 speed): the "winograd" candidate of
+ * conv2d, conv2d_epilogue, conv2d_grad_input and conv2d_grad_filter with a
+ * 3x3 filter, stride 1, dilation 1, groups 1, on one thread; _applies says
+ * whether k is such a node */
+int cpu_conv_winograd_applies(const rt_kernel_args *k);
+int cpu_conv_winograd(const rt_kernel_args *k, char *err, size_t cap);
 
 #endif

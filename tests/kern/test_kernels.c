@@ -908,7 +908,7 @@ static int test_two_threads(int *count) {
  * kernel forced (MGC_KERNELS), on one and two threads, so whichever
  * the measurement picks is checked against the reference ---- */
 static int test_each_candidate(int *count) {
-    const char *names[] = {"openblas", "onednn", "onednn-hwio", "direct"};
+    const char *names[] = {"openblas", "onednn", "onednn-hwio", "direct", "winograd"};
     int failed = 0;
     for (int t = 1; t <= 2; t++)
         for (size_t m = 0; m < sizeof names / sizeof *names; m++) {
@@ -1022,6 +1022,7 @@ static int test_all_gather_block(void) {
 
 #include "pool_exact.h" /* issue 14 (speed): pool.c's max-pool gradient against epilogue.c's, bit for bit */
 #include "direct_cases.h" /* issue 14 (speed): the direct convolution candidate */
+#include "winograd_cases.h" /* issue 14 (ResNet-20 speed): the Winograd convolution candidate */
 
 int main(void) {
     int n = (int)(sizeof cases / sizeof *cases), failed = 0;
@@ -1040,6 +1041,7 @@ int main(void) {
     failed += test_concurrent();
     failed += test_pool_grad_exact(); /* issue 14 (speed) */
     failed += test_direct(&n); /* issue 14 (speed) */
+    failed += test_winograd(&n); /* issue 14 (ResNet-20 speed) */
     printf("%d kernel cases, %d failed\n", n + 7, failed);
     return failed != 0;
 }

@@ -190,8 +190,8 @@ static void test_override(void) {
     cpu_tune_reset();
     char got[512];
     capture_stderr(run_void, &mm, got, sizeof got);
-    EXPECT(!strcmp(got, "mgc: warning: MGC_KERNELS='cublas' is none of auto, openblas, onednn, onednn-hwio, direct; "
-                        "measuring\n"),
+    EXPECT(!strcmp(got, "mgc: warning: MGC_KERNELS='cublas' is none of auto, openblas, onednn, onednn-hwio, direct, "
+                        "winograd; measuring\n"),
            "bad MGC_KERNELS: '%s'", got);
     unsetenv("MGC_KERNELS");
     free(dnnl), free(blas);

@@ -1,0 +1,401 @@
+/* conv_winograd.c - the "winograd" candidate of conv2d, conv2d_epilogue,
+ * conv2d_grad_input and conv2d_grad_filter (issue 14, ResNet-20 speed; tune.c
+ * measures it beside oneDNN's two): Lavin and Gray's F(m x m, 3 x 3), m = 4
+ * (WG_M; m = 2 is compiled too and measured in docs/cpu-kernels.md), for 3x3
+ * filters of stride 1, dilation 1 and groups 1, any padding and image size
+ * (partial edge tiles read zeros and write only their valid outputs), on one
+ * thread per device (oneDNN 2.6 has Winograd on AVX-512 only). F(4, 3)'s
+ * interpolation points are 0, 1, -1, 1/2, -2 (and infinity), not Lavin's
+ * 0, +-1, +-2: its float error is about a third (Barabasz et al. 2018; the
+ * worst kern_kernels case went from 1.03 of the tolerance to 0.63).
+ *
+ * An output tile of m x m pixels reads a (m + 2) x (m + 2) input tile d; per
+ * channel Y = A^T [(G g G^T) (x) (B^T d B)] A. In NHWC the tile transforms
+ * run across the channels (vectorized, x86-64-v3 and plain x86-64 clones) and
+ * the element-wise products become, per transform position p ((m + 2)^2 of
+ * them), one GEMM through OpenBLAS: V_p [tiles x Cin] x U_p [Cin x Cout] over
+ * blocks of tiles that stay in cache, the filter transformed once per call.
+ * - conv2d_grad_input is the same convolution over dy with the filter rotated
+ *   by 180 degrees, its channels swapped, padding 2 - pad.
+ * - conv2d_grad_filter: dW = G^T [sum over tiles (B^T d B) (x) (A dY A^T)] G,
+ *   per position one GEMM V_p^T [Cin x tiles] x Z_p [tiles x Cout],
+ *   accumulated block after block (beta 1), then the inverse filter transform.
+ * - conv2d_epilogue: the convolution, then cpu_epilogue_rows over its output,
+ *   the unfused conv2d, add, add, activation bit for bit (as dnnl.c's HWIO
+ *   candidate does).
+ * Deterministic: one thread, a fixed order of sums (tiles in order, blocks in
+ * order; OpenBLAS on one thread). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("O3")
+#endif
+#include <cblas.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tune.h"
+
+/* compiled for x86-64-v3 (AVX2 with FMA) and plain x86-64, chosen at load time */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define WG_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define WG_CLONES
+#endif
+
+#define WG_INLINE static inline __attribute__((always_inline))
+
+enum { WG_M = 4 };                 /* the output tile's side in use: F(4x4, 3x3) */
+enum { BLOCK_BYTES = 1 << 20 };    /* transformed tiles of a block, in and out: about 1 MiB */
+
+int cpu_conv_winograd_applies(const rt_kernel_args *k) {
+    ir_op op = k->node->op;
+    if (op != OP_CONV2D && op != OP_CONV2D_EPILOGUE && op != OP_CONV2D_GRAD_INPUT && op != OP_CONV2D_GRAD_FILTER)
+        return 0;
+    if (cpu_kernels_threads() != 1 || IN_NUMEL(k, 0) <= 0 || IN_NUMEL(k, 1) <= 0 || OUT_NUMEL(k) <= 0) return 0;
+    const ir_shape *w = op == OP_CONV2D_GRAD_FILTER ? &k->node->shape : IN_SHAPE(k, 1);
+    if (w->rank != 4 || w->dim[0] != 3 || w->dim[1] != 3) return 0;
+    ir_conv g = ir_conv_of(k->node, w);
+    return g.groups == 1 && g.stride[0] == 1 && g.stride[1] == 1 && g.dilation[0] == 1 && g.dilation[1] == 1;
+}
+
+/* ---- the 1-D transforms, each over n channels: in[k * is + c] -> out[i * os + c],
+ * 8 channels a vector, then one at a time (the same formula: BODY(LOAD, STORE)
+ * with `ty` the vector or float type) ---- */
+
+typedef float v8 __attribute__((vector_size(32)));
+
+/* 8 floats at p (any alignment) as a vector and back: macros, not functions,
+ * since a vector argument changes the ABI between the clones */
+#define LD8(p) ({ v8 v_; memcpy(&v_, (p), sizeof v_); v_; })
+#define ST8(p, v) do { v8 t_ = (v); memcpy((p), &t_, sizeof t_); } while (0)
+#define LD1(p) (*(p))
+#define ST1(p, v) (*(p) = (v))
+#define CHANNELS(BODY)                                                                                         \
+    do {                                                                                                       \
+        int64_t c = 0;                                                                                         \
+        for (; c + 8 <= n; c += 8) {                                                                           \
+            typedef v8 ty;                                                                                     \
+            BODY(LD8, ST8)                                                                                     \
+        }                                                                                                      \
+        for (; c < n; c++) {                                                                                   \
+            typedef float ty;                                                                                  \
+            BODY(LD1, ST1)                                                                                     \
+        }                                                                                                      \
+    } while (0)
+
+/* B^T d: T = m + 2 inputs to T outputs */
+#define BT4(L, S)                                                                                              \
+    ty d0 = L(in + c), d1 = L(in + is + c), d2 = L(in + 2 * is + c), d3 = L(in + 3 * is + c),                  \
+       d4 = L(in + 4 * is + c), d5 = L(in + 5 * is + c);                                                       \
+    S(out + c, d0 - 1.5f * d1 - 2.0f * d2 + 1.5f * d3 + d4);                                                   \
+    S(out + os + c, -d1 + 0.5f * d2 + 2.5f * d3 + d4);                                                         \
+    S(out + 2 * os + c, d1 - 2.5f * d2 + 0.5f * d3 + d4);                                                      \
+    S(out + 3 * os + c, 2.0f * (d3 - d1) - d2 + d4);                                                           \
+    S(out + 4 * os + c, 0.5f * (d1 - d3) - d2 + d4);                                                           \
+    S(out + 5 * os + c, d1 - 1.5f * d2 - 2.0f * d3 + 1.5f * d4 + d5);
+#define BT2(L, S)                                                                                              \
+    ty d0 = L(in + c), d1 = L(in + is + c), d2 = L(in + 2 * is + c), d3 = L(in + 3 * is + c);                  \
+    S(out + c, d0 - d2);                                                                                       \
+    S(out + os + c, d1 + d2);                                                                                  \
+    S(out + 2 * os + c, d2 - d1);                                                                              \
+    S(out + 3 * os + c, d1 - d3);
+WG_INLINE void bt_1d(int m, const float *restrict in, int64_t is, float *restrict out, int64_t os, int64_t n) {
+    if (m == 4) CHANNELS(BT4);
+    else CHANNELS(BT2);
+}
+
+/* A^T y: T inputs to m outputs */
+#define AT4(L, S)                                                                                              \
+    ty m0 = L(in + c), m1 = L(in + is + c), m2 = L(in + 2 * is + c), m3 = L(in + 3 * is + c),                  \
+       m4 = L(in + 4 * is + c), m5 = L(in + 5 * is + c);                                                       \
+    ty s12 = m1 + m2, d12 = m1 - m2;                                                                           \
+    S(out + c, m0 + s12 + m3 + m4);                                                                            \
+    S(out + os + c, d12 + 0.5f * m3 - 2.0f * m4);                                                              \
+    S(out + 2 * os + c, s12 + 0.25f * m3 + 4.0f * m4);                                                         \
+    S(out + 3 * os + c, d12 + 0.125f * m3 - 8.0f * m4 + m5);
+#define AT2(L, S)                                                                                              \
+    ty m0 = L(in + c), m1 = L(in + is + c), m2 = L(in + 2 * is + c), m3 = L(in + 3 * is + c);                  \
+    S(out + c, m0 + m1 + m2);                                                                                  \
+    S(out + os + c, m1 - m2 - m3);
+WG_INLINE void at_1d(int m, const float *restrict in, int64_t is, float *restrict out, int64_t os, int64_t n) {
+    if (m == 4) CHANNELS(AT4);
+    else CHANNELS(AT2);
+}
+
+/* A z (the transpose of A^T): m inputs to T outputs */
+#define A4(L, S)                                                                                               \
+    ty y0 = L(in + c), y1 = L(in + is + c), y2 = L(in + 2 * is + c), y3 = L(in + 3 * is + c);                  \
+    ty e = y0 + y2, o = y1 + y3;                                                                               \
+    S(out + c, y0);                                                                                            \
+    S(out + os + c, e + o);                                                                                    \
+    S(out + 2 * os + c, e - o);                                                                                \
+    S(out + 3 * os + c, y0 + 0.5f * y1 + 0.25f * y2 + 0.125f * y3);                                            \
+    S(out + 4 * os + c, y0 - 2.0f * y1 + 4.0f * y2 - 8.0f * y3);                                               \
+    S(out + 5 * os + c, y3);
+#define A2(L, S)                                                                                               \
+    ty y0 = L(in + c), y1 = L(in + is + c);                                                                    \
+    S(out + c, y0);                                                                                            \
+    S(out + os + c, y0 + y1);                                                                                  \
+    S(out + 2 * os + c, y0 - y1);                                                                              \
+    S(out + 3 * os + c, -y1);
+WG_INLINE void a_1d(int m, const float *restrict in, int64_t is, float *restrict out, int64_t os, int64_t n) {
+    if (m == 4) CHANNELS(A4);
+    else CHANNELS(A2);
+}
+
+/* G g: 3 taps to T outputs */
+#define G4(L, S)                                                                                               \
+    ty g0 = L(in + c), g1 = L(in + is + c), g2 = L(in + 2 * is + c);                                           \
+    S(out + c, g0);                                                                                            \
+    S(out + os + c, (g0 + g1 + g2) / 3.0f);                                                                    \
+    S(out + 2 * os + c, (g1 - g0 - g2) / 3.0f);                                                                \
+    S(out + 3 * os + c, -(16.0f * g0 + 8.0f * g1 + 4.0f * g2) / 15.0f);                                        \
+    S(out + 4 * os + c, (g0 - 2.0f * g1 + 4.0f * g2) / 15.0f);                                                 \
+    S(out + 5 * os + c, g2);
+#define G2(L, S)                                                                                               \
+    ty g0 = L(in + c), g1 = L(in + is + c), g2 = L(in + 2 * is + c);                                           \
+    S(out + c, g0);                                                                                            \
+    S(out + os + c, (g0 + g1 + g2) / 2.0f);                                                                    \
+    S(out + 2 * os + c, (g0 - g1 + g2) / 2.0f);                                                                \
+    S(out + 3 * os + c, g2);
+WG_INLINE void g_1d(int m, const float *restrict in, int64_t is, float *restrict out, int64_t os, int64_t n) {
+    if (m == 4) CHANNELS(G4);
+    else CHANNELS(G2);
+}
+
+/* G^T u: T inputs to 3 taps */
+#define GT4(L, S)                                                                                              \
+    ty u0 = L(in + c), u1 = L(in + is + c), u2 = L(in + 2 * is + c), u3 = L(in + 3 * is + c),                  \
+       u4 = L(in + 4 * is + c), u5 = L(in + 5 * is + c);                                                       \
+    S(out + c, u0 + (u1 - u2) / 3.0f + (u4 - 16.0f * u3) / 15.0f);                                             \
+    S(out + os + c, (u1 + u2) / 3.0f - (8.0f * u3 + 2.0f * u4) / 15.0f);                                       \
+    S(out + 2 * os + c, (u1 - u2) / 3.0f + (4.0f * u4 - 4.0f * u3) / 15.0f + u5);
+#define GT2(L, S)                                                                                              \
+    ty u0 = L(in + c), u1 = L(in + is + c), u2 = L(in + 2 * is + c), u3 = L(in + 3 * is + c);                  \
+    S(out + c, u0 + (u1 + u2) / 2.0f);                                                                         \
+    S(out + os + c, (u1 - u2) / 2.0f);                                                                         \
+    S(out + 2 * os + c, (u1 + u2) / 2.0f + u3);
+WG_INLINE void gt_1d(int m, const float *restrict in, int64_t is, float *restrict out, int64_t os, int64_t n) {
+    if (m == 4) CHANNELS(GT4);
+    else CHANNELS(GT2);
+}
+
+/* ---- geometry and scratch ---- */
+
+/* a stride-1 3x3 convolution in [N, IH, IW, C] -> out [N, OH, OW, O] with
+ * top and left padding pt, pl: out[oh, ow] reads in[oh - pt + r, ow - pl + s] */
+typedef struct {
+    int64_t N, IH, IW, C, OH, OW, O, pt, pl;
+    int64_t th, tw, tiles, tb; /* tiles down and across an image, in all, per block */
+} wgeom;
+
+static wgeom geom_of(int m, int64_t N, int64_t IH, int64_t IW, int64_t C, int64_t OH, int64_t OW, int64_t O,
+                     int64_t pt, int64_t pl) {
+    wgeom g = {N, IH, IW, C, OH, OW, O, pt, pl, (OH + m - 1) / m, (OW + m - 1) / m, 0, 0};
+    g.tiles = N * g.th * g.tw;
+    int64_t t = m + 2, tb = BLOCK_BYTES / ((int64_t)sizeof(float) * t * t * (C + O));
+    g.tb = tb < 16 ? 16 : tb;
+    if (g.tb > g.tiles) g.tb = g.tiles;
+    return g;
+}
+
+/* the calling thread's scratch, grown as needed, freed when the thread ends */
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+typedef struct {
+    float *p;
+    size_t n;
+} scratch;
+
+static void scratch_free(void *s) {
+    free(((scratch *)s)->p);
+    free(s);
+}
+static void scratch_init(void) { pthread_key_create(&scratch_key, scratch_free); }
+
+static float *scratch_get(size_t n) {
+    pthread_once(&scratch_once, scratch_init);
+    scratch *s = pthread_getspecific(scratch_key);
+    if (!s && (s = calloc(1, sizeof *s)) && pthread_setspecific(scratch_key, s)) free(s), s = NULL;
+    if (!s) return NULL;
+    if (s->n < n) {
+        free(s->p);
+        s->p = malloc(n * sizeof(float)), s->n = s->p ? n : 0;
+    }
+    return s->p;
+}
+
+/* where tile t starts: image *b, output row *i0 and column *j0 */
+WG_INLINE void tile_at(int m, const wgeom *g, int64_t t, int64_t *b, int64_t *i0, int64_t *j0) {
+    int64_t per = g->th * g->tw, r = t % per;
+    *b = t / per, *i0 = r / g->tw * m, *j0 = r % g->tw * m;
+}
+
+/* B^T d B of tile t of `in` into v[p * vs + c], p = i * T + j; pad and tmp: T * T * C floats */
+WG_INLINE void input_tile(int m, const wgeom *g, const float *in, int64_t t, float *pad, float *tmp, float *v,
+                          int64_t vs) {
+    const int64_t T = m + 2, C = g->C;
+    int64_t b, i0, j0;
+    tile_at(m, g, t, &b, &i0, &j0);
+    int64_t ih0 = i0 - g->pt, iw0 = j0 - g->pl, rs, cs = C;
+    const float *src;
+    if (ih0 >= 0 && iw0 >= 0 && ih0 + T <= g->IH && iw0 + T <= g->IW) { /* inside: read the image in place */
+        src = in + ((b * g->IH + ih0) * g->IW + iw0) * C, rs = g->IW * C;
+    } else { /* an edge: zeros outside the image */
+        for (int64_t a = 0; a < T; a++)
+            for (int64_t e = 0; e < T; e++) {
+                int64_t ih = ih0 + a, iw = iw0 + e;
+                float *dst = pad + (a * T + e) * C;
+                if (ih < 0 || iw < 0 || ih >= g->IH || iw >= g->IW) memset(dst, 0, (size_t)C * sizeof *dst);
+                else memcpy(dst, in + ((b * g->IH + ih) * g->IW + iw) * C, (size_t)C * sizeof *dst);
+            }
+        src = pad, rs = T * C;
+    }
+    for (int64_t e = 0; e < T; e++) bt_1d(m, src + e * cs, rs, tmp + e * C, T * C, C); /* tmp[i][e] */
+    for (int64_t i = 0; i < T; i++) bt_1d(m, tmp + i * T * C, C, v + i * T * vs, vs, C);
+}
+
+/* A^T M A of tile t (mt[p * ms + o]) into out's valid pixels; tmp, y: T * T * O floats */
+WG_INLINE void output_tile(int m, const wgeom *g, const float *mt, int64_t ms, int64_t t, float *tmp, float *y,
+                           float *out) {
+    const int64_t T = m + 2, O = g->O;
+    int64_t b, i0, j0;
+    tile_at(m, g, t, &b, &i0, &j0);
+    for (int64_t j = 0; j < T; j++) at_1d(m, mt + j * ms, T * ms, tmp + j * O, T * O, O); /* tmp[a][j] */
+    int whole = i0 + m <= g->OH && j0 + m <= g->OW;
+    for (int64_t a = 0; a < m; a++) {
+        float *dst = whole ? out + ((b * g->OH + i0 + a) * g->OW + j0) * O : y + a * m * O;
+        at_1d(m, tmp + a * T * O, O, dst, O, O);
+    }
+    if (whole) return;
+    for (int64_t a = 0; a < m && i0 + a < g->OH; a++) {
+        int64_t w = g->OW - j0 < m ? g->OW - j0 : m;
+        memcpy(out + ((b * g->OH + i0 + a) * g->OW + j0) * O, y + a * m * O, (size_t)(w * O) * sizeof *out);
+    }
+}
+
+/* A dY A^T of tile t of dy ([N, OH, OW, O], zeros past its edge) into z[p * zs + o]; pad: m * m * O, tmp: T * m * O */
+WG_INLINE void grad_tile(int m, const wgeom *g, const float *dy, int64_t t, float *pad, float *tmp, float *z,
+                         int64_t zs) {
+    const int64_t T = m + 2, O = g->O;
+    int64_t b, i0, j0, rs;
+    tile_at(m, g, t, &b, &i0, &j0);
+    const float *src;
+    if (i0 + m <= g->OH && j0 + m <= g->OW) {
+        src = dy + ((b * g->OH + i0) * g->OW + j0) * O, rs = g->OW * O;
+    } else {
+        for (int64_t a = 0; a < m; a++)
+            for (int64_t e = 0; e < m; e++) {
+                float *dst = pad + (a * m + e) * O;
+                if (i0 + a >= g->OH || j0 + e >= g->OW) memset(dst, 0, (size_t)O * sizeof *dst);
+                else memcpy(dst, dy + ((b * g->OH + i0 + a) * g->OW + j0 + e) * O, (size_t)O * sizeof *dst);
+            }
+        src = pad, rs = m * O;
+    }
+    for (int64_t e = 0; e < m; e++) a_1d(m, src + e * O, rs, tmp + e * O, m * O, O); /* tmp[i][e] */
+    for (int64_t i = 0; i < T; i++) a_1d(m, tmp + i * m * O, O, z + i * T * zs, zs, O);
+}
+
+/* U[p][c][o] = G g G^T of the filter f [3][3][n = C * O]; tmp: T * 3 * n */
+WG_INLINE void filter_transform(int m, const float *f, int64_t n, float *tmp, float *u) {
+    const int64_t T = m + 2;
+    for (int64_t s = 0; s < 3; s++) g_1d(m, f + s * n, 3 * n, tmp + s * n, 3 * n, n); /* tmp[i][s] */
+    for (int64_t i = 0; i < T; i++) g_1d(m, tmp + i * 3 * n, n, u + i * T * n, n, n);
+}
+
+/* dW[r][s] = G^T dU G of du [T * T][n]; tmp: 3 * T * n */
+WG_INLINE void filter_inverse(int m, const float *du, int64_t n, float *tmp, float *dw) {
+    const int64_t T = m + 2;
+    for (int64_t j = 0; j < T; j++) gt_1d(m, du + j * n, T * n, tmp + j * n, T * n, n); /* tmp[r][j] */
+    for (int64_t r = 0; r < 3; r++) gt_1d(m, tmp + r * T * n, n, dw + r * 3 * n, n, n);
+}
+
+/* ---- the three passes ---- */
+
+/* out = in * f (the filter f [3][3][C][O]); s: the scratch (forward_floats) */
+WG_INLINE void forward(int m, const wgeom *g, const float *in, const float *f, float *out, float *s) {
+    const int64_t T = m + 2, P = T * T, C = g->C, O = g->O, n = C * O, W = C > O ? C : O, tb = g->tb;
+    float *u = s, *v = u + P * n, *mt = v + P * tb * C, *pad = mt + P * tb * O, *tmp = pad + P * W;
+    filter_transform(m, f, n, tmp, u);
+    for (int64_t t0 = 0; t0 < g->tiles; t0 += tb) {
+        int64_t nb = g->tiles - t0 < tb ? g->tiles - t0 : tb;
+        for (int64_t i = 0; i < nb; i++) input_tile(m, g, in, t0 + i, pad, tmp, v + i * C, tb * C);
+        for (int64_t p = 0; p < P; p++)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb, (int)O, (int)C, 1.0f, v + p * tb * C,
+                        (int)C, u + p * n, (int)O, 0.0f, mt + p * tb * O, (int)O);
+        for (int64_t i = 0; i < nb; i++) output_tile(m, g, mt + i * O, tb * O, t0 + i, tmp, pad, out);
+    }
+}
+
+static size_t forward_floats(int m, const wgeom *g) {
+    int64_t T = m + 2, P = T * T, n = g->C * g->O, W = g->C > g->O ? g->C : g->O;
+    int64_t tmp = P * W > 3 * T * n ? P * W : 3 * T * n;
+    return (size_t)(P * n + P * g->tb * (g->C + g->O) + P * W + tmp);
+}
+
+/* dw [3][3][C][O] = the filter gradient of x (g's input) and dy (its output) */
+WG_INLINE void grad_filter(int m, const wgeom *g, const float *x, const float *dy, float *dw, float *s) {
+    const int64_t T = m + 2, P = T * T, C = g->C, O = g->O, n = C * O, W = C > O ? C : O, tb = g->tb;
+    float *du = s, *v = du + P * n, *z = v + P * tb * C, *pad = z + P * tb * O, *tmp = pad + P * W;
+    for (int64_t t0 = 0; t0 < g->tiles; t0 += tb) {
+        int64_t nb = g->tiles - t0 < tb ? g->tiles - t0 : tb;
+        for (int64_t i = 0; i < nb; i++) {
+            input_tile(m, g, x, t0 + i, pad, tmp, v + i * C, tb * C);
+            grad_tile(m, g, dy, t0 + i, pad, tmp, z + i * O, tb * O);
+        }
+        for (int64_t p = 0; p < P; p++)
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)C, (int)O, (int)nb, 1.0f, v + p * tb * C, (int)C,
+                        z + p * tb * O, (int)O, t0 ? 1.0f : 0.0f, du + p * n, (int)O);
+    }
+    if (!g->tiles) memset(du, 0, (size_t)(P * n) * sizeof *du);
+    filter_inverse(m, du, n, tmp, dw);
+}
+
+/* the clones: m = 4 and m = 2 (the latter for measuring, docs/cpu-kernels.md) */
+WG_CLONES static void forward_m(int m, const wgeom *g, const float *in, const float *f, float *out, float *s) {
+    if (m == 4) forward(4, g, in, f, out, s);
+    else forward(2, g, in, f, out, s);
+}
+WG_CLONES static void grad_filter_m(int m, const wgeom *g, const float *x, const float *dy, float *dw, float *s) {
+    if (m == 4) grad_filter(4, g, x, dy, dw, s);
+    else grad_filter(2, g, x, dy, dw, s);
+}
+
+/* ---- the candidate ---- */
+
+int cpu_conv_winograd(const rt_kernel_args *k, char *err, size_t cap) {
+    if (!cpu_conv_winograd_applies(k)) return cpu_kerr(k, err, cap, "the Winograd convolution does not apply to it");
+    const ir_node *nd = k->node;
+    const int m = WG_M;
+    ir_op op = nd->op;
+    const ir_shape *x, *w, *y; /* the forward convolution's shapes */
+    if (op == OP_CONV2D_GRAD_INPUT) x = &nd->shape, w = IN_SHAPE(k, 1), y = IN_SHAPE(k, 0);
+    else if (op == OP_CONV2D_GRAD_FILTER) x = IN_SHAPE(k, 0), w = &nd->shape, y = IN_SHAPE(k, 1);
+    else x = IN_SHAPE(k, 0), w = IN_SHAPE(k, 1), y = &nd->shape;
+    ir_conv cv = ir_conv_of(nd, w);
+    int64_t N = x->dim[0], H = x->dim[1], Wd = x->dim[2], C = x->dim[3], OH = y->dim[1], OW = y->dim[2], O = y->dim[3];
+    if (op == OP_CONV2D_GRAD_INPUT) { /* a convolution of dy with the rotated filter, channels swapped */
+        wgeom g = geom_of(m, N, OH, OW, O, H, Wd, C, 2 - cv.pad[0], 2 - cv.pad[1]);
+        size_t n = (size_t)(C * O);
+        float *s = scratch_get(forward_floats(m, &g) + 9 * n);
+        if (!s) return cpu_kerr(k, err, cap, "out of memory");
+        float *rot = s + forward_floats(m, &g); /* rot[r][s][o][c] = w[2 - r][2 - s][c][o] */
+        const float *wf = IN_F32(k, 1);
+        for (int64_t r = 0; r < 9; r++)
+            for (int64_t c = 0; c < C; c++)
+                for (int64_t o = 0; o < O; o++) rot[(r * O + o) * C + c] = wf[((8 - r) * C + c) * O + o];
+        forward_m(m, &g, IN_F32(k, 0), rot, k->out, s);
+        return 0;
+    }
+    wgeom g = geom_of(m, N, H, Wd, C, OH, OW, O, cv.pad[0], cv.pad[1]);
+    float *s = scratch_get(forward_floats(m, &g));
+    if (!s) return cpu_kerr(k, err, cap, "out of memory");
+    if (op == OP_CONV2D_GRAD_FILTER) {
+        grad_filter_m(m, &g, IN_F32(k, 0), IN_F32(k, 1), k->out, s);
+        return 0;
+    }
+    forward_m(m, &g, IN_F32(k, 0), IN_F32(k, 1), k->out, s);
+    if (op == OP_CONV2D_EPILOGUE)
+        cpu_epilogue_rows(k->out, IN_F32(k, 2), nd->n_in == 4 ? IN_F32(k, 3) : NULL, OUT_NUMEL(k) / O, O, nd->iattr[9]);
+    return 0;
+}

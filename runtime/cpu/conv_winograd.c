@@ -1,7 +1,7 @@
 /* conv_winograd.c - the "winograd" candidate of conv2d, conv2d_epilogue,
  * conv2d_grad_input and conv2d_grad_filter (issue 14, ResNet-20 speed; tune.c
  * measures it beside oneDNN's two): Lavin and Gray's F(m x m, 3 x 3), m = 4
- * (WG_M; m = 2 is compiled too and measured in docs/cpu-kernels.md), for 3x3
+ * (WG_M; m = 2 measured slower everywhere: docs/cpu-kernels.md), for 3x3
  * filters of stride 1, dilation 1 and groups 1, any padding and image size
  * (partial edge tiles read zeros and write only their valid outputs), on one
  * thread per device (oneDNN 2.6 has Winograd on AVX-512 only). F(4, 3)'s
@@ -45,6 +45,7 @@
 #define WG_INLINE static inline __attribute__((always_inline))
 
 enum { WG_M = 4 };                 /* the output tile's side in use: F(4x4, 3x3) */
+_Static_assert(WG_M == 4, "the transforms below are F(4x4, 3x3)'s");
 enum { BLOCK_BYTES = 1 << 20 };    /* transformed tiles of a block, in and out: about 1 MiB */
 
 int cpu_conv_winograd_applies(const rt_kernel_args *k) {
@@ -93,15 +94,9 @@ typedef float v8 __attribute__((vector_size(32)));
     S(out + 3 * os + c, 2.0f * (d3 - d1) - d2 + d4);                                                           \
     S(out + 4 * os + c, 0.5f * (d1 - d3) - d2 + d4);                                                           \
     S(out + 5 * os + c, d1 - 1.5f * d2 - 2.0f * d3 + 1.5f * d4 + d5);
-#define BT2(L, S)                                                                                              \
-    ty d0 = L(in + c), d1 = L(in + is + c), d2 = L(in + 2 * is + c), d3 = L(in + 3 * is + c);                  \
-    S(out + c, d0 - d2);                                                                                       \
-    S(out + os + c, d1 + d2);                                                                                  \
-    S(out + 2 * os + c, d2 - d1);                                                                              \
-    S(out + 3 * os + c, d1 - d3);
 WG_INLINE void bt_1d(int m, const float *restrict in, int64_t is, float *restrict out, int64_t os, int64_t n) {
-    if (m == 4) CHANNELS(BT4);
-    else CHANNELS(BT2);
+    (void)m;
+    CHANNELS(BT4);
 }
 
 /* A^T y: T inputs to m outputs */
@@ -113,13 +108,9 @@ WG_INLINE void bt_1d(int m, const float *restrict in, int64_t is, float *restric
     S(out + os + c, d12 + 0.5f * m3 - 2.0f * m4);                                                              \
     S(out + 2 * os + c, s12 + 0.25f * m3 + 4.0f * m4);                                                         \
     S(out + 3 * os + c, d12 + 0.125f * m3 - 8.0f * m4 + m5);
-#define AT2(L, S)                                                                                              \
-    ty m0 = L(in + c), m1 = L(in + is + c), m2 = L(in + 2 * is + c), m3 = L(in + 3 * is + c);                  \
-    S(out + c, m0 + m1 + m2);                                                                                  \
-    S(out + os + c, m1 - m2 - m3);
 WG_INLINE void at_1d(int m, const float *restrict in, int64_t is, float *restrict out, int64_t os, int64_t n) {
-    if (m == 4) CHANNELS(AT4);
-    else CHANNELS(AT2);
+    (void)m;
+    CHANNELS(AT4);
 }
 
 /* A z (the transpose of A^T): m inputs to T outputs */
@@ -132,15 +123,9 @@ WG_INLINE void at_1d(int m, const float *restrict in, int64_t is, float *restric
     S(out + 3 * os + c, y0 + 0.5f * y1 + 0.25f * y2 + 0.125f * y3);                                            \
     S(out + 4 * os + c, y0 - 2.0f * y1 + 4.0f * y2 - 8.0f * y3);                                               \
     S(out + 5 * os + c, y3);
-#define A2(L, S)                                                                                               \
-    ty y0 = L(in + c), y1 = L(in + is + c);                                                                    \
-    S(out + c, y0);                                                                                            \
-    S(out + os + c, y0 + y1);                                                                                  \
-    S(out + 2 * os + c, y0 - y1);                                                                              \
-    S(out + 3 * os + c, -y1);
 WG_INLINE void a_1d(int m, const float *restrict in, int64_t is, float *restrict out, int64_t os, int64_t n) {
-    if (m == 4) CHANNELS(A4);
-    else CHANNELS(A2);
+    (void)m;
+    CHANNELS(A4);
 }
 
 /* G g: 3 taps to T outputs */
@@ -152,15 +137,9 @@ WG_INLINE void a_1d(int m, const float *restrict in, int64_t is, float *restrict
     S(out + 3 * os + c, -(16.0f * g0 + 8.0f * g1 + 4.0f * g2) / 15.0f);                                        \
     S(out + 4 * os + c, (g0 - 2.0f * g1 + 4.0f * g2) / 15.0f);                                                 \
     S(out + 5 * os + c, g2);
-#define G2(L, S)                                                                                               \
-    ty g0 = L(in + c), g1 = L(in + is + c), g2 = L(in + 2 * is + c);                                           \
-    S(out + c, g0);                                                                                            \
-    S(out + os + c, (g0 + g1 + g2) / 2.0f);                                                                    \
-    S(out + 2 * os + c, (g0 - g1 + g2) / 2.0f);                                                                \
-    S(out + 3 * os + c, g2);
 WG_INLINE void g_1d(int m, const float *restrict in, int64_t is, float *restrict out, int64_t os, int64_t n) {
-    if (m == 4) CHANNELS(G4);
-    else CHANNELS(G2);
+    (void)m;
+    CHANNELS(G4);
 }
 
 /* G^T u: T inputs to 3 taps */
@@ -170,14 +149,9 @@ WG_INLINE void g_1d(int m, const float *restrict in, int64_t is, float *restrict
     S(out + c, u0 + (u1 - u2) / 3.0f + (u4 - 16.0f * u3) / 15.0f);                                             \
     S(out + os + c, (u1 + u2) / 3.0f - (8.0f * u3 + 2.0f * u4) / 15.0f);                                       \
     S(out + 2 * os + c, (u1 - u2) / 3.0f + (4.0f * u4 - 4.0f * u3) / 15.0f + u5);
-#define GT2(L, S)                                                                                              \
-    ty u0 = L(in + c), u1 = L(in + is + c), u2 = L(in + 2 * is + c), u3 = L(in + 3 * is + c);                  \
-    S(out + c, u0 + (u1 + u2) / 2.0f);                                                                         \
-    S(out + os + c, (u1 - u2) / 2.0f);                                                                         \
-    S(out + 2 * os + c, (u1 + u2) / 2.0f + u3);
 WG_INLINE void gt_1d(int m, const float *restrict in, int64_t is, float *restrict out, int64_t os, int64_t n) {
-    if (m == 4) CHANNELS(GT4);
-    else CHANNELS(GT2);
+    (void)m;
+    CHANNELS(GT4);
 }
 
 /* ---- geometry and scratch ---- */
@@ -351,14 +325,12 @@ WG_INLINE void grad_filter(int m, const wgeom *g, const float *x, const float *d
     filter_inverse(m, du, n, tmp, dw);
 }
 
-/* the clones: m = 4 and m = 2 (the latter for measuring, docs/cpu-kernels.md) */
+/* the clones (m = 4) */
 WG_CLONES static void forward_m(int m, const wgeom *g, const float *in, const float *f, float *out, float *s) {
-    if (m == 4) forward(4, g, in, f, out, s);
-    else forward(2, g, in, f, out, s);
+    forward(m, g, in, f, out, s);
 }
 WG_CLONES static void grad_filter_m(int m, const wgeom *g, const float *x, const float *dy, float *dw, float *s) {
-    if (m == 4) grad_filter(4, g, x, dy, dw, s);
-    else grad_filter(2, g, x, dy, dw, s);
+    grad_filter(m, g, x, dy, dw, s);
 }
 
 /* ---- the candidate ---- */

@@ -66,5 +66,5 @@ print(f"mgc 2 devices / ceiling: {m2s / both:.0%}; 2x DDP would be {2 * t2s / bo
 rate = m1s / 128 * gflop  # sequences/s x GFLOP a sequence
 print(f"mgc step flop rate (1 core): {rate:.1f} GFLOP/s ({1000 * gflop:.1f} MFLOP a sequence of 128); "
       f"sgemm {sgemm:.1f} GFLOP/s: {rate / sgemm:.0%}; 2x pytorch would need {2 * t1s / 128 * gflop:.1f} GFLOP/s "
-      f"({2 * t1s / 128 * gflop / sgemm:.0%} of sgemm, with every non-GEMM op free)")
+      f"({2 * t1s / 128 * gflop / sgemm:.0%} of sgemm for the whole step)")
 PY

@@ -155,6 +155,23 @@ static void test_dropout_mask(void) {
             }
         }
     CHECK(bad == 0, "dropout: %d of 320000 masks differ from the three-hash formula", bad);
+    /* issue 14: the integer threshold keeps what u >= rate keeps, at every rate */
+    const float rates[] = {0.0f, -0.5f, 1e-30f, 1e-9f, 5.9604645e-08f, 6e-8f, 0.1f, 0.3f, 0.5f, 0.9999999f,
+                           1.0f, 1.5f, INFINITY, -INFINITY, NAN};
+    int nr = (int)(sizeof rates / sizeof *rates);
+    bad = 0;
+    uint64_t key = mg_dropout_key(42, 3);
+    for (int r = 0; r < nr; r++)
+        for (uint64_t i = 0; i < 20000; i++) {
+            float u = (float)(old_hash(key ^ i) >> 40) * (1.0f / 16777216.0f);
+            bad += (mg_dropout_bits(key, i) >= mg_dropout_threshold(rates[r])) != (u >= rates[r]);
+        }
+    /* the boundary itself: v / 2^24 == rate keeps, one below does not */
+    for (uint32_t v = 1; v < 16777216u; v = v * 3 + 1) {
+        float rate = (float)v * (1.0f / 16777216.0f);
+        bad += mg_dropout_threshold(rate) != v || mg_dropout_threshold(nextafterf(rate, 0.0f)) != v;
+    }
+    CHECK(bad == 0, "dropout: %d integer keep decisions differ from u >= rate", bad);
 }
 
 int main(void) {

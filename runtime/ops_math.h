@@ -122,9 +122,27 @@ MG_HD static inline float mg_erf_e(float x, float e) {
     big = mg_bits_float(mg_float_bits(big) ^ (mg_float_bits(x) & (int32_t)0x80000000)); /* erf(-x) = -erf(x) */
     return mg_select(ax < 0.921875f, small, big);
 }
+/* mg_expf for x in [-87, 0] or NaN, with the same bits there (issue 14: erf's
+ * e^(-b^2), b <= 3.92, and gelu_grad's): no clamps, and 2^n as one
+ * exponent-field factor (n >= -126, normal, so p 2^n is rounded once either
+ * way; tests/kern/test_vecmath.c compares the bits) */
+MG_HD static inline float mg_expf_neg(float x) {
+    float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    n = mg_select(n == n, n, 0.0f);
+    float r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * (r * r) + r + 1.0f;
+    return p * mg_bits_float(((int32_t)n + 127) << 23);
+}
 MG_HD static inline float mg_erf_v(float x) {
     float ax = mg_bits_float(mg_float_bits(x) & 0x7fffffff), b = mg_select(ax > 3.92f, 3.92f, ax); /* NaN stays */
-    return mg_erf_e(x, mg_expf(-b * b));
+    return mg_erf_e(x, mg_expf_neg(-b * b));
 }
 
 /* ---- activations and elementwise math of issue 12 (Keras formulas) ---- */
@@ -151,7 +169,8 @@ MG_HD static inline float mg_erf_grad(float x, float dy) { return dy * 1.1283791
 /* (issue 14, char_gpt speed: one exponential, e^(-u^2) with u = x / sqrt 2, serves
  * erf and the density e^(-x^2 / 2)) */
 MG_HD static inline float mg_gelu_grad(float x, float dy) {
-    float u = x * 0.70710678118654752440f, e = mg_expf(-u * u);
+    float u = x * 0.70710678118654752440f, a = -u * u; /* below -87 (|x| > 13.2) e is taken as 0 */
+    float e = mg_select(a < -87.0f, 0.0f, mg_expf_neg(mg_select(a < -87.0f, -87.0f, a)));
     float cdf = 0.5f * (1.0f + mg_erf_e(u, e));
     return dy * (cdf + x * 0.39894228040143267794f * e);
 }

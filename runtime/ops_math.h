@@ -140,6 +140,11 @@ MG_HD static inline float mg_expf_neg(float x) {
     p = p * (r * r) + r + 1.0f;
     return p * mg_bits_float(((int32_t)n + 127) << 23);
 }
+/* e^x for x <= 0 (or NaN): mg_expf's bits down to -87, 0 below (where mg_expf's
+ * results are denormals under 2^-126) */
+MG_HD static inline float mg_exp_le0(float x) {
+    return mg_select(x < -87.0f, 0.0f, mg_expf_neg(mg_select(x < -87.0f, -87.0f, x)));
+}
 MG_HD static inline float mg_erf_v(float x) {
     float ax = mg_bits_float(mg_float_bits(x) & 0x7fffffff), b = mg_select(ax > 3.92f, 3.92f, ax); /* NaN stays */
     return mg_erf_e(x, mg_expf_neg(-b * b));
@@ -169,8 +174,7 @@ MG_HD static inline float mg_erf_grad(float x, float dy) { return dy * 1.1283791
 /* (issue 14, char_gpt speed: one exponential, e^(-u^2) with u = x / sqrt 2, serves
  * erf and the density e^(-x^2 / 2)) */
 MG_HD static inline float mg_gelu_grad(float x, float dy) {
-    float u = x * 0.70710678118654752440f, a = -u * u; /* below -87 (|x| > 13.2) e is taken as 0 */
-    float e = mg_select(a < -87.0f, 0.0f, mg_expf_neg(mg_select(a < -87.0f, -87.0f, a)));
+    float u = x * 0.70710678118654752440f, e = mg_exp_le0(-u * u); /* 0 for |x| > 13.2 */
     float cdf = 0.5f * (1.0f + mg_erf_e(u, e));
     return dy * (cdf + x * 0.39894228040143267794f * e);
 }
@@ -180,7 +184,8 @@ MG_HD static inline float mg_leaky_relu_grad(float x, float dy, float alpha) { r
 
 /* ---- softmax and cross-entropy (stable: shift by the row max) ---- */
 /* exp(x - max) of one element of a row whose maximum is mx */
-MG_HD static inline float mg_exp_shifted(float x, float mx) { return mg_expf(x - mx); }
+/* (issue 14: x - mx <= 0, so mg_exp_le0, as fast as erf's exponential) */
+MG_HD static inline float mg_exp_shifted(float x, float mx) { return mg_exp_le0(x - mx); }
 /* log(sum(exp(x - mx))) + mx from the shifted sum */
 MG_HD static inline float mg_logsumexp(float mx, float sum_exp) { return mx + logf(sum_exp); }
 /* -log softmax[label] of a row: logsumexp - logit[label] */

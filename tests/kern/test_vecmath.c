@@ -185,6 +185,13 @@ static void test_expf_neg(int v) {
     }
     CHECK(bad == 0 && isnan(eval1(v, F_EXP_NEG, NAN)), "mg_expf_neg: %d values differ from mg_expf's (%s)", bad,
           vname[v]);
+    /* mg_exp_le0 (softmax's, gelu_grad's): the same down to -87, 0 below, NaN for NaN */
+    bad = 0;
+    for (uint32_t b = 0x80000000u; b <= 0xff800000u; b += 61) { /* -0 .. -inf */
+        float x = mg_bits_float((int32_t)b), e = mg_exp_le0(x);
+        bad += x >= -87.0f ? mg_float_bits(e) != mg_float_bits(mg_expf(x)) : e != 0.0f;
+    }
+    CHECK(bad == 0 && isnan(mg_exp_le0(NAN)) && mg_exp_le0(-INFINITY) == 0.0f, "mg_exp_le0: %d values wrong", bad);
 }
 
 int main(void) {

@@ -7,7 +7,11 @@
 # evaluated on the whole validation part; prints validation loss and tokens/s
 # side by side:
 #   - 1 core: mgc on cpu:0 (one thread) vs PyTorch on one thread, batch 16;
-#   - 2 cores: mgc on cpu:0,cpu:1 vs PyTorch DDP on 2 processes, 16 per replica.
+#   - 2 cores: mgc on cpu:0,cpu:1 vs PyTorch DDP on 2 processes, 16 per replica;
+# then (issue 14, item 6) the 2-core ceiling (two one-core mgc runs at once,
+# one per core, no communication) and the 1-core step's flop rate (mgc
+# inspect's matmul count, attention's batched matmuls included) beside
+# OpenBLAS's one-core sgemm rate measured in the same run.
 #   bench/char_gpt.sh [STEPS] [TEXT]     (default 300 steps, the fortunes corpus; needs build/mgc,
 #                                        or the binary named by $MGC)
 set -euo pipefail
@@ -16,6 +20,7 @@ steps=${1:-300}
 text=${2:-/usr/share/games/fortunes}
 mgc=${MGC:-build/mgc}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+. bench/lib.sh
 export OMP_NUM_THREADS=1
 
 # devices name -> "val_loss tokens/s" of mgc: STEPS steps, then the validation part (history's last line)
@@ -40,15 +45,26 @@ read -r m1_loss m1_tps < <(taskset -c 0 bash -c "mgc_run cpu:0 one")
 read -r t1_loss t1_tps < <(taskset -c 0 bash -c "$(declare -f torch_run); torch_run 1 1")
 read -r m2_loss m2_tps < <(mgc_run cpu:0,cpu:1 two)
 read -r t2_loss t2_tps < <(torch_run 1 2)
+taskset -c 0 bash -c "mgc_run cpu:0 ceil0" > "$tmp/ceil0" & taskset -c 1 bash -c "mgc_run cpu:0 ceil1" > "$tmp/ceil1"
+wait
+both=$(( $(cut -d' ' -f2 "$tmp/ceil0") + $(cut -d' ' -f2 "$tmp/ceil1") ))
+gflop=$(gflop_per_image examples/char_gpt.mg)
+sgemm=$(sgemm_gflops)
 
 printf "%-44s %16s %10s\n" "run (char_gpt, $steps steps, 875,520 params)" "validation loss" "tokens/s"
 printf "%-44s %16s %10s\n" "mgc, cpu:0, 1 core, batch 16" "$m1_loss" "$m1_tps"
 printf "%-44s %16s %10s\n" "pytorch $(/usr/bin/python3 -c 'import torch;print(torch.__version__)'), 1 thread, batch 16" "$t1_loss" "$t1_tps"
 printf "%-44s %16s %10s\n" "mgc, cpu:0,cpu:1, 2 cores, 16/replica" "$m2_loss" "$m2_tps"
 printf "%-44s %16s %10s\n" "pytorch DDP, 2 processes, 16/replica" "$t2_loss" "$t2_tps"
-/usr/bin/python3 - "$m1_loss" "$t1_loss" "$m2_loss" "$t2_loss" "$m1_tps" "$t1_tps" "$m2_tps" "$t2_tps" <<'PY'
+printf "%-44s %16s %10s\n" "2 x mgc cpu:0 at once, 1 core each" "" "$both"
+/usr/bin/python3 - "$m1_loss" "$t1_loss" "$m2_loss" "$t2_loss" "$m1_tps" "$t1_tps" "$m2_tps" "$t2_tps" "$both" "$gflop" "$sgemm" <<'PY'
 import sys
-m1, t1, m2, t2, m1s, t1s, m2s, t2s = map(float, sys.argv[1:])
+m1, t1, m2, t2, m1s, t1s, m2s, t2s, both, gflop, sgemm = map(float, sys.argv[1:])
 print(f"validation loss, mgc vs pytorch: 1 core {100 * (m1 - t1) / t1:+.2f}%, 2 cores {100 * (m2 - t2) / t2:+.2f}%   (target: within 2%)")
-print(f"tokens/s, mgc / pytorch: 1 core {m1s / t1s:.2f}x, 2 cores vs DDP {m2s / t2s:.2f}x")
+print(f"tokens/s, mgc / pytorch: 1 core {m1s / t1s:.2f}x, 2 cores vs DDP {m2s / t2s:.2f}x   (target >= 2x)")
+print(f"mgc 2 devices / ceiling: {m2s / both:.0%}; 2x DDP would be {2 * t2s / both:.0%} of the ceiling")
+rate = m1s / 128 * gflop  # sequences/s x GFLOP a sequence
+print(f"mgc step flop rate (1 core): {rate:.1f} GFLOP/s ({1000 * gflop:.1f} MFLOP a sequence of 128); "
+      f"sgemm {sgemm:.1f} GFLOP/s: {rate / sgemm:.0%}; 2x pytorch would need {2 * t1s / 128 * gflop:.1f} GFLOP/s "
+      f"({2 * t1s / 128 * gflop / sgemm:.0%} of sgemm for the whole step)")
 PY

@@ -92,7 +92,10 @@ MG_HD static inline float mg_expf(float x) {
  * with |x| capped at 3.92 (erf rounds to 1 beyond), Q a fit of erfc(x) e^(x^2);
  * both computed, one selected. Max error 8.6e-8 absolute against erf(), checked <= 1e-7
  * (tests/kern/test_vecmath.c: [-6, 6] in steps of 3.1e-5, every float of [0.9, 0.95]). */
-MG_HD static inline float mg_erf_v(float x) {
+/* its core, with e^(-x^2) given as e (computed for |x| capped at 3.92 by mg_erf_v;
+ * uncapped by mg_gelu_grad, which needs the same exponential for the normal
+ * density: beyond 3.92 both make 1 - e Q round to 1, as erf does) */
+MG_HD static inline float mg_erf_e(float x, float e) {
     float ax = mg_bits_float(mg_float_bits(x) & 0x7fffffff), s = x * x;
     float p = 8.282101771328598e-05f;
     p = p * s + -0.0008119611884467304f;
@@ -115,9 +118,36 @@ MG_HD static inline float mg_erf_v(float x) {
     q = q * t + 0.02749471180140972f;
     q = q * t + -0.07958561927080154f;
     q = q * t + 0.21849869191646576f;
-    float big = 1.0f - mg_expf(-b * b) * q;
+    float big = 1.0f - e * q;
     big = mg_bits_float(mg_float_bits(big) ^ (mg_float_bits(x) & (int32_t)0x80000000)); /* erf(-x) = -erf(x) */
     return mg_select(ax < 0.921875f, small, big);
+}
+/* mg_expf for x in [-87, 0] or NaN, with the same bits there (issue 14: erf's
+ * e^(-b^2), b <= 3.92, and gelu_grad's): no clamps, and 2^n as one
+ * exponent-field factor (n >= -126, normal, so p 2^n is rounded once either
+ * way; tests/kern/test_vecmath.c compares the bits) */
+MG_HD static inline float mg_expf_neg(float x) {
+    float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    n = mg_select(n == n, n, 0.0f);
+    float r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * (r * r) + r + 1.0f;
+    return p * mg_bits_float(((int32_t)n + 127) << 23);
+}
+/* e^x for x <= 0 (or NaN): mg_expf's bits down to -87, 0 below (where mg_expf's
+ * results are denormals under 2^-126) */
+MG_HD static inline float mg_exp_le0(float x) {
+    return mg_select(x < -87.0f, 0.0f, mg_expf_neg(mg_select(x < -87.0f, -87.0f, x)));
+}
+MG_HD static inline float mg_erf_v(float x) {
+    float ax = mg_bits_float(mg_float_bits(x) & 0x7fffffff), b = mg_select(ax > 3.92f, 3.92f, ax); /* NaN stays */
+    return mg_erf_e(x, mg_expf_neg(-b * b));
 }
 
 /* ---- activations and elementwise math of issue 12 (Keras formulas) ---- */
@@ -141,9 +171,12 @@ MG_HD static inline float mg_pow(float a, float b) { return powf(a, b); }
 MG_HD static inline float mg_abs_grad(float x, float dy) { return x > 0.0f ? dy : x < 0.0f ? -dy : 0.0f; }
 MG_HD static inline float mg_erf_grad(float x, float dy) { return dy * 1.12837916709551257390f * mg_expf(-x * x); }
 /* d/dx x Phi(x) = Phi(x) + x phi(x) */
+/* (issue 14, char_gpt speed: one exponential, e^(-u^2) with u = x / sqrt 2, serves
+ * erf and the density e^(-x^2 / 2)) */
 MG_HD static inline float mg_gelu_grad(float x, float dy) {
-    float cdf = 0.5f * (1.0f + mg_erf_v(x * 0.70710678118654752440f));
-    return dy * (cdf + x * 0.39894228040143267794f * mg_expf(-0.5f * x * x));
+    float u = x * 0.70710678118654752440f, e = mg_exp_le0(-u * u); /* 0 for |x| > 13.2 */
+    float cdf = 0.5f * (1.0f + mg_erf_e(u, e));
+    return dy * (cdf + x * 0.39894228040143267794f * e);
 }
 MG_HD static inline float mg_elu_grad(float x, float dy, float alpha) { return x > 0.0f ? dy : dy * alpha * expf(x); }
 MG_HD static inline float mg_selu_grad(float x, float dy) { return MG_SELU_SCALE * mg_elu_grad(x, dy, MG_SELU_ALPHA); }
@@ -151,7 +184,8 @@ MG_HD static inline float mg_leaky_relu_grad(float x, float dy, float alpha) { r
 
 /* ---- softmax and cross-entropy (stable: shift by the row max) ---- */
 /* exp(x - max) of one element of a row whose maximum is mx */
-MG_HD static inline float mg_exp_shifted(float x, float mx) { return mg_expf(x - mx); }
+/* (issue 14: x - mx <= 0, so mg_exp_le0, as fast as erf's exponential) */
+MG_HD static inline float mg_exp_shifted(float x, float mx) { return mg_exp_le0(x - mx); }
 /* log(sum(exp(x - mx))) + mx from the shifted sum */
 MG_HD static inline float mg_logsumexp(float mx, float sum_exp) { return mx + logf(sum_exp); }
 /* -log softmax[label] of a row: logsumexp - logit[label] */
@@ -195,9 +229,26 @@ MG_HD static inline float mg_dropout_uniform_key(uint64_t key, uint64_t index) {
 MG_HD static inline float mg_dropout_uniform(uint64_t seed, int64_t step, uint64_t index) {
     return mg_dropout_uniform_key(mg_dropout_key(seed, step), index);
 }
+/* issue 14 (char_gpt speed): the same decision in integers. The uniform is
+ * v / 2^24 with v the hash's top 24 bits, exactly, and (z ^ (z >> 31)) >> 40
+ * is z >> 40 (the final xor-shift only touches bits below 33), so v is the
+ * second product's top 24 bits. v / 2^24 >= rate <=> v >= ceil(rate 2^24)
+ * (rate 2^24 is exact: a power-of-two scaling), the threshold clamped to
+ * [0, 2^24] (2^24 keeps nothing: rate >= 1 or NaN). tests/kern/test_vecmath.c
+ * checks both against the original formula. */
+MG_HD static inline uint32_t mg_dropout_bits(uint64_t key, uint64_t index) {
+    uint64_t z = (key ^ index) + 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return (uint32_t)(z >> 40);
+}
+MG_HD static inline uint32_t mg_dropout_threshold(float rate) {
+    float t = ceilf(rate * 16777216.0f);
+    return t > 0.0f ? (t < 16777216.0f ? (uint32_t)t : 16777216u) : t == t ? 0u : 16777216u;
+}
 /* the factor an element is multiplied by: 0 if dropped, 1/(1-rate) if kept */
 MG_HD static inline float mg_dropout_scale_key(uint64_t key, uint64_t index, float rate) {
-    return mg_dropout_uniform_key(key, index) >= rate ? 1.0f / (1.0f - rate) : 0.0f;
+    return mg_dropout_bits(key, index) >= mg_dropout_threshold(rate) ? 1.0f / (1.0f - rate) : 0.0f;
 }
 MG_HD static inline float mg_dropout_scale(uint64_t seed, int64_t step, uint64_t index, float rate) {
     return mg_dropout_scale_key(mg_dropout_key(seed, step), index, rate);

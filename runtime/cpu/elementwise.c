@@ -221,10 +221,11 @@ int cpu_k_cast(const rt_kernel_args *k, char *err, size_t cap) {
 
 /* issue 14 (speed): the (seed, step) part of the hash once per call, the
  * per-element hash in a loop the compiler vectorizes (the bits of
- * mg_dropout_scale) */
+ * mg_dropout_scale: its integer form, mg_dropout_bits against the threshold) */
 CPU_CLONES static void dropout_apply(float *o, const float *x, int64_t n, uint64_t key, uint64_t base, float rate) {
     float keep = 1.0f / (1.0f - rate); /* outside the loop: a division in a select blocks if-conversion */
-    for (int64_t i = 0; i < n; i++) o[i] = x[i] * (mg_dropout_uniform_key(key, base + (uint64_t)i) >= rate ? keep : 0.0f);
+    uint32_t thr = mg_dropout_threshold(rate);
+    for (int64_t i = 0; i < n; i++) o[i] = x[i] * (mg_dropout_bits(key, base + (uint64_t)i) >= thr ? keep : 0.0f);
 }
 
 /* ---- dropout: x * mask(seed, step, replica * numel + i) / (1 - rate) in

@@ -49,17 +49,18 @@ CPU_CLONES static void normalize_row(float *y, const float *x, int64_t n, float 
     for (int64_t j = 0; j < n; j++) y[j] = (x[j] - mean) * r;
 }
 
-/* sum(dy) and sum(dy * xhat) */
-CPU_CLONES static void grad_sums(const float *x, const float *dy, int64_t n, float mean, float r, double *s_dy,
-                                 double *s_dyx) {
-    float a[16] = {0}, b[16] = {0};
+/* sum(dy * xhat); sum(dy) is row_sum's (issue 14: one accumulator array a
+ * loop; both in one loop made gcc vectorize across j with lane shuffles,
+ * 4x slower, for the same sums) */
+CPU_CLONES static double dot_xhat(const float *x, const float *dy, int64_t n, float mean, float r) {
+    float b[16] = {0};
     int64_t j = 0;
     for (; j + 16 <= n; j += 16)
-        for (int i = 0; i < 16; i++) a[i] += dy[j + i], b[i] += dy[j + i] * ((x[j + i] - mean) * r);
-    double sa = 0, sb = 0;
-    for (; j < n; j++) sa += dy[j], sb += (double)dy[j] * ((x[j] - mean) * r);
-    for (int i = 0; i < 16; i++) sa += a[i], sb += b[i];
-    *s_dy = sa, *s_dyx = sb;
+        for (int i = 0; i < 16; i++) b[i] += dy[j + i] * ((x[j + i] - mean) * r);
+    double sb = 0;
+    for (; j < n; j++) sb += (double)dy[j] * ((x[j] - mean) * r);
+    for (int i = 0; i < 16; i++) sb += b[i];
+    return sb;
 }
 
 CPU_CLONES static void grad_row(float *dx, const float *x, const float *dy, int64_t n, float mean, float r,
@@ -79,8 +80,7 @@ int cpu_k_normalize(const rt_kernel_args *k, char *err, size_t cap) {
         row_stats(x, c, epsilon, &mean, &r);
         if (grad) {
             const float *dy = IN_F32(k, 1) + row * c;
-            double s_dy, s_dyx;
-            grad_sums(x, dy, c, mean, r, &s_dy, &s_dyx);
+            double s_dy = row_sum(dy, c), s_dyx = dot_xhat(x, dy, c, mean, r);
             grad_row(out, x, dy, c, mean, r, (float)(s_dy / (double)c), (float)(s_dyx / (double)c));
         } else {
             normalize_row(out, x, c, mean, r);

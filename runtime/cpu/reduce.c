@@ -114,7 +114,8 @@ int cpu_k_reduce(const rt_kernel_args *k, char *err, size_t cap) {
 /* issue 14 (speed): each row pass a loop the compiler vectorizes: the
  * maximum in 16 lanes, exp (mg_expf) into y, the sum in sum_lanes. A NaN
  * anywhere in the row makes the maximum NaN, so the row is NaN as before. */
-CPU_CLONES static float row_max(const float *x, int64_t n) {
+/* the NaN-propagating maximum as before, for a row holding a NaN */
+static float row_max_nan(const float *x, int64_t n) {
     float m[16];
     int64_t j = 0;
     for (int i = 0; i < 16; i++) m[i] = x[0];
@@ -123,6 +124,29 @@ CPU_CLONES static float row_max(const float *x, int64_t n) {
     for (; j < n; j++) m[0] = x[j] > m[0] || x[j] != x[j] ? x[j] : m[0];
     float r = m[0];
     for (int i = 1; i < 16; i++) r = m[i] > r || m[i] != m[i] ? m[i] : r;
+    return r;
+}
+
+/* (issue 14, char_gpt: the ?: over || above compiled to scalar compares and
+ * jumps; a plain maximum and a NaN flag vectorize, and a row with a NaN takes
+ * the loop above, so the result is the same, NaN included) */
+CPU_CLONES static float row_max(const float *x, int64_t n) {
+    float m[16];
+    int bad[16];
+    int64_t j = 0;
+    for (int i = 0; i < 16; i++) m[i] = x[0], bad[i] = 0;
+    for (; j + 16 <= n; j += 16)
+        for (int i = 0; i < 16; i++) {
+            float v = x[j + i];
+            m[i] = v > m[i] ? v : m[i];
+            bad[i] |= v != v;
+        }
+    int b = 0;
+    for (; j < n; j++) m[0] = x[j] > m[0] ? x[j] : m[0], b |= x[j] != x[j];
+    for (int i = 0; i < 16; i++) b |= bad[i];
+    if (b || m[0] != m[0]) return row_max_nan(x, n);
+    float r = m[0];
+    for (int i = 1; i < 16; i++) r = m[i] > r ? m[i] : r;
     return r;
 }
 
@@ -264,6 +288,12 @@ int cpu_k_sparse_xent(const rt_kernel_args *k, char *err, size_t cap) {
     return 0;
 }
 
+/* dx = mg_xent_grad(p, j == label, dy) over a row of p in place (issue 14:
+ * a loop the compiler vectorizes for AVX2/AVX-512 too) */
+CPU_CLONES static void xent_grad_row(float *dx, int32_t n, int32_t label, float dy) {
+    for (int32_t j = 0; j < n; j++) dx[j] = mg_xent_grad(dx[j], j == label, dy);
+}
+
 /* (logits, labels, dy [B]) -> dy[b] * (softmax - onehot) */
 int cpu_k_sparse_xent_grad(const rt_kernel_args *k, char *err, size_t cap) {
     int64_t rows, cols;
@@ -274,7 +304,7 @@ int cpu_k_sparse_xent_grad(const rt_kernel_args *k, char *err, size_t cap) {
     for (int64_t r = 0; r < rows; r++) {
         float *dx = (float *)k->out + r * cols;
         softmax_row(dx, IN_F32(k, 0) + r * cols, cols);
-        for (int64_t j = 0; j < cols; j++) dx[j] = mg_xent_grad(dx[j], j == lab[r], dy[r]);
+        xent_grad_row(dx, (int32_t)cols, lab[r], dy[r]);
     }
     return 0;
 }

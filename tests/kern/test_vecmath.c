@@ -15,11 +15,12 @@ static int failed;
 /* The kernels run these functions in vectorized loops, compiled for AVX2 with
  * FMA contraction (CPU_CLONES) or for plain x86-64; the sweeps check each
  * variant the machine has: y[i] = f(x[i]) over arrays. */
-enum { F_EXP, F_ERF, F_GELU, F_GELU_GRAD };
+enum { F_EXP, F_ERF, F_GELU, F_GELU_GRAD, F_EXP_NEG };
 #define EVAL_BODY                                                                                  \
     for (int64_t i = 0; i < n; i++)                                                                \
         y[i] = f == F_EXP ? mg_expf(x[i]) : f == F_ERF ? mg_erf_v(x[i]) : f == F_GELU ? mg_gelu(x[i]) \
-                                                                                      : mg_gelu_grad(x[i], 1.0f);
+               : f == F_EXP_NEG ? mg_expf_neg(x[i])                                                  \
+                                : mg_gelu_grad(x[i], 1.0f);
 static void eval_plain(int f, float *y, const float *x, int64_t n) { EVAL_BODY }
 #if defined(__GNUC__) && defined(__x86_64__)
 __attribute__((target("avx2,fma"))) static void eval_avx2(int f, float *y, const float *x, int64_t n) { EVAL_BODY }
@@ -155,10 +156,46 @@ static void test_dropout_mask(void) {
             }
         }
     CHECK(bad == 0, "dropout: %d of 320000 masks differ from the three-hash formula", bad);
+    /* issue 14: the integer threshold keeps what u >= rate keeps, at every rate */
+    const float rates[] = {0.0f, -0.5f, 1e-30f, 1e-9f, 5.9604645e-08f, 6e-8f, 0.1f, 0.3f, 0.5f, 0.9999999f,
+                           1.0f, 1.5f, INFINITY, -INFINITY, NAN};
+    int nr = (int)(sizeof rates / sizeof *rates);
+    bad = 0;
+    uint64_t key = mg_dropout_key(42, 3);
+    for (int r = 0; r < nr; r++)
+        for (uint64_t i = 0; i < 20000; i++) {
+            float u = (float)(old_hash(key ^ i) >> 40) * (1.0f / 16777216.0f);
+            bad += (mg_dropout_bits(key, i) >= mg_dropout_threshold(rates[r])) != (u >= rates[r]);
+        }
+    /* the boundary itself: v / 2^24 == rate keeps, one below does not */
+    for (uint32_t v = 1; v < 16777216u; v = v * 3 + 1) {
+        float rate = (float)v * (1.0f / 16777216.0f);
+        bad += mg_dropout_threshold(rate) != v || mg_dropout_threshold(nextafterf(rate, 0.0f)) != v;
+    }
+    CHECK(bad == 0, "dropout: %d integer keep decisions differ from u >= rate", bad);
+}
+
+/* issue 14: mg_expf_neg (erf's exponential) gives mg_expf's bits over [-87, 0]
+ * (every 61st float of it) and NaN for NaN */
+static void test_expf_neg(int v) {
+    int bad = 0;
+    for (uint32_t b = 0x80000000u; b <= 0xc2ae0000u; b += 61) { /* -0 .. -87 */
+        float x = mg_bits_float((int32_t)b), e = eval1(v, F_EXP_NEG, x), want = eval1(v, F_EXP, x);
+        bad += mg_float_bits(e) != mg_float_bits(want);
+    }
+    CHECK(bad == 0 && isnan(eval1(v, F_EXP_NEG, NAN)), "mg_expf_neg: %d values differ from mg_expf's (%s)", bad,
+          vname[v]);
+    /* mg_exp_le0 (softmax's, gelu_grad's): the same down to -87, 0 below, NaN for NaN */
+    bad = 0;
+    for (uint32_t b = 0x80000000u; b <= 0xff800000u; b += 61) { /* -0 .. -inf */
+        float x = mg_bits_float((int32_t)b), e = mg_exp_le0(x);
+        bad += x >= -87.0f ? mg_float_bits(e) != mg_float_bits(mg_expf(x)) : e != 0.0f;
+    }
+    CHECK(bad == 0 && isnan(mg_exp_le0(NAN)) && mg_exp_le0(-INFINITY) == 0.0f, "mg_exp_le0: %d values wrong", bad);
 }
 
 int main(void) {
-    for (int v = 0; v < variants(); v++) test_expf(v), test_erf(v), test_gelu(v);
+    for (int v = 0; v < variants(); v++) test_expf(v), test_erf(v), test_gelu(v), test_expf_neg(v);
     test_dropout_mask();
     if (failed) fprintf(stderr, "%d failure(s)\n", failed);
     else printf("vecmath: all passed\n");

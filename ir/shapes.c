@@ -751,6 +751,14 @@ static bool rule_channel_dot(rule *r) {
     return channel_operands(r, 1, 2) && channel_vector_out(r);
 }
 
+/* channel_sum_dot: (x[..., c], m[c], dy of x's type) -> f32[2, c]: row 0
+ * sum(dy), row 1 channel_dot's sum(dy (x - m)) */
+static bool rule_channel_sum_dot(rule *r) {
+    if (!rule_channel_dot(r)) return false;
+    r->n->shape = ir_shape_make(2, (int64_t[]){2, r->x->shape.dim[r->x->shape.rank - 1]});
+    return true;
+}
+
 /* scale_shift: (x[..., c], m[c], s[c], b[c]) -> x */
 static bool rule_scale_shift(rule *r) {
     return channel_operands(r, 1, 4) && same_as(r, r->x);

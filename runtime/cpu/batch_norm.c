@@ -4,8 +4,10 @@
  *   channel_mean(x)         [c]  sum_r x / rows
  *   channel_var(x, m)       [c]  sum_r (x - m)^2 / rows (two-pass: m given)
  *   channel_dot(x, m, dy)   [c]  sum_r dy (x - m)        (scale_shift's ds)
+ *   channel_sum_dot(x, m, dy) [2, c]  sum_r dy; sum_r dy (x - m)  (db, ds)
  *   scale_shift(x, m, s, b)      (x - m) s + b
- * Each a single pass over x (and dy). Sums: columns in chunks of 256, rows in
+ * Each a single pass over x (and dy); channel_sum_dot sums each of its rows
+ * in channel_dot's order. Sums: columns in chunks of 256, rows in
  * blocks of 64 summed in float (four interleaved accumulators), blocks
  * combined in double, in a fixed order, so results depend on the data alone. */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -21,6 +23,7 @@ typedef enum { SUM_X, SUM_SQ_DEV, SUM_DY_DEV } channel_sum_kind;
 /* the term of row r, column i (a column of chunk c0) */
 #define TERM_X(r, i) (x[(r) * c + c0 + (i)])
 #define TERM_SQ_DEV(r, i) ((x[(r) * c + c0 + (i)] - m[c0 + (i)]) * (x[(r) * c + c0 + (i)] - m[c0 + (i)]))
+#define TERM_DY(r, i) (dy[(r) * c + c0 + (i)])
 #define TERM_DY_DEV(r, i) (dy[(r) * c + c0 + (i)] * (x[(r) * c + c0 + (i)] - m[c0 + (i)]))
 
 /* part[i] = sum of TERM over rows [r0, r1) of column i < w: four rows at a
@@ -43,6 +46,39 @@ CPU_CLONES static void block_sum(float *part, channel_sum_kind kind, const float
     if (kind == SUM_X) BLOCK_SUM(TERM_X);
     else if (kind == SUM_SQ_DEV) BLOCK_SUM(TERM_SQ_DEV);
     else BLOCK_SUM(TERM_DY_DEV);
+}
+
+/* part[i] = sum of dy, part[COLS + i] = sum of dy (x - m) over rows [r0, r1)
+ * of column i < w: BLOCK_SUM's order for each, in one pass */
+CPU_CLONES static void block_sum_dot(float *part, const float *x, const float *m, const float *dy, int64_t c,
+                                     int64_t c0, int64_t w, int64_t r0, int64_t r1) {
+    float s0[COLS] = {0}, s1[COLS] = {0}, s2[COLS] = {0}, s3[COLS] = {0};
+    float d0[COLS] = {0}, d1[COLS] = {0}, d2[COLS] = {0}, d3[COLS] = {0};
+    int64_t r = r0;
+    for (; r + 4 <= r1; r += 4)
+        for (int64_t i = 0; i < w; i++) {
+            s0[i] += TERM_DY(r, i), s1[i] += TERM_DY(r + 1, i), s2[i] += TERM_DY(r + 2, i), s3[i] += TERM_DY(r + 3, i);
+            d0[i] += TERM_DY_DEV(r, i), d1[i] += TERM_DY_DEV(r + 1, i);
+            d2[i] += TERM_DY_DEV(r + 2, i), d3[i] += TERM_DY_DEV(r + 3, i);
+        }
+    for (; r < r1; r++)
+        for (int64_t i = 0; i < w; i++) s0[i] += TERM_DY(r, i), d0[i] += TERM_DY_DEV(r, i);
+    for (int64_t i = 0; i < w; i++)
+        part[i] = (s0[i] + s1[i]) + (s2[i] + s3[i]), part[COLS + i] = (d0[i] + d1[i]) + (d2[i] + d3[i]);
+}
+
+/* out[j] = sum_r dy, out[c + j] = sum_r dy (x - m): channel_sums' blocks and order */
+static void channel_sum_dot(float *out, const float *x, const float *m, const float *dy, int64_t rows, int64_t c) {
+    for (int64_t c0 = 0; c0 < c; c0 += COLS) {
+        int64_t w = c - c0 < COLS ? c - c0 : COLS;
+        double acc[2 * COLS] = {0};
+        float part[2 * COLS];
+        for (int64_t r0 = 0; r0 < rows; r0 += ROWS) {
+            block_sum_dot(part, x, m, dy, c, c0, w, r0, r0 + ROWS < rows ? r0 + ROWS : rows);
+            for (int64_t i = 0; i < w; i++) acc[i] += part[i], acc[COLS + i] += part[COLS + i];
+        }
+        for (int64_t i = 0; i < w; i++) out[c0 + i] = (float)acc[i], out[c + c0 + i] = (float)acc[COLS + i];
+    }
 }
 
 /* out[j] = scale * sum_r f(row r, column j) */
@@ -77,6 +113,7 @@ int cpu_k_batch_norm(const rt_kernel_args *k, char *err, size_t cap) {
         channel_sums(k->out, SUM_SQ_DEV, x, IN_F32(k, 1), NULL, rows, c, rows ? 1.0 / (double)rows : 0);
         break;
     case OP_CHANNEL_DOT: channel_sums(k->out, SUM_DY_DEV, x, IN_F32(k, 1), IN_F32(k, 2), rows, c, 1.0); break;
+    case OP_CHANNEL_SUM_DOT: channel_sum_dot(k->out, x, IN_F32(k, 1), IN_F32(k, 2), rows, c); break;
     default: scale_shift_rows(k->out, x, IN_F32(k, 1), IN_F32(k, 2), IN_F32(k, 3), rows, c); break;
     }
     return 0;

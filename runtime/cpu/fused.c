@@ -7,7 +7,12 @@
  * each input read, the output written.
  * Inputs of the output's element count are read in place; a scalar, and a
  * trailing-axis vector [c] over [..., c] whose c divides TILE, are expanded
- * into a tile once; any other broadcast is gathered per tile. */
+ * into a tile once; any other broadcast is gathered per tile.
+ * Such a const tile is the same at every tile, and so is an instruction
+ * (other than the last) whose operands all are: the program's invariant part
+ * (batch norm's dx coefficients, scale * 2 dv / rows ...) runs once per call
+ * over one whole tile into buffers of its own, the same ops on the same
+ * values as per tile, so the bits do not change. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3")
 #endif
@@ -108,9 +113,11 @@ static void fill_gather(float *t, const operand *op, const ir_shape *out, int64_
     }
 }
 
-/* The buffer each instruction writes: a slot freed by a register read for the
- * last time (never the instruction's own operands), slots counted from 0. */
-static int assign_slots(const ir_fused *f, int n_in, int *slot) {
+/* The buffer each instruction writes: an invariant one (inv[its register]) a
+ * slot of its own, kept for the whole call; any other a slot freed by a
+ * per-tile register read for the last time (never the instruction's own
+ * operands), slots counted from 0. */
+static int assign_slots(const ir_fused *f, int n_in, const bool *inv, int *slot) {
     int last[IR_FUSED_MAX_INPUTS + IR_FUSED_MAX_INSTRS], n_slots = 0, free_slots[IR_FUSED_MAX_INSTRS], n_free = 0;
     for (int r = 0; r < n_in + f->n; r++) last[r] = -1;
     for (int j = 0; j < f->n; j++) {
@@ -118,11 +125,15 @@ static int assign_slots(const ir_fused *f, int n_in, int *slot) {
         if (f->ins[j].b >= 0) last[f->ins[j].b] = j;
     }
     for (int j = 0; j < f->n; j++) {
+        if (inv[n_in + j]) {
+            slot[j] = n_slots++;
+            continue;
+        }
         slot[j] = n_free > 0 ? free_slots[--n_free] : n_slots++;
         const ir_finstr *in = &f->ins[j];
         int ops[2] = {in->a, in->b};
         for (int k = 0; k < 2; k++) /* dead after this instruction: reusable from the next */
-            if (ops[k] >= n_in && last[ops[k]] == j && (k == 0 || ops[1] != ops[0]))
+            if (ops[k] >= n_in && !inv[ops[k]] && last[ops[k]] == j && (k == 0 || ops[1] != ops[0]))
                 free_slots[n_free++] = slot[ops[k] - n_in];
     }
     return n_slots;
@@ -136,15 +147,30 @@ int cpu_k_fused(const rt_kernel_args *k, char *err, size_t cap) {
     for (int j = 0; j < f->n; j++)
         if (!fns[f->ins[j].op]) return cpu_kerr(k, err, cap, "instruction %d: no fused kernel for '%s'", j, ir_ops[f->ins[j].op].name);
     int64_t n = OUT_NUMEL(k);
-    int n_slots = assign_slots(f, n_in, slot), n_tiles = n_slots + n_in;
-    float space[(size_t)n_tiles * TILE] __attribute__((aligned(64)));
     operand in[IR_FUSED_MAX_INPUTS];
+    bool inv[IR_FUSED_MAX_INPUTS + IR_FUSED_MAX_INSTRS]; /* the register is the same at every tile */
     for (int i = 0; i < n_in; i++) {
         in[i] = classify(IN_F32(k, i), IN_SHAPE(k, i), &node->shape, n);
-        in[i].tile = space + (size_t)(n_slots + i) * TILE;
-        if (in[i].kind == IN_CONST) fill_periodic(in[i].tile, in[i].x, in[i].c, 0, TILE);
+        inv[i] = in[i].kind == IN_CONST;
     }
+    for (int j = 0; j < f->n; j++) {
+        const ir_finstr *ins = &f->ins[j];
+        inv[n_in + j] = j < f->n - 1 && inv[ins->a] && (ins->b < 0 || inv[ins->b]);
+    }
+    int n_slots = assign_slots(f, n_in, inv, slot), n_tiles = n_slots + n_in;
+    float space[(size_t)n_tiles * TILE] __attribute__((aligned(64)));
     const float *reg[IR_FUSED_MAX_INPUTS + IR_FUSED_MAX_INSTRS];
+    for (int i = 0; i < n_in; i++) {
+        in[i].tile = space + (size_t)(n_slots + i) * TILE;
+        if (in[i].kind == IN_CONST) fill_periodic(in[i].tile, in[i].x, in[i].c, 0, TILE), reg[i] = in[i].tile;
+    }
+    for (int j = 0; j < f->n && n > 0; j++) { /* the invariant part, once */
+        const ir_finstr *ins = &f->ins[j];
+        if (!inv[n_in + j]) continue;
+        float *o = space + (size_t)slot[j] * TILE;
+        fns[ins->op](o, reg[ins->a], reg[ins->b >= 0 ? ins->b : ins->a], TILE, (float)ins->alpha);
+        reg[n_in + j] = o;
+    }
     float *out = k->out;
     for (int64_t t0 = 0; t0 < n; t0 += TILE) {
         int64_t len = n - t0 < TILE ? n - t0 : TILE;
@@ -157,6 +183,7 @@ int cpu_k_fused(const rt_kernel_args *k, char *err, size_t cap) {
         }
         for (int j = 0; j < f->n; j++) {
             const ir_finstr *ins = &f->ins[j];
+            if (inv[n_in + j]) continue;
             float *o = j == f->n - 1 ? out + t0 : space + (size_t)slot[j] * TILE;
             fns[ins->op](o, reg[ins->a], reg[ins->b >= 0 ? ins->b : ins->a], len, (float)ins->alpha);
             reg[n_in + j] = o;

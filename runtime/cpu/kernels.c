@@ -138,6 +138,8 @@ static const cpu_kernel_fn kernels[OP_COUNT] = {
     /* issue 14: batch norm in training (batch_norm.c) */
     [OP_CHANNEL_MEAN] = cpu_k_batch_norm, [OP_CHANNEL_VAR] = cpu_k_batch_norm,
     [OP_CHANNEL_DOT] = cpu_k_batch_norm, [OP_SCALE_SHIFT] = cpu_k_batch_norm,
+    /* issue 14: batch norm's backward reads dy once */
+    [OP_CHANNEL_SUM_DOT] = cpu_k_batch_norm,
 };
 
 /* ops whose kernels read f32 data only (CAST, SHARD, RESHAPE, VIEW and the

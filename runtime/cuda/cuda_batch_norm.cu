@@ -2,8 +2,9 @@
  * runtime/cpu/batch_norm.c on the device, x [..., c] viewed as [rows, c]:
  * channel_mean, channel_var and channel_dot sum over the rows of a channel
  * with one block per channel (threads stride the rows, partial sums in float,
- * combined in double by a fixed tree: deterministic); scale_shift is one
- * thread per element. Per-element math from runtime/ops_math.h. */
+ * combined in double by a fixed tree: deterministic); channel_sum_dot the
+ * same for sum(dy) and channel_dot's sum at once; scale_shift is one thread
+ * per element. Per-element math from runtime/ops_math.h. */
 #include "../ops_math.h"
 #include "cuda_device.cuh"
 
@@ -30,6 +31,30 @@ __global__ static void channel_sum_kernel(int kind, const float *x, const float 
     }
 }
 
+/* out[j] = sum_r dy, out[c + j] = sum_r dy (x - m): channel_sum_kernel's
+ * order for each, one read of x and dy */
+__global__ static void channel_sum_dot_kernel(const float *x, const float *m, const float *dy, float *out,
+                                              int64_t rows, int64_t c) {
+    __shared__ double part[BN_THREADS], dpart[BN_THREADS];
+    for (int64_t j = blockIdx.x; j < c; j += gridDim.x) {
+        float acc = 0.0f, dacc = 0.0f;
+        float mean = m[j];
+        for (int64_t r = threadIdx.x; r < rows; r += BN_THREADS) {
+            float g = dy[r * c + j];
+            acc += g;
+            dacc += g * (x[r * c + j] - mean);
+        }
+        part[threadIdx.x] = acc, dpart[threadIdx.x] = dacc;
+        for (int half = BN_THREADS / 2; half > 0; half /= 2) {
+            __syncthreads();
+            if ((int)threadIdx.x < half)
+                part[threadIdx.x] += part[threadIdx.x + half], dpart[threadIdx.x] += dpart[threadIdx.x + half];
+        }
+        if (threadIdx.x == 0) out[j] = (float)part[0], out[c + j] = (float)dpart[0];
+        __syncthreads(); /* part[], dpart[] are rewritten by the next channel of the loop */
+    }
+}
+
 __global__ static void scale_shift_kernel(const float *x, const float *m, const float *s, const float *b, float *y,
                                           int64_t n, int64_t c) {
     FOR_EACH(i, n) {
@@ -43,6 +68,14 @@ extern "C" cudaError_t cuda_k_channel_sum(int kind, const float *x, const float 
     if (c == 0) return cudaSuccess;
     unsigned grid = (unsigned)(c < MAX_BLOCKS ? c : MAX_BLOCKS);
     MGC_LAUNCH(grid, BN_THREADS, 0, s, channel_sum_kernel)(kind, x, m, dy, out, rows, c, scale);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuda_k_channel_sum_dot(const float *x, const float *m, const float *dy, float *out,
+                                              int64_t rows, int64_t c, cudaStream_t s) {
+    if (c == 0) return cudaSuccess;
+    unsigned grid = (unsigned)(c < MAX_BLOCKS ? c : MAX_BLOCKS);
+    MGC_LAUNCH(grid, BN_THREADS, 0, s, channel_sum_dot_kernel)(x, m, dy, out, rows, c);
     return cudaGetLastError();
 }
 

@@ -177,6 +177,9 @@ cudaError_t cuda_k_normalize(const float *x, const float *dy, float *out, int64_
  * channel_var) or dy (x - m) (2: channel_dot); m, dy unused where f lacks them */
 cudaError_t cuda_k_channel_sum(int kind, const float *x, const float *m, const float *dy, float *out, int64_t rows,
                                int64_t c, double scale, cudaStream_t s);
+/* out [2, c]: out[j] = sum_r dy, out[c + j] = sum_r dy (x - m) (channel_sum_dot) */
+cudaError_t cuda_k_channel_sum_dot(const float *x, const float *m, const float *dy, float *out, int64_t rows,
+                                   int64_t c, cudaStream_t s);
 /* y = (x - m[j]) s[j] + b[j] over x's n elements, j = index % c */
 cudaError_t cuda_k_scale_shift(const float *x, const float *m, const float *sc, const float *b, float *y, int64_t n,
                                int64_t c, cudaStream_t s);

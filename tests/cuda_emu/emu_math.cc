@@ -469,10 +469,37 @@ static void channel_sum_one(int64_t rows, int64_t c) {
     delete[] want;
 }
 
+/* channel_sum_dot (cuda_k_channel_sum_dot): [sum(dy); sum(dy (x - m))] */
+static void channel_sum_dot_one(int64_t rows, int64_t c) {
+    int64_t n_el = rows * c;
+    dbuf<float> x(n_el), dy(n_el), m(c), out(2 * c);
+    randomize(x, n_el, 73, -3, 5), randomize(dy, n_el, 79), randomize(m, c, 83);
+    float *want = new float[2 * c];
+    for (int64_t j = 0; j < c; j++) {
+        double s = 0, d = 0;
+        for (int64_t r = 0; r < rows; r++)
+            s += dy.p[r * c + j], d += (double)dy.p[r * c + j] * ((double)x.p[r * c + j] - m.p[j]);
+        want[j] = (float)s, want[c + j] = (float)d;
+    }
+    for (int64_t j = 0; j < 2 * c; j++) out[j] = NAN; /* every element must be written */
+    if (launched_ok(cuda_k_channel_sum_dot(x, m, dy, out, rows, c, NULL), "cuda_k_channel_sum_dot")) {
+        char what[96];
+        snprintf(what, sizeof what, "cuda_k_channel_sum_dot [%lld, %lld]", (long long)rows, (long long)c);
+        same(what, want, out.p, 2 * c, 1e-4);
+    }
+    delete[] want;
+}
+
 void case_channel_sum(void) {
     channel_sum_one(1031, 13);
     channel_sum_one(600, 16);
     channel_sum_one(1, 1);
+}
+
+void case_channel_sum_dot(void) {
+    channel_sum_dot_one(1031, 13);
+    channel_sum_dot_one(600, 16);
+    channel_sum_dot_one(1, 1);
 }
 
 static void scale_shift_one(int64_t rows, int64_t c) {

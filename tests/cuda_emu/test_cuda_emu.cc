@@ -23,7 +23,8 @@ int failures;
     X(adagrad) X(nadam) X(lamb) X(sq_norm) X(activation) X(activation_grad) X(gather) X(scatter_add) X(one_hot)        \
     X(fused) X(epilogue) X(max_pool_grad) X(hwio_to_ohwi) X(ohwi_to_hwio) X(check_finite) X(bn_epilogue)        \
     X(set_step) X(causal_softmax) X(normalize) /* issue 14: char_gpt speed */                                   \
-    X(channel_sum) X(scale_shift) /* issue 14: batch norm in training */
+    X(channel_sum) X(scale_shift) /* issue 14: batch norm in training */                                       \
+    X(channel_sum_dot) /* issue 14: batch norm's backward reads dy once */
 
 #define DECLARE(name) void case_##name(void);
 CASES(DECLARE)

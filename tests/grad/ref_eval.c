@@ -247,12 +247,21 @@ static void eval_normalize(args *t) {
 
 /* issue 14 (batch norm in training), x [..., c] as [rows, c]: channel_mean(x)
  * = mean over rows; channel_var(x, m) = mean((x - m)^2); channel_dot(x, m, dy)
- * = sum(dy (x - m)); scale_shift(x, m, s, b) = (x - m) s + b (d: input 3) */
+ * = sum(dy (x - m)); scale_shift(x, m, s, b) = (x - m) s + b (d: input 3);
+ * channel_sum_dot(x, m, dy) = [sum(dy); channel_dot] */
 static void eval_channel(args *t, const double *d) {
     int64_t c = t->x->shape.dim[t->x->shape.rank - 1], rows = ir_shape_numel(&t->x->shape) / c;
     ir_op op = t->n->op;
     if (op == OP_SCALE_SHIFT) {
         for (int64_t k = 0; k < t->len; k++) t->out[k] = (t->a[k] - t->b[k % c]) * t->c[k % c] + d[k % c];
+        return;
+    }
+    if (op == OP_CHANNEL_SUM_DOT) {
+        for (int64_t j = 0; j < c; j++) {
+            double s = 0, dot = 0;
+            for (int64_t r = 0; r < rows; r++) s += t->c[r * c + j], dot += t->c[r * c + j] * (t->a[r * c + j] - t->b[j]);
+            t->out[j] = s, t->out[c + j] = dot;
+        }
         return;
     }
     for (int64_t j = 0; j < c; j++) {
@@ -681,6 +690,7 @@ static void eval_node(ref_eval *e, int i, int64_t step, bool training) {
     case OP_NORMALIZE: case OP_NORMALIZE_GRAD: eval_normalize(&t); return;
     /* issue 14: batch norm in training */
     case OP_CHANNEL_MEAN: case OP_CHANNEL_VAR: case OP_CHANNEL_DOT: eval_channel(&t, NULL); return;
+    case OP_CHANNEL_SUM_DOT: eval_channel(&t, NULL); return; /* issue 14: batch norm's backward */
     case OP_SCALE_SHIFT: eval_channel(&t, e->val[n->in[3]]); return;
     case OP_SHARD: case OP_BROADCAST: case OP_COUNT: break;
     case OP_FUSED: break; /* issue 14: made by the fuse pass, which these tests do not run */

@@ -6,13 +6,22 @@
 
 /* x [..., c] as [rows, c]: channel_mean = mean over rows, channel_var(x, m) =
  * mean((x - m)^2), channel_dot(x, m, dy) = sum(dy (x - m)), scale_shift(x, m,
- * s, b) = (x - m) s + b */
+ * s, b) = (x - m) s + b, channel_sum_dot(x, m, dy) = [sum(dy); channel_dot] */
 static void ref_channel(const one_op *t, double **in, double *out) {
     const ir_shape *s = ishape(t, 0);
     int64_t c = s->dim[s->rank - 1], rows = numel(s) / c;
     ir_op op = onode(t)->op;
     if (op == OP_SCALE_SHIFT) {
         for (int64_t k = 0; k < rows * c; k++) out[k] = (in[0][k] - in[1][k % c]) * in[2][k % c] + in[3][k % c];
+        return;
+    }
+    if (op == OP_CHANNEL_SUM_DOT) {
+        for (int64_t j = 0; j < c; j++) {
+            double sum = 0, dot = 0;
+            for (int64_t r = 0; r < rows; r++)
+                sum += in[2][r * c + j], dot += in[2][r * c + j] * (in[0][r * c + j] - in[1][j]);
+            out[j] = sum, out[c + j] = dot;
+        }
         return;
     }
     for (int64_t j = 0; j < c; j++) {
@@ -37,6 +46,10 @@ static void ref_channel(const one_op *t, double **in, double *out) {
     {"channel_dot [4,8,8,16]", OP_CHANNEL_DOT, 3, {"4,8,8,16", "16", "4,8,8,16"},                                     \
      .fill = {R_WIDE, R_SIGNED, R_SIGNED}, .ref = ref_channel},                                                       \
     {"channel_dot [3,47,300]", OP_CHANNEL_DOT, 3, {"3,47,300", "300", "3,47,300"}, .ref = ref_channel},               \
+    {"channel_sum_dot [4,8,8,16]", OP_CHANNEL_SUM_DOT, 3, {"4,8,8,16", "16", "4,8,8,16"},                             \
+     .fill = {R_WIDE, R_SIGNED, R_SIGNED}, .ref = ref_channel},                                                       \
+    {"channel_sum_dot [3,47,300]", OP_CHANNEL_SUM_DOT, 3, {"3,47,300", "300", "3,47,300"}, .ref = ref_channel},       \
+    {"channel_sum_dot [1,1]", OP_CHANNEL_SUM_DOT, 3, {"1,1", "1", "1,1"}, .ref = ref_channel},                        \
     {"scale_shift [4,8,8,16]", OP_SCALE_SHIFT, 4, {"4,8,8,16", "16", "16", "16"}, .fill = {R_WIDE},                   \
      .ref = ref_channel},                                                                                             \
     {"scale_shift [3,47,300]", OP_SCALE_SHIFT, 4, {"3,47,300", "300", "300", "300"}, .ref = ref_channel},

@@ -6,7 +6,10 @@
  * chain of one node per instruction through cpu_kernel_run; the results must
  * agree bit for bit (the same ops_math.h functions in the same order), also
  * when the fused node writes over its first input (in place). Every op a
- * program may hold is drawn. */
+ * program may hold is drawn. A second set draws every input but the first
+ * from scalars and trailing vectors whose length divides the kernel's tile,
+ * so that instructions over those alone (the invariant part, run once per
+ * call) occur, counted: the set fails when none did. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,8 +77,11 @@ static bool same(const float *a, const float *b, int64_t n, int64_t *at) {
     return true;
 }
 
-/* One random program on output shape out; returns 0 when fused == unfused. */
-static int one_program(int case_no, const ir_shape *out, int first_op) {
+static int n_invariant; /* programs with an instruction (not the last) over scalars and [c] inputs alone */
+
+/* One random program on output shape out; returns 0 when fused == unfused.
+ * const_inputs: inputs 1.. scalars or trailing vectors. */
+static int one_program(int case_no, const ir_shape *out, int first_op, bool const_inputs) {
     ir_module *m = ir_module_new();
     float *val[128] = {0};
     int n_in = 2 + pick(4), n_instr = 1 + pick(8);
@@ -83,13 +89,16 @@ static int one_program(int case_no, const ir_shape *out, int first_op) {
     for (int k = 0; k < n_in; k++) {
         int i = ir_add(m, OP_INPUT, NULL, 0, (ir_loc){0});
         ir_node *x = ir_node_at(m, i);
-        x->dtype = IR_F32, x->shape = input_shape(out, k == 0 ? 0 : pick(5)), x->name = ir_intern(m, "x");
+        x->dtype = IR_F32, x->shape = input_shape(out, k == 0 ? 0 : const_inputs ? 1 + pick(2) : pick(5));
+        x->name = ir_intern(m, "x");
         int64_t len = ir_shape_numel(&x->shape);
         val[i] = xalloc((size_t)len * 4);
         for (int64_t e = 0; e < len; e++) val[i][e] = (float)((int)(next() % 4001) - 2000) / 500.0f;
     }
     ir_fused f = {0};
     char err[256];
+    bool small[128] = {0}, any_small = false; /* register of a scalar or [c] value */
+    for (int k = 1; k < n_in; k++) small[k] = ir_shape_numel(&ir_node_at(m, k)->shape) < numel;
     for (int j = 0; j < n_instr + 1; j++) { /* the last: add(., full input 0), so the output has out's shape */
         int arity = 0, node = -1;
         for (int tries = 0; node < 0; tries++) {
@@ -106,11 +115,14 @@ static int one_program(int case_no, const ir_shape *out, int first_op) {
                 continue;
             }
             f.ins[f.n++] = (ir_finstr){op, a, b, n->fattr[0]};
+            small[n_in + j] = small[a] && (b < 0 || small[b]);
+            any_small |= j < n_instr && small[n_in + j];
         }
         const ir_node *n = ir_node_at(m, node);
         val[node] = xalloc((size_t)ir_shape_numel(&n->shape) * 4);
         if (!run(m, node, val, val[node], err, sizeof err)) return fprintf(stderr, "FAIL case %d: unfused: %s\n", case_no, err), 1;
     }
+    n_invariant += any_small;
     int last = m->g.n - 1;
     int in[IR_FUSED_MAX_INPUTS];
     for (int k = 0; k < n_in; k++) in[k] = k;
@@ -176,9 +188,24 @@ int main(void) {
                 out.dim[out.rank++] = strtoll(p, (char **)&p, 10);
                 if (*p == ',') p++;
             }
-            failed += one_program(cases, &out, cases % n_ops);
+            failed += one_program(cases, &out, cases % n_ops, false);
             cases++;
         }
-    printf("fused: %d random programs over %d ops, %d failed\n", cases, n_ops, failed);
+    /* scalars and [c] with c dividing the tile (512): invariant instructions */
+    static const char *const bn_outs[] = {"1", "5,16", "4,8,8,16", "3,7,32", "2,9,64", "1031", "2,3,512"};
+    int before = n_invariant;
+    for (int rep = 0; rep < 12; rep++)
+        for (int s = 0; s < (int)(sizeof bn_outs / sizeof *bn_outs); s++) {
+            ir_shape out = {0};
+            for (const char *p = bn_outs[s]; *p;) {
+                out.dim[out.rank++] = strtoll(p, (char **)&p, 10);
+                if (*p == ',') p++;
+            }
+            failed += one_program(cases, &out, cases % n_ops, true);
+            cases++;
+        }
+    int inv = n_invariant - before;
+    if (inv < 20) failed += fprintf(stderr, "FAIL only %d programs with an invariant instruction\n", inv) > 0;
+    printf("fused: %d random programs over %d ops (%d with an invariant part), %d failed\n", cases, n_ops, inv, failed);
     return failed != 0;
 }

@@ -13,18 +13,20 @@
  * channel Y = A^T [(G g G^T) (x) (B^T d B)] A. In NHWC the tile transforms
  * run across the channels (vectorized, x86-64-v3 and plain x86-64 clones) and
  * the element-wise products become, per transform position p ((m + 2)^2 of
- * them), one GEMM through OpenBLAS: V_p [tiles x Cin] x U_p [Cin x Cout] over
- * blocks of tiles that stay in cache, the filter transformed once per call.
+ * them), one GEMM V_p [tiles x Cin] x U_p [Cin x Cout] over blocks of tiles
+ * that stay in L2, the filter transformed once per call: up to 64 channels
+ * in and out a register-blocked micro-kernel (mm_small; OpenBLAS runs such
+ * thin GEMMs at a third of its peak), beyond that OpenBLAS.
  * - conv2d_grad_input is the same convolution over dy with the filter rotated
  *   by 180 degrees, its channels swapped, padding 2 - pad.
  * - conv2d_grad_filter: dW = G^T [sum over tiles (B^T d B) (x) (A dY A^T)] G,
  *   per position one GEMM V_p^T [Cin x tiles] x Z_p [tiles x Cout],
- *   accumulated block after block (beta 1), then the inverse filter transform.
+ *   accumulated block after block, then the inverse filter transform.
  * - conv2d_epilogue: the convolution, then cpu_epilogue_rows over its output,
  *   the unfused conv2d, add, add, activation bit for bit (as dnnl.c's HWIO
  *   candidate does).
  * Deterministic: one thread, a fixed order of sums (tiles in order, blocks in
- * order; OpenBLAS on one thread). */
+ * order, mm_small's chunks in order; OpenBLAS on one thread). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3")
 #endif
@@ -46,7 +48,12 @@
 
 enum { WG_M = 4 };                 /* the output tile's side in use: F(4x4, 3x3) */
 _Static_assert(WG_M == 4, "the transforms below are F(4x4, 3x3)'s");
-enum { BLOCK_BYTES = 1 << 20 };    /* transformed tiles of a block, in and out: about 1 MiB */
+/* transformed tiles of a block, in and out: about 256 KiB, in L2 from the
+ * transform to the products to the inverse (1 MiB measured slower) */
+enum { BLOCK_BYTES = 1 << 18 };
+/* channel counts (in and out) up to which the products run on mm_small, not
+ * OpenBLAS (measured faster at 16, 32 and 64; more not measured) */
+enum { WG_SMALL = 64 };
 
 int cpu_conv_winograd_applies(const rt_kernel_args *k) {
     ir_op op = k->node->op;
@@ -154,6 +161,72 @@ WG_INLINE void gt_1d(int m, const float *restrict in, int64_t is, float *restric
     CHANNELS(GT4);
 }
 
+/* ---- the per-position products: a register-blocked micro-kernel for small
+ * channel counts (OpenBLAS runs [tiles x 16] x [16 x 16] at a third of its
+ * peak: packing and the beta pass dominate) ----
+ * c[i * cs + o] = (acc ? c[i * cs + o] : 0) + sum over k < K of
+ * a[i * ars + k * aks] * b[k * bs + o], for i < rows, o < n: R rows by NV
+ * vectors of 8 outputs in registers, a's entries broadcast, b's rows loaded;
+ * the last n % 8 columns one at a time. The order of sums is fixed: chunks of
+ * WG_KC k in order, each summed from zero (k in order) and then added to c
+ * (a sum in one chain over K = 64 channels went over the kern tolerance on
+ * 7x7x64, 1.12 of it; over the filter gradient's thousands of tiles it
+ * would grow further). */
+enum { WG_KC = 16 };
+WG_INLINE void mm_tile(const int R, const int NV, int64_t K, const float *restrict a, int64_t ars, int64_t aks,
+                       const float *restrict b, int64_t bs, float *restrict c, int64_t cs, int acc) {
+    for (int64_t k0 = 0; k0 < K; k0 += WG_KC) {
+        int64_t k1 = K - k0 < WG_KC ? K : k0 + WG_KC;
+        v8 s[6][2];
+        for (int r = 0; r < R; r++)
+            for (int j = 0; j < NV; j++) s[r][j] = (v8){0};
+        for (int64_t k = k0; k < k1; k++) {
+            const float *bk = b + k * bs, *ak = a + k * aks;
+            v8 b0 = LD8(bk), b1 = NV > 1 ? LD8(bk + 8) : b0;
+            for (int r = 0; r < R; r++) {
+                float f = ak[r * ars];
+                v8 x = {f, f, f, f, f, f, f, f};
+                s[r][0] += x * b0;
+                if (NV > 1) s[r][1] += x * b1;
+            }
+        }
+        for (int r = 0; r < R; r++)
+            for (int j = 0; j < NV; j++) {
+                float *cp = c + r * cs + 8 * j;
+                ST8(cp, acc || k0 ? LD8(cp) + s[r][j] : s[r][j]);
+            }
+    }
+}
+
+WG_INLINE void mm_cols(const int NV, int64_t rows, int64_t K, const float *a, int64_t ars, int64_t aks,
+                       const float *b, int64_t bs, float *c, int64_t cs, int acc) {
+    int64_t i = 0;
+    for (; i + 6 <= rows; i += 6) mm_tile(6, NV, K, a + i * ars, ars, aks, b, bs, c + i * cs, cs, acc);
+    switch (rows - i) {
+    case 5: mm_tile(5, NV, K, a + i * ars, ars, aks, b, bs, c + i * cs, cs, acc); break;
+    case 4: mm_tile(4, NV, K, a + i * ars, ars, aks, b, bs, c + i * cs, cs, acc); break;
+    case 3: mm_tile(3, NV, K, a + i * ars, ars, aks, b, bs, c + i * cs, cs, acc); break;
+    case 2: mm_tile(2, NV, K, a + i * ars, ars, aks, b, bs, c + i * cs, cs, acc); break;
+    case 1: mm_tile(1, NV, K, a + i * ars, ars, aks, b, bs, c + i * cs, cs, acc); break;
+    default: break;
+    }
+}
+
+WG_INLINE void mm_small(int64_t rows, int64_t n, int64_t K, const float *a, int64_t ars, int64_t aks, const float *b,
+                        int64_t bs, float *c, int64_t cs, int acc) {
+    int64_t o = 0;
+    for (; o + 16 <= n; o += 16) mm_cols(2, rows, K, a, ars, aks, b + o, bs, c + o, cs, acc);
+    for (; o + 8 <= n; o += 8) mm_cols(1, rows, K, a, ars, aks, b + o, bs, c + o, cs, acc);
+    for (; o < n; o++)
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t k0 = 0; k0 < K; k0 += WG_KC) {
+                int64_t k1 = K - k0 < WG_KC ? K : k0 + WG_KC;
+                float t = 0.0f;
+                for (int64_t k = k0; k < k1; k++) t += a[i * ars + k * aks] * b[k * bs + o];
+                c[i * cs + o] = acc || k0 ? c[i * cs + o] + t : t;
+            }
+}
+
 /* ---- geometry and scratch ---- */
 
 /* a stride-1 3x3 convolution in [N, IH, IW, C] -> out [N, OH, OW, O] with
@@ -161,12 +234,14 @@ WG_INLINE void gt_1d(int m, const float *restrict in, int64_t is, float *restric
 typedef struct {
     int64_t N, IH, IW, C, OH, OW, O, pt, pl;
     int64_t th, tw, tiles, tb; /* tiles down and across an image, in all, per block */
+    int small;                 /* the per-position products on mm_small, not OpenBLAS */
 } wgeom;
 
 static wgeom geom_of(int m, int64_t N, int64_t IH, int64_t IW, int64_t C, int64_t OH, int64_t OW, int64_t O,
                      int64_t pt, int64_t pl) {
-    wgeom g = {N, IH, IW, C, OH, OW, O, pt, pl, (OH + m - 1) / m, (OW + m - 1) / m, 0, 0};
+    wgeom g = {N, IH, IW, C, OH, OW, O, pt, pl, (OH + m - 1) / m, (OW + m - 1) / m, 0, 0, 0};
     g.tiles = N * g.th * g.tw;
+    g.small = C <= WG_SMALL && O <= WG_SMALL;
     int64_t t = m + 2, tb = BLOCK_BYTES / ((int64_t)sizeof(float) * t * t * (C + O));
     g.tb = tb < 16 ? 16 : tb;
     if (g.tb > g.tiles) g.tb = g.tiles;
@@ -295,8 +370,10 @@ WG_INLINE void forward(int m, const wgeom *g, const float *in, const float *f, f
         int64_t nb = g->tiles - t0 < tb ? g->tiles - t0 : tb;
         for (int64_t i = 0; i < nb; i++) input_tile(m, g, in, t0 + i, pad, tmp, v + i * C, tb * C);
         for (int64_t p = 0; p < P; p++)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb, (int)O, (int)C, 1.0f, v + p * tb * C,
-                        (int)C, u + p * n, (int)O, 0.0f, mt + p * tb * O, (int)O);
+            if (g->small) mm_small(nb, O, C, v + p * tb * C, C, 1, u + p * n, O, mt + p * tb * O, O, 0);
+            else
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb, (int)O, (int)C, 1.0f,
+                            v + p * tb * C, (int)C, u + p * n, (int)O, 0.0f, mt + p * tb * O, (int)O);
         for (int64_t i = 0; i < nb; i++) output_tile(m, g, mt + i * O, tb * O, t0 + i, tmp, pad, out);
     }
 }
@@ -318,8 +395,10 @@ WG_INLINE void grad_filter(int m, const wgeom *g, const float *x, const float *d
             grad_tile(m, g, dy, t0 + i, pad, tmp, z + i * O, tb * O);
         }
         for (int64_t p = 0; p < P; p++)
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)C, (int)O, (int)nb, 1.0f, v + p * tb * C, (int)C,
-                        z + p * tb * O, (int)O, t0 ? 1.0f : 0.0f, du + p * n, (int)O);
+            if (g->small) mm_small(C, O, nb, v + p * tb * C, 1, C, z + p * tb * O, O, du + p * n, O, t0 != 0);
+            else
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)C, (int)O, (int)nb, 1.0f,
+                            v + p * tb * C, (int)C, z + p * tb * O, (int)O, t0 ? 1.0f : 0.0f, du + p * n, (int)O);
     }
     if (!g->tiles) memset(du, 0, (size_t)(P * n) * sizeof *du);
     filter_inverse(m, du, n, tmp, dw);

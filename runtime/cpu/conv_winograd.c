@@ -93,18 +93,27 @@ typedef float v8 __attribute__((vector_size(32)));
 
 /* B^T d: T = m + 2 inputs to T outputs */
 #define BT4(L, S)                                                                                              \
-    ty d0 = L(in + c), d1 = L(in + is + c), d2 = L(in + 2 * is + c), d3 = L(in + 3 * is + c),                  \
-       d4 = L(in + 4 * is + c), d5 = L(in + 5 * is + c);                                                       \
+    ty d0 = L(IN(0) + c), d1 = L(IN(1) + c), d2 = L(IN(2) + c), d3 = L(IN(3) + c), d4 = L(IN(4) + c),          \
+       d5 = L(IN(5) + c);                                                                                      \
     S(out + c, d0 - 1.5f * d1 - 2.0f * d2 + 1.5f * d3 + d4);                                                   \
     S(out + os + c, -d1 + 0.5f * d2 + 2.5f * d3 + d4);                                                         \
     S(out + 2 * os + c, d1 - 2.5f * d2 + 0.5f * d3 + d4);                                                      \
     S(out + 3 * os + c, 2.0f * (d3 - d1) - d2 + d4);                                                           \
     S(out + 4 * os + c, 0.5f * (d1 - d3) - d2 + d4);                                                           \
     S(out + 5 * os + c, d1 - 1.5f * d2 - 2.0f * d3 + 1.5f * d4 + d5);
+#define IN(k) (in + (k) * is)
 WG_INLINE void bt_1d(int m, const float *restrict in, int64_t is, float *restrict out, int64_t os, int64_t n) {
     (void)m;
     CHANNELS(BT4);
 }
+#undef IN
+/* the same over inputs at q[0], ..., q[T - 1] (an edge tile's rows: the image's or zeros) */
+#define IN(k) (q[k])
+WG_INLINE void bt_1d_at(int m, const float *const *q, float *restrict out, int64_t os, int64_t n) {
+    (void)m;
+    CHANNELS(BT4);
+}
+#undef IN
 
 /* A^T y: T inputs to m outputs */
 #define AT4(L, S)                                                                                              \
@@ -280,27 +289,30 @@ WG_INLINE void tile_at(int m, const wgeom *g, int64_t t, int64_t *b, int64_t *i0
     *b = t / per, *i0 = r / g->tw * m, *j0 = r % g->tw * m;
 }
 
-/* B^T d B of tile t of `in` into v[p * vs + c], p = i * T + j; pad and tmp: T * T * C floats */
-WG_INLINE void input_tile(int m, const wgeom *g, const float *in, int64_t t, float *pad, float *tmp, float *v,
+/* B^T d B of tile t of `in` into v[p * vs + c], p = i * T + j; zero: C zeros; tmp: T * T * C floats.
+ * An edge tile reads its pixels in place through pointers, zero for those
+ * outside the image (a copy into a padded tile, 36 memcpy or memset calls,
+ * cost as much as the transform on 28x28x16) */
+WG_INLINE void input_tile(int m, const wgeom *g, const float *in, int64_t t, const float *zero, float *tmp, float *v,
                           int64_t vs) {
     const int64_t T = m + 2, C = g->C;
     int64_t b, i0, j0;
     tile_at(m, g, t, &b, &i0, &j0);
-    int64_t ih0 = i0 - g->pt, iw0 = j0 - g->pl, rs, cs = C;
-    const float *src;
+    int64_t ih0 = i0 - g->pt, iw0 = j0 - g->pl;
     if (ih0 >= 0 && iw0 >= 0 && ih0 + T <= g->IH && iw0 + T <= g->IW) { /* inside: read the image in place */
-        src = in + ((b * g->IH + ih0) * g->IW + iw0) * C, rs = g->IW * C;
+        const float *src = in + ((b * g->IH + ih0) * g->IW + iw0) * C;
+        for (int64_t e = 0; e < T; e++) bt_1d(m, src + e * C, g->IW * C, tmp + e * C, T * C, C); /* tmp[i][e] */
     } else { /* an edge: zeros outside the image */
-        for (int64_t a = 0; a < T; a++)
-            for (int64_t e = 0; e < T; e++) {
-                int64_t ih = ih0 + a, iw = iw0 + e;
-                float *dst = pad + (a * T + e) * C;
-                if (ih < 0 || iw < 0 || ih >= g->IH || iw >= g->IW) memset(dst, 0, (size_t)C * sizeof *dst);
-                else memcpy(dst, in + ((b * g->IH + ih) * g->IW + iw) * C, (size_t)C * sizeof *dst);
+        for (int64_t e = 0; e < T; e++) {
+            const float *q[6];
+            int64_t iw = iw0 + e;
+            for (int64_t a = 0; a < T; a++) {
+                int64_t ih = ih0 + a;
+                q[a] = ih < 0 || iw < 0 || ih >= g->IH || iw >= g->IW ? zero : in + ((b * g->IH + ih) * g->IW + iw) * C;
             }
-        src = pad, rs = T * C;
+            bt_1d_at(m, q, tmp + e * C, T * C, C);
+        }
     }
-    for (int64_t e = 0; e < T; e++) bt_1d(m, src + e * cs, rs, tmp + e * C, T * C, C); /* tmp[i][e] */
     for (int64_t i = 0; i < T; i++) bt_1d(m, tmp + i * T * C, C, v + i * T * vs, vs, C);
 }
 
@@ -364,11 +376,12 @@ WG_INLINE void filter_inverse(int m, const float *du, int64_t n, float *tmp, flo
 /* out = in * f (the filter f [3][3][C][O]); s: the scratch (forward_floats) */
 WG_INLINE void forward(int m, const wgeom *g, const float *in, const float *f, float *out, float *s) {
     const int64_t T = m + 2, P = T * T, C = g->C, O = g->O, n = C * O, W = C > O ? C : O, tb = g->tb;
-    float *u = s, *v = u + P * n, *mt = v + P * tb * C, *pad = mt + P * tb * O, *tmp = pad + P * W;
+    float *u = s, *v = u + P * n, *mt = v + P * tb * C, *pad = mt + P * tb * O, *zero = pad + P * W, *tmp = zero + W;
+    memset(zero, 0, (size_t)W * sizeof *zero);
     filter_transform(m, f, n, tmp, u);
     for (int64_t t0 = 0; t0 < g->tiles; t0 += tb) {
         int64_t nb = g->tiles - t0 < tb ? g->tiles - t0 : tb;
-        for (int64_t i = 0; i < nb; i++) input_tile(m, g, in, t0 + i, pad, tmp, v + i * C, tb * C);
+        for (int64_t i = 0; i < nb; i++) input_tile(m, g, in, t0 + i, zero, tmp, v + i * C, tb * C);
         for (int64_t p = 0; p < P; p++)
             if (g->small) mm_small(nb, O, C, v + p * tb * C, C, 1, u + p * n, O, mt + p * tb * O, O, 0);
             else
@@ -381,17 +394,18 @@ WG_INLINE void forward(int m, const wgeom *g, const float *in, const float *f, f
 static size_t forward_floats(int m, const wgeom *g) {
     int64_t T = m + 2, P = T * T, n = g->C * g->O, W = g->C > g->O ? g->C : g->O;
     int64_t tmp = P * W > 3 * T * n ? P * W : 3 * T * n;
-    return (size_t)(P * n + P * g->tb * (g->C + g->O) + P * W + tmp);
+    return (size_t)(P * n + P * g->tb * (g->C + g->O) + P * W + W + tmp);
 }
 
 /* dw [3][3][C][O] = the filter gradient of x (g's input) and dy (its output) */
 WG_INLINE void grad_filter(int m, const wgeom *g, const float *x, const float *dy, float *dw, float *s) {
     const int64_t T = m + 2, P = T * T, C = g->C, O = g->O, n = C * O, W = C > O ? C : O, tb = g->tb;
-    float *du = s, *v = du + P * n, *z = v + P * tb * C, *pad = z + P * tb * O, *tmp = pad + P * W;
+    float *du = s, *v = du + P * n, *z = v + P * tb * C, *pad = z + P * tb * O, *zero = pad + P * W, *tmp = zero + W;
+    memset(zero, 0, (size_t)W * sizeof *zero);
     for (int64_t t0 = 0; t0 < g->tiles; t0 += tb) {
         int64_t nb = g->tiles - t0 < tb ? g->tiles - t0 : tb;
         for (int64_t i = 0; i < nb; i++) {
-            input_tile(m, g, x, t0 + i, pad, tmp, v + i * C, tb * C);
+            input_tile(m, g, x, t0 + i, zero, tmp, v + i * C, tb * C);
             grad_tile(m, g, dy, t0 + i, pad, tmp, z + i * O, tb * O);
         }
         for (int64_t p = 0; p < P; p++)

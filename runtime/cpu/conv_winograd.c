@@ -293,9 +293,9 @@ WG_INLINE void tile_at(int m, const wgeom *g, int64_t t, int64_t *b, int64_t *i0
  * An edge tile reads its pixels in place through pointers, zero for those
  * outside the image (a copy into a padded tile, 36 memcpy or memset calls,
  * cost as much as the transform on 28x28x16) */
-WG_INLINE void input_tile(int m, const wgeom *g, const float *in, int64_t t, const float *zero, float *tmp, float *v,
-                          int64_t vs) {
-    const int64_t T = m + 2, C = g->C;
+WG_INLINE void input_tile(int m, const wgeom *g, int64_t C, const float *in, int64_t t, const float *zero, float *tmp,
+                          float *v, int64_t vs) {
+    const int64_t T = m + 2;
     int64_t b, i0, j0;
     tile_at(m, g, t, &b, &i0, &j0);
     int64_t ih0 = i0 - g->pt, iw0 = j0 - g->pl;
@@ -317,9 +317,9 @@ WG_INLINE void input_tile(int m, const wgeom *g, const float *in, int64_t t, con
 }
 
 /* A^T M A of tile t (mt[p * ms + o]) into out's valid pixels; tmp, y: T * T * O floats */
-WG_INLINE void output_tile(int m, const wgeom *g, const float *mt, int64_t ms, int64_t t, float *tmp, float *y,
-                           float *out) {
-    const int64_t T = m + 2, O = g->O;
+WG_INLINE void output_tile(int m, const wgeom *g, int64_t O, const float *mt, int64_t ms, int64_t t, float *tmp,
+                           float *y, float *out) {
+    const int64_t T = m + 2;
     int64_t b, i0, j0;
     tile_at(m, g, t, &b, &i0, &j0);
     for (int64_t j = 0; j < T; j++) at_1d(m, mt + j * ms, T * ms, tmp + j * O, T * O, O); /* tmp[a][j] */
@@ -336,9 +336,9 @@ WG_INLINE void output_tile(int m, const wgeom *g, const float *mt, int64_t ms, i
 }
 
 /* A dY A^T of tile t of dy ([N, OH, OW, O], zeros past its edge) into z[p * zs + o]; pad: m * m * O, tmp: T * m * O */
-WG_INLINE void grad_tile(int m, const wgeom *g, const float *dy, int64_t t, float *pad, float *tmp, float *z,
-                         int64_t zs) {
-    const int64_t T = m + 2, O = g->O;
+WG_INLINE void grad_tile(int m, const wgeom *g, int64_t O, const float *dy, int64_t t, float *pad, float *tmp,
+                         float *z, int64_t zs) {
+    const int64_t T = m + 2;
     int64_t b, i0, j0, rs;
     tile_at(m, g, t, &b, &i0, &j0);
     const float *src;
@@ -374,20 +374,21 @@ WG_INLINE void filter_inverse(int m, const float *du, int64_t n, float *tmp, flo
 /* ---- the three passes ---- */
 
 /* out = in * f (the filter f [3][3][C][O]); s: the scratch (forward_floats) */
-WG_INLINE void forward(int m, const wgeom *g, const float *in, const float *f, float *out, float *s) {
-    const int64_t T = m + 2, P = T * T, C = g->C, O = g->O, n = C * O, W = C > O ? C : O, tb = g->tb;
+WG_INLINE void forward(int m, const wgeom *g, int64_t C, int64_t O, const float *in, const float *f, float *out,
+                       float *s) {
+    const int64_t T = m + 2, P = T * T, n = C * O, W = C > O ? C : O, tb = g->tb;
     float *u = s, *v = u + P * n, *mt = v + P * tb * C, *pad = mt + P * tb * O, *zero = pad + P * W, *tmp = zero + W;
     memset(zero, 0, (size_t)W * sizeof *zero);
     filter_transform(m, f, n, tmp, u);
     for (int64_t t0 = 0; t0 < g->tiles; t0 += tb) {
         int64_t nb = g->tiles - t0 < tb ? g->tiles - t0 : tb;
-        for (int64_t i = 0; i < nb; i++) input_tile(m, g, in, t0 + i, zero, tmp, v + i * C, tb * C);
+        for (int64_t i = 0; i < nb; i++) input_tile(m, g, C, in, t0 + i, zero, tmp, v + i * C, tb * C);
         for (int64_t p = 0; p < P; p++)
             if (g->small) mm_small(nb, O, C, v + p * tb * C, C, 1, u + p * n, O, mt + p * tb * O, O, 0);
             else
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb, (int)O, (int)C, 1.0f,
                             v + p * tb * C, (int)C, u + p * n, (int)O, 0.0f, mt + p * tb * O, (int)O);
-        for (int64_t i = 0; i < nb; i++) output_tile(m, g, mt + i * O, tb * O, t0 + i, tmp, pad, out);
+        for (int64_t i = 0; i < nb; i++) output_tile(m, g, O, mt + i * O, tb * O, t0 + i, tmp, pad, out);
     }
 }
 
@@ -398,15 +399,16 @@ static size_t forward_floats(int m, const wgeom *g) {
 }
 
 /* dw [3][3][C][O] = the filter gradient of x (g's input) and dy (its output) */
-WG_INLINE void grad_filter(int m, const wgeom *g, const float *x, const float *dy, float *dw, float *s) {
-    const int64_t T = m + 2, P = T * T, C = g->C, O = g->O, n = C * O, W = C > O ? C : O, tb = g->tb;
+WG_INLINE void grad_filter(int m, const wgeom *g, int64_t C, int64_t O, const float *x, const float *dy, float *dw,
+                           float *s) {
+    const int64_t T = m + 2, P = T * T, n = C * O, W = C > O ? C : O, tb = g->tb;
     float *du = s, *v = du + P * n, *z = v + P * tb * C, *pad = z + P * tb * O, *zero = pad + P * W, *tmp = zero + W;
     memset(zero, 0, (size_t)W * sizeof *zero);
     for (int64_t t0 = 0; t0 < g->tiles; t0 += tb) {
         int64_t nb = g->tiles - t0 < tb ? g->tiles - t0 : tb;
         for (int64_t i = 0; i < nb; i++) {
-            input_tile(m, g, x, t0 + i, zero, tmp, v + i * C, tb * C);
-            grad_tile(m, g, dy, t0 + i, pad, tmp, z + i * O, tb * O);
+            input_tile(m, g, C, x, t0 + i, zero, tmp, v + i * C, tb * C);
+            grad_tile(m, g, O, dy, t0 + i, pad, tmp, z + i * O, tb * O);
         }
         for (int64_t p = 0; p < P; p++)
             if (g->small) mm_small(C, O, nb, v + p * tb * C, 1, C, z + p * tb * O, O, du + p * n, O, t0 != 0);
@@ -418,12 +420,24 @@ WG_INLINE void grad_filter(int m, const wgeom *g, const float *x, const float *d
     filter_inverse(m, du, n, tmp, dw);
 }
 
-/* the clones (m = 4) */
+/* the clones (m = 4); the forward compiled apart for 16, 32 and 64 channels
+ * in and out (ResNet-20's): the channel loops and mm_small's k loop then
+ * have constant trip counts (28x28x16's transforms took 3.5 ms of its 5
+ * with them variable) */
+#define WG_SQUARE(CALL, g) \
+    switch ((g)->C == (g)->O ? (g)->C : 0) { \
+    case 16: CALL(16, 16); break; \
+    case 32: CALL(32, 32); break; \
+    case 64: CALL(64, 64); break; \
+    default: CALL((g)->C, (g)->O); break; \
+    }
 WG_CLONES static void forward_m(int m, const wgeom *g, const float *in, const float *f, float *out, float *s) {
-    forward(m, g, in, f, out, s);
+#define FWD(C, O) forward(m, g, C, O, in, f, out, s)
+    WG_SQUARE(FWD, g)
+#undef FWD
 }
 WG_CLONES static void grad_filter_m(int m, const wgeom *g, const float *x, const float *dy, float *dw, float *s) {
-    grad_filter(m, g, x, dy, dw, s);
+    grad_filter(m, g, g->C, g->O, x, dy, dw, s); /* specialized, it measured slower on 32 and 64 channels */
 }
 
 /* ---- the candidate ---- */

@@ -2,8 +2,8 @@
  * conv2d, conv2d_epilogue, conv2d_grad_input and conv2d_grad_filter
  * (runtime/cpu/conv_winograd.c) forced by MGC_KERNELS=winograd against the
  * double reference, then measured (auto): whole and partial 4x4 tiles,
- * padding 0, 1 and asymmetric, channel counts 1, 3, 5, 13, 16, 32, 64 and
- * batch > 1; each forced run twice, bit for bit; the worst error as a share
+ * padding 0, 1 and asymmetric, channel counts 1, 3, 5, 13, 16, 17, 24, 32,
+ * 64 (the micro-kernel's products) and 72 (OpenBLAS's) and batch > 1; each forced run twice, bit for bit; the worst error as a share
  * of the tolerance printed. Nodes it must not run (stride 2, a 5x5 or 3x2
  * filter, dilation, groups, two threads) are not its (applies 0) and still
  * give the reference under MGC_KERNELS=winograd. WG_VERBOSE=1 prints each
@@ -52,6 +52,19 @@ static const tcase winograd_cases[] = {
      WG_EPI(1, 1, 1, 1, EPI_TANH), .ref = ref_conv2d_epilogue},
     {"winograd conv2d_epilogue valid sigmoid", OP_CONV2D_EPILOGUE, 3, {"2,9,8,3", "3,3,3,4", "4"},
      WG_EPI(0, 0, 0, 0, EPI_SIGMOID), .ref = ref_conv2d_epilogue},
+    /* mm_small (up to 64 channels): 24 and 17 channels take its 16-, 8- and 1-wide column paths, 9x7 (3 x 2
+     * tiles of 2 images) its 6-row block and a 4-row rest */
+    {"winograd conv2d 24->17", OP_CONV2D, 2, {"2,9,7,24", "3,3,24,17"}, WG_SAME, .ref = ref_conv},
+    {"winograd conv2d_grad_input 24->17", OP_CONV2D_GRAD_INPUT, 2, {"2,9,7,17", "3,3,24,17"}, WG_SAME,
+     .given = "2,9,7,24", .ref = ref_conv},
+    {"winograd conv2d_grad_filter 24->17", OP_CONV2D_GRAD_FILTER, 2, {"2,9,7,24", "2,9,7,17"}, WG_SAME,
+     .given = "3,3,24,17", .ref = ref_conv},
+    /* OpenBLAS's products (more than 64 channels in or out) */
+    {"winograd conv2d 72->8 (OpenBLAS)", OP_CONV2D, 2, {"2,6,7,72", "3,3,72,8"}, WG_SAME, .ref = ref_conv},
+    {"winograd conv2d_grad_input 72->8 (OpenBLAS)", OP_CONV2D_GRAD_INPUT, 2, {"2,6,7,8", "3,3,72,8"}, WG_SAME,
+     .given = "2,6,7,72", .ref = ref_conv},
+    {"winograd conv2d_grad_filter 72->8 (OpenBLAS)", OP_CONV2D_GRAD_FILTER, 2, {"2,6,7,72", "2,6,7,8"}, WG_SAME,
+     .given = "3,3,72,8", .ref = ref_conv},
 };
 
 /* not the candidate's: each still gives the reference under MGC_KERNELS=winograd (oneDNN's) */

@@ -65,6 +65,23 @@ MG_HD static inline float mg_select(int c, float a, float b) {
     int32_t m = -(int32_t)(c != 0);
     return mg_bits_float((mg_float_bits(a) & m) | (mg_float_bits(b) & ~m));
 }
+/* mg_expf's and mg_expf_neg's core: n = round(x / ln 2) (0 for NaN: r carries it) and
+ * e^r, r = x - n ln 2 (ln 2 in two parts), by a polynomial */
+MG_HD static inline float mg_exp_n(float x) {
+    float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
+    return mg_select(n == n, n, 0.0f);
+}
+MG_HD static inline float mg_exp_reduced(float x, float n) {
+    float r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    return p * (r * r) + r + 1.0f;
+}
 /* e^x, Cephes' expf: x = n ln2 + r with |r| <= ln2/2, e^r by a degree-7
  * polynomial, 2^n as two exponent-field factors (so n may reach -150 and
  * the result underflows gradually or overflows to inf as expf's). Max error
@@ -73,17 +90,7 @@ MG_HD static inline float mg_select(int c, float a, float b) {
 MG_HD static inline float mg_expf(float x) {
     float xc = mg_select(x < -104.0f, -104.0f, x);
     xc = mg_select(xc > 89.0f, 89.0f, xc);
-    float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
-    n = mg_select(n == n, n, 0.0f);                                      /* NaN: r carries it */
-    float r = xc - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * (r * r) + r + 1.0f;
+    float n = mg_exp_n(xc), p = mg_exp_reduced(xc, n);
     int32_t ni = (int32_t)n, h = ni / 2;
     float y = p * mg_bits_float((h + 127) << 23) * mg_bits_float((ni - h + 127) << 23);
     return mg_select(x < -104.0f, 0.0f, y);
@@ -127,18 +134,8 @@ MG_HD static inline float mg_erf_e(float x, float e) {
  * exponent-field factor (n >= -126, normal, so p 2^n is rounded once either
  * way; tests/kern/test_vecmath.c compares the bits) */
 MG_HD static inline float mg_expf_neg(float x) {
-    float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    n = mg_select(n == n, n, 0.0f);
-    float r = x - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * (r * r) + r + 1.0f;
-    return p * mg_bits_float(((int32_t)n + 127) << 23);
+    float n = mg_exp_n(x);
+    return mg_exp_reduced(x, n) * mg_bits_float(((int32_t)n + 127) << 23);
 }
 /* e^x for x <= 0 (or NaN): mg_expf's bits down to -87, 0 below (where mg_expf's
  * results are denormals under 2^-126) */

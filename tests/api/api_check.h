@@ -97,18 +97,31 @@ static inline void write_npy(const char *file, const char *descr, const int64_t 
     fclose(f);
 }
 
+/* Runs cmd through the shell: its whole stdout in *out (malloc'd; "" when it
+ * cannot start). Returns its status. */
+static inline int capture_command(const char *cmd, char **out) {
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    FILE *p = popen(cmd, "r");
+    for (size_t r; p && (r = fread(buf + n, 1, cap - n - 1, p)) > 0;)
+        if ((n += r) + 1 == cap) buf = realloc(buf, cap *= 2);
+    buf[n] = 0;
+    *out = buf;
+    int rc = p ? pclose(p) : -1;
+    if (rc) fprintf(stderr, "command failed (%d): %s\n", rc, cmd);
+    return rc;
+}
+
 /* Runs a shell command; its stdout in out (cap bytes). Returns its status. */
 static inline int run_command(char *out, size_t cap, const char *fmt, ...) {
-    char cmd[4096];
+    char cmd[4096], *all;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(cmd, sizeof cmd, fmt, ap);
     va_end(ap);
-    FILE *p = popen(cmd, "r");
-    size_t n = p ? fread(out, 1, cap - 1, p) : 0;
-    out[n] = 0;
-    int rc = p ? pclose(p) : -1;
-    if (rc) fprintf(stderr, "command failed (%d): %s\n", rc, cmd);
+    int rc = capture_command(cmd, &all);
+    snprintf(out, cap, "%s", all);
+    free(all);
     return rc;
 }
 

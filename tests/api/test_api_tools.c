@@ -44,24 +44,14 @@ static const char *got(const captured *c, mgc_text_kind k) { return c->text[k] ?
 
 /* The stdout of a shell command (malloc'd), NULL when it fails. */
 static char *run(const char *fmt, ...) {
-    char cmd[4096];
+    char cmd[4096], *out;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(cmd, sizeof cmd, fmt, ap);
     va_end(ap);
-    FILE *p = popen(cmd, "r");
-    if (!p) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *out = malloc(cap);
-    for (size_t r; (r = fread(out + n, 1, cap - n - 1, p)) > 0;)
-        if ((n += r) + 1 == cap) out = realloc(out, cap *= 2);
-    out[n] = 0;
-    if (pclose(p)) {
-        fprintf(stderr, "command failed: %s\n", cmd);
-        free(out);
-        return NULL;
-    }
-    return out;
+    if (!capture_command(cmd, &out)) return out;
+    free(out);
+    return NULL;
 }
 
 static void options(mgc_compile_options *co, captured *c) {

@@ -17,6 +17,7 @@
 
 #include "../../ir/ir.h"
 #include "../../runtime/cpu/cpu_kernels.h"
+#include "harness.h" /* kh_shape */
 
 static uint64_t rng = 0x9e3779b97f4a7c15u;
 static uint32_t next(void) {
@@ -182,27 +183,17 @@ int main(void) {
     static const char *const outs[] = {"1", "7", "513", "3,41", "4,128", "2,5,6,8", "3,7,61", "2,3,5,7,3", "1031", "64,10"};
     int failed = test_rule(), cases = 0;
     for (int rep = 0; rep < 6; rep++)
-        for (int s = 0; s < (int)(sizeof outs / sizeof *outs); s++) {
-            ir_shape out = {0};
-            for (const char *p = outs[s]; *p;) {
-                out.dim[out.rank++] = strtoll(p, (char **)&p, 10);
-                if (*p == ',') p++;
-            }
+        for (int s = 0; s < (int)(sizeof outs / sizeof *outs); s++, cases++) {
+            ir_shape out = kh_shape(outs[s]);
             failed += one_program(cases, &out, cases % n_ops, false);
-            cases++;
         }
     /* scalars and [c] with c dividing the tile (512): invariant instructions */
     static const char *const bn_outs[] = {"1", "5,16", "4,8,8,16", "3,7,32", "2,9,64", "1031", "2,3,512"};
     int before = n_invariant;
     for (int rep = 0; rep < 12; rep++)
-        for (int s = 0; s < (int)(sizeof bn_outs / sizeof *bn_outs); s++) {
-            ir_shape out = {0};
-            for (const char *p = bn_outs[s]; *p;) {
-                out.dim[out.rank++] = strtoll(p, (char **)&p, 10);
-                if (*p == ',') p++;
-            }
+        for (int s = 0; s < (int)(sizeof bn_outs / sizeof *bn_outs); s++, cases++) {
+            ir_shape out = kh_shape(bn_outs[s]);
             failed += one_program(cases, &out, cases % n_ops, true);
-            cases++;
         }
     int inv = n_invariant - before;
     if (inv < 20) failed += fprintf(stderr, "FAIL only %d programs with an invariant instruction\n", inv) > 0;

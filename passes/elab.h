@@ -43,10 +43,19 @@ typedef struct {
     const vlist *list;
 } value;
 
-/* A list's values, in the AST arena: never changed once made. */
+/* A list's values, in the AST arena: never changed once made. `a + b`
+ * appends b in place when a's buffer has room and a ends where the buffer's
+ * filled part ends, as Go's append does: `xs = xs + [x]` in a loop costs
+ * amortized O(1) an element, and no list sees a change (each reads its
+ * first n only). */
+typedef struct {
+    int fill, cap;
+} vbuf;
+
 struct vlist {
     int n;
     value *v;
+    vbuf *buf; /* NULL: v has no room to grow */
 };
 
 typedef enum { B_DIM, B_RANK, B_SIZE, B_MAX, B_MIN, B_LEN, B_RANGE, B_TYPEOF, B_ERROR, B_PAIR, B_COUNT } builtin_fn;

@@ -301,16 +301,26 @@ static value logical(elab *c, const ast_expr *e) {
     return ok ? b : ERR;
 }
 
-/* [a, b] + [c]: a new list, as Python's */
+/* [a, b] + [c]: a new list, as Python's; a's buffer grows in place when it
+ * can (see vlist), else a new buffer with twice the room is made. */
 static value concat_lists(elab *c, value a, value b, ir_loc loc) {
-    int n = a.list->n + b.list->n;
+    const vlist *x = a.list, *y = b.list;
+    int n = x->n + y->n;
     if (n > MAX_LIST) return elab_err(c, loc, "a list has at most %d elements", MAX_LIST), ERR;
-    value *v = elab_xrealloc(NULL, (size_t)n * sizeof *v + 1);
-    memcpy(v, a.list->v, (size_t)a.list->n * sizeof *v);
-    memcpy(v + a.list->n, b.list->v, (size_t)b.list->n * sizeof *v);
-    value r = elab_list(c, v, n);
-    free(v);
-    return r;
+    vlist *l = ast_alloc(c->a, sizeof *l);
+    l->n = n;
+    if (x->buf && x->buf->fill == x->n && n <= x->buf->cap) {
+        l->v = x->v, l->buf = x->buf;
+    } else {
+        int cap = n < 4 ? 8 : 2 * n;
+        l->buf = ast_alloc(c->a, sizeof *l->buf);
+        l->buf->cap = cap;
+        l->v = ast_alloc(c->a, (size_t)cap * sizeof *l->v);
+        memcpy(l->v, x->v, (size_t)x->n * sizeof *l->v);
+    }
+    memcpy(l->v + x->n, y->v, (size_t)y->n * sizeof *l->v); /* y may be x: its first n stay */
+    l->buf->fill = n;
+    return (value){.k = V_LIST, .list = l};
 }
 
 static value binary(elab *c, const ast_expr *e) {

@@ -108,6 +108,13 @@ frontend_good(control ${FE_DIR}/good/control.mg EXPECT
   "param pick_2/dense/kernel f32[5,4] 20 init=glorot_uniform fan_in=5 fan_out=4"
   "trainable parameters 970"
   "output add f32[4,10]")
+# lists grown in place (xs = xs + [x] is linear, not quadratic): every list
+# keeps its own elements however they share a buffer
+frontend_good(lists ${FE_DIR}/good/lists.mg EXPECT
+  "param dense/kernel f32[3,7] 21 init=glorot_uniform fan_in=3 fan_out=7"
+  "param dense_1/kernel f32[7,8] 56 init=glorot_uniform fan_in=7 fan_out=8"
+  "param dense_2/kernel f32[8,19] 152 init=glorot_uniform fan_in=8 fan_out=19"
+  "param dense_3/kernel f32[19,8] 152 init=glorot_uniform fan_in=19 fan_out=8")
 # issue 12: params shared by name (reuse: true): one tower's params however
 # many calls use them; several named outputs; a weighted sum of losses plus
 # regularizer terms keeps one per-example loss vector

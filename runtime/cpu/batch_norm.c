@@ -3,11 +3,10 @@
  * [rows, c] (c its last axis):
  *   channel_mean(x)         [c]  sum_r x / rows
  *   channel_var(x, m)       [c]  sum_r (x - m)^2 / rows (two-pass: m given)
- *   channel_dot(x, m, dy)   [c]  sum_r dy (x - m)        (scale_shift's ds)
  *   channel_sum_dot(x, m, dy) [2, c]  sum_r dy; sum_r dy (x - m)  (db, ds)
+ *   channel_sum_dot_relu(x, m, y, dy)  channel_sum_dot(x, m, relu_grad(y, dy))
  *   scale_shift(x, m, s, b)      (x - m) s + b
- * Each a single pass over x (and dy); channel_sum_dot sums each of its rows
- * in channel_dot's order. Sums: columns in chunks of 256, rows in
+ * Each a single pass over x (and dy, y). Sums: columns in chunks of 256, rows in
  * blocks of 64 summed in float (four interleaved accumulators), blocks
  * combined in double, in a fixed order, so results depend on the data alone. */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -18,13 +17,16 @@
 
 enum { COLS = 256, ROWS = 64 };
 
-typedef enum { SUM_X, SUM_SQ_DEV, SUM_DY_DEV } channel_sum_kind;
+typedef enum { SUM_X, SUM_SQ_DEV } channel_sum_kind;
 
 /* the term of row r, column i (a column of chunk c0) */
 #define TERM_X(r, i) (x[(r) * c + c0 + (i)])
 #define TERM_SQ_DEV(r, i) ((x[(r) * c + c0 + (i)] - m[c0 + (i)]) * (x[(r) * c + c0 + (i)] - m[c0 + (i)]))
 #define TERM_DY(r, i) (dy[(r) * c + c0 + (i)])
 #define TERM_DY_DEV(r, i) (dy[(r) * c + c0 + (i)] * (x[(r) * c + c0 + (i)] - m[c0 + (i)]))
+/* channel_sum_dot_relu's: g = relu_grad(y, dy), the bits relu_grad writes */
+#define TERM_G(r, i) mg_relu_grad(y[(r) * c + c0 + (i)], dy[(r) * c + c0 + (i)])
+#define TERM_G_DEV(r, i) (TERM_G(r, i) * (x[(r) * c + c0 + (i)] - m[c0 + (i)]))
 
 /* part[i] = sum of TERM over rows [r0, r1) of column i < w: four rows at a
  * time into four accumulators (a chain of dependent adds per vector would
@@ -41,40 +43,47 @@ typedef enum { SUM_X, SUM_SQ_DEV, SUM_DY_DEV } channel_sum_kind;
         for (int64_t i = 0; i < w; i++) part[i] = (a0[i] + a1[i]) + (a2[i] + a3[i]);                      \
     } while (0)
 
-CPU_CLONES static void block_sum(float *part, channel_sum_kind kind, const float *x, const float *m,
-                                 const float *dy, int64_t c, int64_t c0, int64_t w, int64_t r0, int64_t r1) {
+CPU_CLONES static void block_sum(float *part, channel_sum_kind kind, const float *x, const float *m, int64_t c,
+                                 int64_t c0, int64_t w, int64_t r0, int64_t r1) {
     if (kind == SUM_X) BLOCK_SUM(TERM_X);
-    else if (kind == SUM_SQ_DEV) BLOCK_SUM(TERM_SQ_DEV);
-    else BLOCK_SUM(TERM_DY_DEV);
+    else BLOCK_SUM(TERM_SQ_DEV);
 }
 
-/* part[i] = sum of dy, part[COLS + i] = sum of dy (x - m) over rows [r0, r1)
- * of column i < w: BLOCK_SUM's order for each, in one pass */
-CPU_CLONES static void block_sum_dot(float *part, const float *x, const float *m, const float *dy, int64_t c,
-                                     int64_t c0, int64_t w, int64_t r0, int64_t r1) {
-    float s0[COLS] = {0}, s1[COLS] = {0}, s2[COLS] = {0}, s3[COLS] = {0};
-    float d0[COLS] = {0}, d1[COLS] = {0}, d2[COLS] = {0}, d3[COLS] = {0};
-    int64_t r = r0;
-    for (; r + 4 <= r1; r += 4)
-        for (int64_t i = 0; i < w; i++) {
-            s0[i] += TERM_DY(r, i), s1[i] += TERM_DY(r + 1, i), s2[i] += TERM_DY(r + 2, i), s3[i] += TERM_DY(r + 3, i);
-            d0[i] += TERM_DY_DEV(r, i), d1[i] += TERM_DY_DEV(r + 1, i);
-            d2[i] += TERM_DY_DEV(r + 2, i), d3[i] += TERM_DY_DEV(r + 3, i);
-        }
-    for (; r < r1; r++)
-        for (int64_t i = 0; i < w; i++) s0[i] += TERM_DY(r, i), d0[i] += TERM_DY_DEV(r, i);
-    for (int64_t i = 0; i < w; i++)
-        part[i] = (s0[i] + s1[i]) + (s2[i] + s3[i]), part[COLS + i] = (d0[i] + d1[i]) + (d2[i] + d3[i]);
+/* part[i] = sum of S, part[COLS + i] = sum of D over rows [r0, r1) of column
+ * i < w: BLOCK_SUM's order for each, in one pass */
+#define BLOCK_SUM_DOT(S, D)                                                                                       \
+    do {                                                                                                          \
+        float s0[COLS] = {0}, s1[COLS] = {0}, s2[COLS] = {0}, s3[COLS] = {0};                                     \
+        float d0[COLS] = {0}, d1[COLS] = {0}, d2[COLS] = {0}, d3[COLS] = {0};                                     \
+        int64_t r = r0;                                                                                           \
+        for (; r + 4 <= r1; r += 4)                                                                               \
+            for (int64_t i = 0; i < w; i++) {                                                                     \
+                s0[i] += S(r, i), s1[i] += S(r + 1, i), s2[i] += S(r + 2, i), s3[i] += S(r + 3, i);               \
+                d0[i] += D(r, i), d1[i] += D(r + 1, i), d2[i] += D(r + 2, i), d3[i] += D(r + 3, i);               \
+            }                                                                                                     \
+        for (; r < r1; r++)                                                                                       \
+            for (int64_t i = 0; i < w; i++) s0[i] += S(r, i), d0[i] += D(r, i);                                   \
+        for (int64_t i = 0; i < w; i++)                                                                           \
+            part[i] = (s0[i] + s1[i]) + (s2[i] + s3[i]), part[COLS + i] = (d0[i] + d1[i]) + (d2[i] + d3[i]);      \
+    } while (0)
+
+/* of dy and dy (x - m); y non-NULL: of g and g (x - m), g = relu_grad(y, dy) */
+CPU_CLONES static void block_sum_dot(float *part, const float *x, const float *m, const float *y, const float *dy,
+                                     int64_t c, int64_t c0, int64_t w, int64_t r0, int64_t r1) {
+    if (y) BLOCK_SUM_DOT(TERM_G, TERM_G_DEV);
+    else BLOCK_SUM_DOT(TERM_DY, TERM_DY_DEV);
 }
 
-/* out[j] = sum_r dy, out[c + j] = sum_r dy (x - m): channel_sums' blocks and order */
-static void channel_sum_dot(float *out, const float *x, const float *m, const float *dy, int64_t rows, int64_t c) {
+/* out[j] = sum_r g, out[c + j] = sum_r g (x - m), g = dy, or relu_grad(y, dy)
+ * when y is given: channel_sums' blocks and order */
+static void channel_sum_dot(float *out, const float *x, const float *m, const float *y, const float *dy, int64_t rows,
+                            int64_t c) {
     for (int64_t c0 = 0; c0 < c; c0 += COLS) {
         int64_t w = c - c0 < COLS ? c - c0 : COLS;
         double acc[2 * COLS] = {0};
         float part[2 * COLS];
         for (int64_t r0 = 0; r0 < rows; r0 += ROWS) {
-            block_sum_dot(part, x, m, dy, c, c0, w, r0, r0 + ROWS < rows ? r0 + ROWS : rows);
+            block_sum_dot(part, x, m, y, dy, c, c0, w, r0, r0 + ROWS < rows ? r0 + ROWS : rows);
             for (int64_t i = 0; i < w; i++) acc[i] += part[i], acc[COLS + i] += part[COLS + i];
         }
         for (int64_t i = 0; i < w; i++) out[c0 + i] = (float)acc[i], out[c + c0 + i] = (float)acc[COLS + i];
@@ -82,14 +91,14 @@ static void channel_sum_dot(float *out, const float *x, const float *m, const fl
 }
 
 /* out[j] = scale * sum_r f(row r, column j) */
-static void channel_sums(float *out, channel_sum_kind kind, const float *x, const float *m, const float *dy,
-                         int64_t rows, int64_t c, double scale) {
+static void channel_sums(float *out, channel_sum_kind kind, const float *x, const float *m, int64_t rows, int64_t c,
+                         double scale) {
     for (int64_t c0 = 0; c0 < c; c0 += COLS) {
         int64_t w = c - c0 < COLS ? c - c0 : COLS;
         double acc[COLS] = {0};
         float part[COLS];
         for (int64_t r0 = 0; r0 < rows; r0 += ROWS) {
-            block_sum(part, kind, x, m, dy, c, c0, w, r0, r0 + ROWS < rows ? r0 + ROWS : rows);
+            block_sum(part, kind, x, m, c, c0, w, r0, r0 + ROWS < rows ? r0 + ROWS : rows);
             for (int64_t i = 0; i < w; i++) acc[i] += part[i];
         }
         for (int64_t i = 0; i < w; i++) out[c0 + i] = (float)(acc[i] * scale);
@@ -108,12 +117,10 @@ int cpu_k_batch_norm(const rt_kernel_args *k, char *err, size_t cap) {
     int64_t c = xs->dim[xs->rank - 1], rows = c ? ir_shape_numel(xs) / c : 0;
     const float *x = IN_F32(k, 0);
     switch (k->node->op) {
-    case OP_CHANNEL_MEAN: channel_sums(k->out, SUM_X, x, NULL, NULL, rows, c, rows ? 1.0 / (double)rows : 0); break;
-    case OP_CHANNEL_VAR:
-        channel_sums(k->out, SUM_SQ_DEV, x, IN_F32(k, 1), NULL, rows, c, rows ? 1.0 / (double)rows : 0);
-        break;
-    case OP_CHANNEL_DOT: channel_sums(k->out, SUM_DY_DEV, x, IN_F32(k, 1), IN_F32(k, 2), rows, c, 1.0); break;
-    case OP_CHANNEL_SUM_DOT: channel_sum_dot(k->out, x, IN_F32(k, 1), IN_F32(k, 2), rows, c); break;
+    case OP_CHANNEL_MEAN: channel_sums(k->out, SUM_X, x, NULL, rows, c, rows ? 1.0 / (double)rows : 0); break;
+    case OP_CHANNEL_VAR: channel_sums(k->out, SUM_SQ_DEV, x, IN_F32(k, 1), rows, c, rows ? 1.0 / (double)rows : 0); break;
+    case OP_CHANNEL_SUM_DOT: channel_sum_dot(k->out, x, IN_F32(k, 1), NULL, IN_F32(k, 2), rows, c); break;
+    case OP_CHANNEL_SUM_DOT_RELU: channel_sum_dot(k->out, x, IN_F32(k, 1), IN_F32(k, 2), IN_F32(k, 3), rows, c); break;
     default: scale_shift_rows(k->out, x, IN_F32(k, 1), IN_F32(k, 2), IN_F32(k, 3), rows, c); break;
     }
     return 0;

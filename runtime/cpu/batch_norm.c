@@ -30,17 +30,27 @@ typedef enum { SUM_X, SUM_SQ_DEV } channel_sum_kind;
 
 /* part[i] = sum of TERM over rows [r0, r1) of column i < w: four rows at a
  * time into four accumulators (a chain of dependent adds per vector would
- * bound a few channels' sum by the add latency), combined in a fixed order */
-#define BLOCK_SUM(TERM)                                                                                   \
-    do {                                                                                                  \
-        float a0[COLS] = {0}, a1[COLS] = {0}, a2[COLS] = {0}, a3[COLS] = {0};                             \
-        int64_t r = r0;                                                                                   \
-        for (; r + 4 <= r1; r += 4)                                                                       \
-            for (int64_t i = 0; i < w; i++)                                                               \
-                a0[i] += TERM(r, i), a1[i] += TERM(r + 1, i), a2[i] += TERM(r + 2, i), a3[i] += TERM(r + 3, i); \
-        for (; r < r1; r++)                                                                               \
-            for (int64_t i = 0; i < w; i++) a0[i] += TERM(r, i);                                          \
-        for (int64_t i = 0; i < w; i++) part[i] = (a0[i] + a1[i]) + (a2[i] + a3[i]);                      \
+ * bound a few channels' sum by the add latency), combined in a fixed order.
+ * Eight columns at a time (nc of them from column i0; 8, a constant, but at
+ * the tail), so that the accumulators stay in registers: a column's sum is
+ * the same sequence of adds however the columns are grouped. */
+#define GROUP_SUM(TERM, i0, nc)                                                                                   \
+    do {                                                                                                          \
+        float a0[8] = {0}, a1[8] = {0}, a2[8] = {0}, a3[8] = {0};                                                 \
+        int64_t r = r0;                                                                                           \
+        for (; r + 4 <= r1; r += 4)                                                                               \
+            for (int64_t i = 0; i < (nc); i++)                                                                    \
+                a0[i] += TERM(r, i0 + i), a1[i] += TERM(r + 1, i0 + i), a2[i] += TERM(r + 2, i0 + i),             \
+                a3[i] += TERM(r + 3, i0 + i);                                                                     \
+        for (; r < r1; r++)                                                                                       \
+            for (int64_t i = 0; i < (nc); i++) a0[i] += TERM(r, i0 + i);                                          \
+        for (int64_t i = 0; i < (nc); i++) part[i0 + i] = (a0[i] + a1[i]) + (a2[i] + a3[i]);                      \
+    } while (0)
+#define BLOCK_SUM(TERM)                                                                                           \
+    do {                                                                                                          \
+        int64_t g0 = 0;                                                                                           \
+        for (; g0 + 8 <= w; g0 += 8) GROUP_SUM(TERM, g0, 8);                                                      \
+        if (g0 < w) GROUP_SUM(TERM, g0, w - g0);                                                                  \
     } while (0)
 
 CPU_CLONES static void block_sum(float *part, channel_sum_kind kind, const float *x, const float *m, int64_t c,
@@ -50,21 +60,30 @@ CPU_CLONES static void block_sum(float *part, channel_sum_kind kind, const float
 }
 
 /* part[i] = sum of S, part[COLS + i] = sum of D over rows [r0, r1) of column
- * i < w: BLOCK_SUM's order for each, in one pass */
-#define BLOCK_SUM_DOT(S, D)                                                                                       \
+ * i < w: BLOCK_SUM's order for each, in one pass (eight columns at a time:
+ * eight vectors of accumulators) */
+#define GROUP_SUM_DOT(S, D, i0, nc)                                                                               \
     do {                                                                                                          \
-        float s0[COLS] = {0}, s1[COLS] = {0}, s2[COLS] = {0}, s3[COLS] = {0};                                     \
-        float d0[COLS] = {0}, d1[COLS] = {0}, d2[COLS] = {0}, d3[COLS] = {0};                                     \
+        float s0[8] = {0}, s1[8] = {0}, s2[8] = {0}, s3[8] = {0};                                                 \
+        float d0[8] = {0}, d1[8] = {0}, d2[8] = {0}, d3[8] = {0};                                                 \
         int64_t r = r0;                                                                                           \
         for (; r + 4 <= r1; r += 4)                                                                               \
-            for (int64_t i = 0; i < w; i++) {                                                                     \
-                s0[i] += S(r, i), s1[i] += S(r + 1, i), s2[i] += S(r + 2, i), s3[i] += S(r + 3, i);               \
-                d0[i] += D(r, i), d1[i] += D(r + 1, i), d2[i] += D(r + 2, i), d3[i] += D(r + 3, i);               \
+            for (int64_t i = 0; i < (nc); i++) {                                                                  \
+                s0[i] += S(r, i0 + i), s1[i] += S(r + 1, i0 + i), s2[i] += S(r + 2, i0 + i);                      \
+                s3[i] += S(r + 3, i0 + i);                                                                        \
+                d0[i] += D(r, i0 + i), d1[i] += D(r + 1, i0 + i), d2[i] += D(r + 2, i0 + i);                      \
+                d3[i] += D(r + 3, i0 + i);                                                                        \
             }                                                                                                     \
         for (; r < r1; r++)                                                                                       \
-            for (int64_t i = 0; i < w; i++) s0[i] += S(r, i), d0[i] += D(r, i);                                   \
-        for (int64_t i = 0; i < w; i++)                                                                           \
-            part[i] = (s0[i] + s1[i]) + (s2[i] + s3[i]), part[COLS + i] = (d0[i] + d1[i]) + (d2[i] + d3[i]);      \
+            for (int64_t i = 0; i < (nc); i++) s0[i] += S(r, i0 + i), d0[i] += D(r, i0 + i);                      \
+        for (int64_t i = 0; i < (nc); i++)                                                                        \
+            part[i0 + i] = (s0[i] + s1[i]) + (s2[i] + s3[i]), part[COLS + i0 + i] = (d0[i] + d1[i]) + (d2[i] + d3[i]); \
+    } while (0)
+#define BLOCK_SUM_DOT(S, D)                                                                                       \
+    do {                                                                                                          \
+        int64_t g0 = 0;                                                                                           \
+        for (; g0 + 8 <= w; g0 += 8) GROUP_SUM_DOT(S, D, g0, 8);                                                  \
+        if (g0 < w) GROUP_SUM_DOT(S, D, g0, w - g0);                                                              \
     } while (0)
 
 /* of dy and dy (x - m); y non-NULL: of g and g (x - m), g = relu_grad(y, dy) */

@@ -742,34 +742,16 @@ static bool rule_channel_mean(rule *r) { return channel_operands(r, 1, 1) && cha
 /* channel_var: (x[..., c], m[c]) -> f32[c] */
 static bool rule_channel_var(rule *r) { return channel_operands(r, 1, 2) && channel_vector_out(r); }
 
-/* inputs 2.. (channel_sum_dot's dy; channel_sum_dot_relu's y, dy) of x's type */
-static bool like_x(rule *r, const char *const *names) {
-    char b1[96], b2[96];
-    for (int k = 2; k < r->n->n_in; k++) {
-        const ir_node *v = &r->m->g.nodes[r->n->in[k]];
-        if (!ir_shape_eq(&v->shape, &r->x->shape) || v->dtype != r->x->dtype)
-            return fail(r, "'%s' needs %s of the type of x, got %s and %s", op_name(r), names[k - 2], tstr(r->x, b1),
-                        tstr(v, b2));
-    }
-    return true;
-}
-
-/* [2, c] of x's channels */
-static bool channel_pair_out(rule *r) {
-    r->n->dtype = IR_F32, r->n->shape = ir_shape_make(2, (int64_t[]){2, r->x->shape.dim[r->x->shape.rank - 1]});
-    return true;
-}
-
 /* channel_sum_dot: (x[..., c], m[c], dy of x's type) -> f32[2, c]: row 0
  * sum(dy), row 1 sum(dy (x - m)) */
 static bool rule_channel_sum_dot(rule *r) {
-    return like_x(r, (const char *const[]){"dy"}) && channel_operands(r, 1, 2) && channel_pair_out(r);
-}
-
-/* channel_sum_dot_relu: (x[..., c], m[c], y, dy of x's type) -> f32[2, c]:
- * channel_sum_dot(x, m, dy * (y > 0)) */
-static bool rule_channel_sum_dot_relu(rule *r) {
-    return like_x(r, (const char *const[]){"y", "dy"}) && channel_operands(r, 1, 2) && channel_pair_out(r);
+    char b1[96], b2[96];
+    const ir_node *dy = &r->m->g.nodes[r->n->in[2]];
+    if (!ir_shape_eq(&dy->shape, &r->x->shape) || dy->dtype != r->x->dtype)
+        return fail(r, "'%s' needs dy of the type of x, got %s and %s", op_name(r), tstr(r->x, b1), tstr(dy, b2));
+    if (!channel_operands(r, 1, 2)) return false;
+    r->n->dtype = IR_F32, r->n->shape = ir_shape_make(2, (int64_t[]){2, r->x->shape.dim[r->x->shape.rank - 1]});
+    return true;
 }
 
 /* scale_shift: (x[..., c], m[c], s[c], b[c]) -> x */

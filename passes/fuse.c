@@ -14,8 +14,7 @@
  *     read by both relu and relu_grad);
  *   - groups are grown from the last node backwards: a root (a fusible node
  *     not yet taken) absorbs operands, highest index first, that are inlined,
- *     or fusible, unpinned and read only by the group's members (an inlined
- *     member among them when only the group reads it); at most
+ *     or fusible, unpinned and read only by the group's members; at most
  *     IR_FUSED_MAX_INSTRS instructions and IR_FUSED_MAX_INPUTS inputs;
  *   - a group of two nodes or more becomes one fused node in its root's place
  *     (index order, name, position and type kept); its members disappear.
@@ -120,16 +119,11 @@ static bool has_member(const group *G, int i) {
     return false;
 }
 
-/* Whether every user of p is a member of G: a non-inlined one, or (issue 14:
- * batch norm's dx chain reads the relu_grad through an inlined mul) an
- * inlined one whose own users all are non-inlined members, so that G is the
- * only group computing it. */
+/* Whether every user of p is a (non-inlined) member of G. */
 static bool read_only_inside(const fuser *F, const group *G, int p) {
     for (int u = F->user_start[p]; u < F->user_start[p + 1]; u++) {
         int user = F->users[u];
-        if (!has_member(G, user)) return false;
-        for (int v = F->user_start[user]; F->inlined[user] && v < F->user_start[user + 1]; v++)
-            if (F->inlined[F->users[v]] || !has_member(G, F->users[v])) return false;
+        if (F->inlined[user] || !has_member(G, user)) return false;
     }
     return true;
 }

@@ -211,38 +211,6 @@ static void fuse_pool_relu_grad(fuser *f, int i) {
     rewrite(f, i, OP_MAX_POOL2D_RELU_GRAD, (int[]){n->in[0], p->in[1]}, 2, p->iattr, p->loc);
 }
 
-/* ---- issue 14: relu_grad folded into batch norm's backward (docs/fusion.md) ----
- * channel_sum_dot(x, m, relu_grad(y, dy)) -> channel_sum_dot_relu(x, m, y, dy)
- * when the relu_grad's one other reader is an f32 elementwise op that may be
- * a fused instruction (batch norm's dx chain): the fuse pass then takes the
- * relu_grad into that chain's program, so g = dy * (y > 0) is never written
- * (the relu of a batch norm that is no block's last: one write of an
- * activation less a step, for a read of y and dy in each reader). The sums
- * see the same g, bit for bit (batch_norm.c computes it as relu_grad does). */
-
-/* the live node other than i that reads g, -1 for none */
-static int other_reader(const fuser *f, int g, int i) {
-    for (int j = g + 1; j < f->m->g.n; j++) {
-        const ir_node *n = at(f, j);
-        for (int k = 0; j != i && f->live[j] && k < n->n_in; k++)
-            if (n->in[k] == g) return j;
-    }
-    return -1;
-}
-
-static void fold_relu_grad_at(fuser *f, int i) {
-    const ir_node *n = at(f, i);
-    int g = n->in[2], arity;
-    const ir_node *gn = at(f, g);
-    if (gn->op != OP_RELU_GRAD || gn->dtype != IR_F32 || f->uses[g] != 2 || n->in[0] == g || n->in[1] == g) return;
-    int u = other_reader(f, g, i);
-    if (u < 0 || !(ir_ops[at(f, u)->op].flags & OPF_ELEMENTWISE) || !ir_fused_op_ok(at(f, u)->op, &arity) ||
-        at(f, u)->dtype != IR_F32)
-        return;
-    int64_t iattr[IR_MAX_IATTR] = {0};
-    rewrite(f, i, OP_CHANNEL_SUM_DOT_RELU, (int[]){n->in[0], n->in[1], gn->in[0], gn->in[1]}, 4, iattr, n->loc);
-}
-
 bool pass_epilogue(ir_module *m, ir_diag *d, const pass_options *o) {
     (void)d;
     if (o->no_fuse) return true;
@@ -258,8 +226,6 @@ bool pass_epilogue(ir_module *m, ir_diag *d, const pass_options *o) {
         if (f.live[i] && at(&f, i)->op == OP_ADD) fuse_epilogue_at(&f, i);
     for (int i = 0; i < m->g.n; i++)
         if (f.live[i] && at(&f, i)->op == OP_RELU_GRAD) fuse_pool_relu_grad(&f, i);
-    for (int i = 0; i < m->g.n; i++) /* issue 14: relu_grad folded into batch norm's backward */
-        if (f.live[i] && at(&f, i)->op == OP_CHANNEL_SUM_DOT) fold_relu_grad_at(&f, i);
     free(f.live), free(f.uses), free(f.user), free(f.relu_of);
     return true;
 }

@@ -4,9 +4,8 @@
  *   channel_mean(x)         [c]  sum_r x / rows
  *   channel_var(x, m)       [c]  sum_r (x - m)^2 / rows (two-pass: m given)
  *   channel_sum_dot(x, m, dy) [2, c]  sum_r dy; sum_r dy (x - m)  (db, ds)
- *   channel_sum_dot_relu(x, m, y, dy)  channel_sum_dot(x, m, relu_grad(y, dy))
  *   scale_shift(x, m, s, b)      (x - m) s + b
- * Each a single pass over x (and dy, y). Sums: columns in chunks of 256, rows in
+ * Each a single pass over x (and dy). Sums: columns in chunks of 256, rows in
  * blocks of 64 summed in float (four interleaved accumulators), blocks
  * combined in double, in a fixed order, so results depend on the data alone. */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -24,9 +23,6 @@ typedef enum { SUM_X, SUM_SQ_DEV } channel_sum_kind;
 #define TERM_SQ_DEV(r, i) ((x[(r) * c + c0 + (i)] - m[c0 + (i)]) * (x[(r) * c + c0 + (i)] - m[c0 + (i)]))
 #define TERM_DY(r, i) (dy[(r) * c + c0 + (i)])
 #define TERM_DY_DEV(r, i) (dy[(r) * c + c0 + (i)] * (x[(r) * c + c0 + (i)] - m[c0 + (i)]))
-/* channel_sum_dot_relu's: g = relu_grad(y, dy), the bits relu_grad writes */
-#define TERM_G(r, i) mg_relu_grad(y[(r) * c + c0 + (i)], dy[(r) * c + c0 + (i)])
-#define TERM_G_DEV(r, i) (TERM_G(r, i) * (x[(r) * c + c0 + (i)] - m[c0 + (i)]))
 
 /* part[i] = sum of TERM over rows [r0, r1) of column i < w: four rows at a
  * time into four accumulators (a chain of dependent adds per vector would
@@ -86,23 +82,20 @@ CPU_CLONES static void block_sum(float *part, channel_sum_kind kind, const float
         if (g0 < w) GROUP_SUM_DOT(S, D, g0, w - g0);                                                              \
     } while (0)
 
-/* of dy and dy (x - m); y non-NULL: of g and g (x - m), g = relu_grad(y, dy) */
-CPU_CLONES static void block_sum_dot(float *part, const float *x, const float *m, const float *y, const float *dy,
-                                     int64_t c, int64_t c0, int64_t w, int64_t r0, int64_t r1) {
-    if (y) BLOCK_SUM_DOT(TERM_G, TERM_G_DEV);
-    else BLOCK_SUM_DOT(TERM_DY, TERM_DY_DEV);
+/* of dy and dy (x - m) */
+CPU_CLONES static void block_sum_dot(float *part, const float *x, const float *m, const float *dy, int64_t c,
+                                     int64_t c0, int64_t w, int64_t r0, int64_t r1) {
+    BLOCK_SUM_DOT(TERM_DY, TERM_DY_DEV);
 }
 
-/* out[j] = sum_r g, out[c + j] = sum_r g (x - m), g = dy, or relu_grad(y, dy)
- * when y is given: channel_sums' blocks and order */
-static void channel_sum_dot(float *out, const float *x, const float *m, const float *y, const float *dy, int64_t rows,
-                            int64_t c) {
+/* out[j] = sum_r dy, out[c + j] = sum_r dy (x - m): channel_sums' blocks and order */
+static void channel_sum_dot(float *out, const float *x, const float *m, const float *dy, int64_t rows, int64_t c) {
     for (int64_t c0 = 0; c0 < c; c0 += COLS) {
         int64_t w = c - c0 < COLS ? c - c0 : COLS;
         double acc[2 * COLS] = {0};
         float part[2 * COLS];
         for (int64_t r0 = 0; r0 < rows; r0 += ROWS) {
-            block_sum_dot(part, x, m, y, dy, c, c0, w, r0, r0 + ROWS < rows ? r0 + ROWS : rows);
+            block_sum_dot(part, x, m, dy, c, c0, w, r0, r0 + ROWS < rows ? r0 + ROWS : rows);
             for (int64_t i = 0; i < w; i++) acc[i] += part[i], acc[COLS + i] += part[COLS + i];
         }
         for (int64_t i = 0; i < w; i++) out[c0 + i] = (float)acc[i], out[c + c0 + i] = (float)acc[COLS + i];
@@ -138,8 +131,7 @@ int cpu_k_batch_norm(const rt_kernel_args *k, char *err, size_t cap) {
     switch (k->node->op) {
     case OP_CHANNEL_MEAN: channel_sums(k->out, SUM_X, x, NULL, rows, c, rows ? 1.0 / (double)rows : 0); break;
     case OP_CHANNEL_VAR: channel_sums(k->out, SUM_SQ_DEV, x, IN_F32(k, 1), rows, c, rows ? 1.0 / (double)rows : 0); break;
-    case OP_CHANNEL_SUM_DOT: channel_sum_dot(k->out, x, IN_F32(k, 1), NULL, IN_F32(k, 2), rows, c); break;
-    case OP_CHANNEL_SUM_DOT_RELU: channel_sum_dot(k->out, x, IN_F32(k, 1), IN_F32(k, 2), IN_F32(k, 3), rows, c); break;
+    case OP_CHANNEL_SUM_DOT: channel_sum_dot(k->out, x, IN_F32(k, 1), IN_F32(k, 2), rows, c); break;
     default: scale_shift_rows(k->out, x, IN_F32(k, 1), IN_F32(k, 2), IN_F32(k, 3), rows, c); break;
     }
     return 0;

@@ -140,8 +140,6 @@ static const cpu_kernel_fn kernels[OP_COUNT] = {
     [OP_SCALE_SHIFT] = cpu_k_batch_norm,
     /* issue 14: batch norm's backward reads dy once */
     [OP_CHANNEL_SUM_DOT] = cpu_k_batch_norm,
-    /* issue 14: relu_grad folded into batch norm's backward */
-    [OP_CHANNEL_SUM_DOT_RELU] = cpu_k_batch_norm,
 };
 
 /* ops whose kernels read f32 data only (CAST, SHARD, RESHAPE, VIEW and the

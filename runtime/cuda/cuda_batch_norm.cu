@@ -2,9 +2,9 @@
  * runtime/cpu/batch_norm.c on the device, x [..., c] viewed as [rows, c]:
  * channel_mean and channel_var sum over the rows of a channel with one block
  * per channel (threads stride the rows, partial sums in float, combined in
- * double by a fixed tree: deterministic); channel_sum_dot the same for sum(g)
- * and sum(g (x - m)) at once, g = dy (channel_sum_dot_relu: relu_grad(y,
- * dy)); scale_shift is one thread per element. Per-element math from runtime/ops_math.h. */
+ * double by a fixed tree: deterministic); channel_sum_dot the same for
+ * sum(dy) and sum(dy (x - m)) at once; scale_shift is one thread per
+ * element. Per-element math from runtime/ops_math.h. */
 #include "../ops_math.h"
 #include "cuda_device.cuh"
 
@@ -31,16 +31,16 @@ __global__ static void channel_sum_kernel(int kind, const float *x, const float 
     }
 }
 
-/* out[j] = sum_r g, out[c + j] = sum_r g (x - m), g = dy, or relu_grad(y, dy)
- * when y is given: channel_sum_kernel's order for each, one read of x and dy */
-__global__ static void channel_sum_dot_kernel(const float *x, const float *m, const float *y, const float *dy,
-                                              float *out, int64_t rows, int64_t c) {
+/* out[j] = sum_r dy, out[c + j] = sum_r dy (x - m): channel_sum_kernel's
+ * order for each, one read of x and dy */
+__global__ static void channel_sum_dot_kernel(const float *x, const float *m, const float *dy, float *out,
+                                              int64_t rows, int64_t c) {
     __shared__ double part[BN_THREADS], dpart[BN_THREADS];
     for (int64_t j = blockIdx.x; j < c; j += gridDim.x) {
         float acc = 0.0f, dacc = 0.0f;
         float mean = m[j];
         for (int64_t r = threadIdx.x; r < rows; r += BN_THREADS) {
-            float g = y ? mg_relu_grad(y[r * c + j], dy[r * c + j]) : dy[r * c + j];
+            float g = dy[r * c + j];
             acc += g;
             dacc += g * (x[r * c + j] - mean);
         }
@@ -71,11 +71,11 @@ extern "C" cudaError_t cuda_k_channel_sum(int kind, const float *x, const float 
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t cuda_k_channel_sum_dot(const float *x, const float *m, const float *y, const float *dy,
-                                              float *out, int64_t rows, int64_t c, cudaStream_t s) {
+extern "C" cudaError_t cuda_k_channel_sum_dot(const float *x, const float *m, const float *dy, float *out,
+                                              int64_t rows, int64_t c, cudaStream_t s) {
     if (c == 0) return cudaSuccess;
     unsigned grid = (unsigned)(c < MAX_BLOCKS ? c : MAX_BLOCKS);
-    MGC_LAUNCH(grid, BN_THREADS, 0, s, channel_sum_dot_kernel)(x, m, y, dy, out, rows, c);
+    MGC_LAUNCH(grid, BN_THREADS, 0, s, channel_sum_dot_kernel)(x, m, dy, out, rows, c);
     return cudaGetLastError();
 }
 

@@ -177,10 +177,9 @@ cudaError_t cuda_k_normalize(const float *x, const float *dy, float *out, int64_
  * channel_var); m unused by kind 0 */
 cudaError_t cuda_k_channel_sum(int kind, const float *x, const float *m, float *out, int64_t rows, int64_t c,
                                double scale, cudaStream_t s);
-/* out [2, c]: out[j] = sum_r g, out[c + j] = sum_r g (x - m), g = dy
- * (channel_sum_dot; y NULL) or relu_grad(y, dy) (channel_sum_dot_relu) */
-cudaError_t cuda_k_channel_sum_dot(const float *x, const float *m, const float *y, const float *dy, float *out,
-                                   int64_t rows, int64_t c, cudaStream_t s);
+/* out [2, c]: out[j] = sum_r dy, out[c + j] = sum_r dy (x - m) (channel_sum_dot) */
+cudaError_t cuda_k_channel_sum_dot(const float *x, const float *m, const float *dy, float *out, int64_t rows,
+                                   int64_t c, cudaStream_t s);
 /* y = (x - m[j]) s[j] + b[j] over x's n elements, j = index % c */
 cudaError_t cuda_k_scale_shift(const float *x, const float *m, const float *sc, const float *b, float *y, int64_t n,
                                int64_t c, cudaStream_t s);

@@ -483,7 +483,7 @@ static int op_normalize(const ctx *c) {
 }
 
 /* issue 14, batch norm in training: per-channel sums over the rows of x
- * [..., c] (channel_mean, channel_var, channel_sum_dot, channel_sum_dot_relu) and scale_shift */
+ * [..., c] (channel_mean, channel_var, channel_sum_dot) and scale_shift */
 static int op_batch_norm(const ctx *c) {
     TRY(need_f32(c));
     const ir_shape *xs = in_shape(c, 0);
@@ -497,10 +497,7 @@ static int op_batch_norm(const ctx *c) {
         CUDA_CHECK(c->b, cuda_k_channel_sum(1, inf(c, 0), inf(c, 1), outf(c), rows, ch, per_row, c->s));
         break;
     case OP_CHANNEL_SUM_DOT:
-        CUDA_CHECK(c->b, cuda_k_channel_sum_dot(inf(c, 0), inf(c, 1), NULL, inf(c, 2), outf(c), rows, ch, c->s));
-        break;
-    case OP_CHANNEL_SUM_DOT_RELU:
-        CUDA_CHECK(c->b, cuda_k_channel_sum_dot(inf(c, 0), inf(c, 1), inf(c, 2), inf(c, 3), outf(c), rows, ch, c->s));
+        CUDA_CHECK(c->b, cuda_k_channel_sum_dot(inf(c, 0), inf(c, 1), inf(c, 2), outf(c), rows, ch, c->s));
         break;
     default:
         CUDA_CHECK(c->b,
@@ -563,7 +560,6 @@ static int (*const kernels[OP_COUNT])(const ctx *c) = {
     [OP_CHANNEL_MEAN] = op_batch_norm, [OP_CHANNEL_VAR] = op_batch_norm,
     [OP_SCALE_SHIFT] = op_batch_norm,
     [OP_CHANNEL_SUM_DOT] = op_batch_norm, /* issue 14: batch norm's backward reads dy once */
-    [OP_CHANNEL_SUM_DOT_RELU] = op_batch_norm, /* issue 14: relu_grad folded into batch norm's backward */
 };
 
 bool cuda_supports(const ir_node *n, char *why, size_t cap) {

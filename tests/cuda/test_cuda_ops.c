@@ -187,7 +187,6 @@ static void elementwise_and_softmax(ir_module *m) {
     check(m, OP_CHANNEL_MEAN, (int[]){att}, 1, NULL, NULL, NULL, 1e-5);
     check(m, OP_CHANNEL_VAR, (int[]){att, cm}, 2, NULL, NULL, NULL, 1e-5);
     check(m, OP_CHANNEL_SUM_DOT, (int[]){att, cm, datt}, 3, NULL, NULL, NULL, 1e-4);
-    check(m, OP_CHANNEL_SUM_DOT_RELU, (int[]){att, cm, datt, att}, 4, NULL, NULL, NULL, 1e-4);
     check(m, OP_SCALE_SHIFT, (int[]){att, cm, cs, cb}, 4, NULL, NULL, NULL, 1e-6);
 }
 

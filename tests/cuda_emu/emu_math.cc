@@ -469,30 +469,23 @@ static void channel_sum_one(int64_t rows, int64_t c) {
     delete[] want;
 }
 
-/* channel_sum_dot (cuda_k_channel_sum_dot, y NULL): [sum(dy); sum(dy (x -
- * m))]; channel_sum_dot_relu (y given): the same of g = dy * (y > 0), y
- * signed so that about half the rows are cut */
+/* channel_sum_dot (cuda_k_channel_sum_dot): [sum(dy); sum(dy (x - m))] */
 static void channel_sum_dot_one(int64_t rows, int64_t c) {
     int64_t n_el = rows * c;
-    dbuf<float> x(n_el), y(n_el), dy(n_el), m(c), out(2 * c);
-    randomize(x, n_el, 73, -3, 5), randomize(dy, n_el, 79), randomize(m, c, 83), randomize(y, n_el, 89, -1, 1);
+    dbuf<float> x(n_el), dy(n_el), m(c), out(2 * c);
+    randomize(x, n_el, 73, -3, 5), randomize(dy, n_el, 79), randomize(m, c, 83);
     float *want = new float[2 * c];
-    for (int relu = 0; relu < 2; relu++) {
-        for (int64_t j = 0; j < c; j++) {
-            double s = 0, d = 0;
-            for (int64_t r = 0; r < rows; r++) {
-                double g = relu && !(y.p[r * c + j] > 0) ? 0.0 : dy.p[r * c + j];
-                s += g, d += g * ((double)x.p[r * c + j] - m.p[j]);
-            }
-            want[j] = (float)s, want[c + j] = (float)d;
-        }
-        for (int64_t j = 0; j < 2 * c; j++) out[j] = NAN; /* every element must be written */
-        if (launched_ok(cuda_k_channel_sum_dot(x, m, relu ? y.p : NULL, dy, out, rows, c, NULL), "cuda_k_channel_sum_dot")) {
-            char what[96];
-            snprintf(what, sizeof what, "cuda_k_channel_sum_dot%s [%lld, %lld]", relu ? " (relu)" : "", (long long)rows,
-                     (long long)c);
-            same(what, want, out.p, 2 * c, 1e-4);
-        }
+    for (int64_t j = 0; j < c; j++) {
+        double s = 0, d = 0;
+        for (int64_t r = 0; r < rows; r++)
+            s += dy.p[r * c + j], d += (double)dy.p[r * c + j] * ((double)x.p[r * c + j] - m.p[j]);
+        want[j] = (float)s, want[c + j] = (float)d;
+    }
+    for (int64_t j = 0; j < 2 * c; j++) out[j] = NAN; /* every element must be written */
+    if (launched_ok(cuda_k_channel_sum_dot(x, m, dy, out, rows, c, NULL), "cuda_k_channel_sum_dot")) {
+        char what[96];
+        snprintf(what, sizeof what, "cuda_k_channel_sum_dot [%lld, %lld]", (long long)rows, (long long)c);
+        same(what, want, out.p, 2 * c, 1e-4);
     }
     delete[] want;
 }

@@ -248,8 +248,7 @@ static void eval_normalize(args *t) {
 /* issue 14 (batch norm in training), x [..., c] as [rows, c]: channel_mean(x)
  * = mean over rows; channel_var(x, m) = mean((x - m)^2); scale_shift(x, m, s,
  * b) = (x - m) s + b (d: input 3); channel_sum_dot(x, m, dy) = [sum(dy);
- * sum(dy (x - m))]; channel_sum_dot_relu(x, m, y, dy) = channel_sum_dot(x,
- * m, y > 0 ? dy : 0) (d: input 3) */
+ * sum(dy (x - m))] */
 static void eval_channel(args *t, const double *d) {
     int64_t c = t->x->shape.dim[t->x->shape.rank - 1], rows = ir_shape_numel(&t->x->shape) / c;
     ir_op op = t->n->op;
@@ -257,13 +256,10 @@ static void eval_channel(args *t, const double *d) {
         for (int64_t k = 0; k < t->len; k++) t->out[k] = (t->a[k] - t->b[k % c]) * t->c[k % c] + d[k % c];
         return;
     }
-    if (op == OP_CHANNEL_SUM_DOT || op == OP_CHANNEL_SUM_DOT_RELU) {
+    if (op == OP_CHANNEL_SUM_DOT) {
         for (int64_t j = 0; j < c; j++) {
             double s = 0, dot = 0;
-            for (int64_t r = 0; r < rows; r++) {
-                double g = op == OP_CHANNEL_SUM_DOT ? t->c[r * c + j] : t->c[r * c + j] > 0 ? d[r * c + j] : 0;
-                s += g, dot += g * (t->a[r * c + j] - t->b[j]);
-            }
+            for (int64_t r = 0; r < rows; r++) s += t->c[r * c + j], dot += t->c[r * c + j] * (t->a[r * c + j] - t->b[j]);
             t->out[j] = s, t->out[c + j] = dot;
         }
         return;
@@ -695,7 +691,6 @@ static void eval_node(ref_eval *e, int i, int64_t step, bool training) {
     /* issue 14: batch norm in training */
     case OP_CHANNEL_MEAN: case OP_CHANNEL_VAR: eval_channel(&t, NULL); return;
     case OP_CHANNEL_SUM_DOT: eval_channel(&t, NULL); return; /* issue 14: batch norm's backward */
-    case OP_CHANNEL_SUM_DOT_RELU: eval_channel(&t, e->val[n->in[3]]); return; /* issue 14: relu_grad folded */
     case OP_SCALE_SHIFT: eval_channel(&t, e->val[n->in[3]]); return;
     case OP_SHARD: case OP_BROADCAST: case OP_COUNT: break;
     case OP_FUSED: break; /* issue 14: made by the fuse pass, which these tests do not run */

@@ -742,20 +742,15 @@ static bool rule_channel_mean(rule *r) { return channel_operands(r, 1, 1) && cha
 /* channel_var: (x[..., c], m[c]) -> f32[c] */
 static bool rule_channel_var(rule *r) { return channel_operands(r, 1, 2) && channel_vector_out(r); }
 
-/* channel_dot: (x[..., c], m[c], dy of x's type) -> f32[c] */
-static bool rule_channel_dot(rule *r) {
+/* channel_sum_dot: (x[..., c], m[c], dy of x's type) -> f32[2, c]: row 0
+ * sum(dy), row 1 sum(dy (x - m)) */
+static bool rule_channel_sum_dot(rule *r) {
     char b1[96], b2[96];
     const ir_node *dy = &r->m->g.nodes[r->n->in[2]];
     if (!ir_shape_eq(&dy->shape, &r->x->shape) || dy->dtype != r->x->dtype)
         return fail(r, "'%s' needs dy of the type of x, got %s and %s", op_name(r), tstr(r->x, b1), tstr(dy, b2));
-    return channel_operands(r, 1, 2) && channel_vector_out(r);
-}
-
-/* channel_sum_dot: (x[..., c], m[c], dy of x's type) -> f32[2, c]: row 0
- * sum(dy), row 1 channel_dot's sum(dy (x - m)) */
-static bool rule_channel_sum_dot(rule *r) {
-    if (!rule_channel_dot(r)) return false;
-    r->n->shape = ir_shape_make(2, (int64_t[]){2, r->x->shape.dim[r->x->shape.rank - 1]});
+    if (!channel_operands(r, 1, 2)) return false;
+    r->n->dtype = IR_F32, r->n->shape = ir_shape_make(2, (int64_t[]){2, r->x->shape.dim[r->x->shape.rank - 1]});
     return true;
 }
 

@@ -409,18 +409,19 @@ static int channel_sum_dot_row(ad_ctx *c, int pair, int k) {
 }
 
 /* y = scale_shift(x, m, s, b) = (x - m) s + b  ->  dx = dy s,
- * dm = -s sum(dy), ds = channel_dot(x, m, dy) = sum(dy (x - m)), db = sum(dy)
- * (sums over the rows); sum(dy) and ds both wanted (batch norm): one
- * channel_sum_dot, one read of x and dy */
+ * dm = -s sum(dy), ds = sum(dy (x - m)), db = sum(dy) (sums over the rows);
+ * ds is row 1 of channel_sum_dot (one read of x and dy), and so is sum(dy)
+ * (row 0) when ds is wanted too (batch norm); otherwise sum(dy) is a
+ * reduce_sum */
 static void grad_scale_shift(ad_ctx *c, const ir_node *y, int dy) {
     SEND(0, op2(c, OP_MUL, dy, y->in[2]));
     bool want_sum = wants(c, y, 1) || wants(c, y, 3);
-    int pair = want_sum && wants(c, y, 2) ? emit(c, OP_CHANNEL_SUM_DOT, 3, (int[]){X0, X1, dy}, NULL) : -1;
+    int pair = wants(c, y, 2) ? emit(c, OP_CHANNEL_SUM_DOT, 3, (int[]){X0, X1, dy}, NULL) : -1;
     int s1 = !want_sum ? -1
            : pair >= 0 ? reshape(c, channel_sum_dot_row(c, pair, 0), shape_of(c, y->in[3]))
                        : unbroadcast(c, dy, shape_of(c, y->in[3]));
     SEND(1, op1(c, OP_NEG, op2(c, OP_MUL, s1, y->in[2])));
-    SEND(2, pair >= 0 ? channel_sum_dot_row(c, pair, 1) : emit(c, OP_CHANNEL_DOT, 3, (int[]){X0, X1, dy}, NULL));
+    SEND(2, channel_sum_dot_row(c, pair, 1)); /* pair built when wanted */
     SEND(3, s1);
 }
 

@@ -137,7 +137,7 @@ static const cpu_kernel_fn kernels[OP_COUNT] = {
     [OP_NORMALIZE] = cpu_k_normalize, [OP_NORMALIZE_GRAD] = cpu_k_normalize, /* normalize.c */
     /* issue 14: batch norm in training (batch_norm.c) */
     [OP_CHANNEL_MEAN] = cpu_k_batch_norm, [OP_CHANNEL_VAR] = cpu_k_batch_norm,
-    [OP_CHANNEL_DOT] = cpu_k_batch_norm, [OP_SCALE_SHIFT] = cpu_k_batch_norm,
+    [OP_SCALE_SHIFT] = cpu_k_batch_norm,
     /* issue 14: batch norm's backward reads dy once */
     [OP_CHANNEL_SUM_DOT] = cpu_k_batch_norm,
 };

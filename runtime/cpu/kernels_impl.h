@@ -46,7 +46,7 @@ int cpu_k_causal_softmax(const rt_kernel_args *k, char *err, size_t cap);
 /* normalize.c (issue 14, char_gpt speed): normalize and normalize_grad (layer norm's core) */
 int cpu_k_normalize(const rt_kernel_args *k, char *err, size_t cap);
 /* batch_norm.c (issue 14, batch norm in training): channel_mean, channel_var,
- * channel_dot, scale_shift */
+ * scale_shift, channel_sum_dot */
 int cpu_k_batch_norm(const rt_kernel_args *k, char *err, size_t cap);
 
 /* onehot.c (issue 13) */

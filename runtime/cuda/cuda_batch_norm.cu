@@ -1,25 +1,25 @@
 /* cuda_batch_norm.cu - issue 14 (batch norm in training): the CPU's
  * runtime/cpu/batch_norm.c on the device, x [..., c] viewed as [rows, c]:
- * channel_mean, channel_var and channel_dot sum over the rows of a channel
- * with one block per channel (threads stride the rows, partial sums in float,
- * combined in double by a fixed tree: deterministic); channel_sum_dot the
- * same for sum(dy) and channel_dot's sum at once; scale_shift is one thread
- * per element. Per-element math from runtime/ops_math.h. */
+ * channel_mean and channel_var sum over the rows of a channel with one block
+ * per channel (threads stride the rows, partial sums in float, combined in
+ * double by a fixed tree: deterministic); channel_sum_dot the same for
+ * sum(dy) and sum(dy (x - m)) at once; scale_shift is one thread per
+ * element. Per-element math from runtime/ops_math.h. */
 #include "../ops_math.h"
 #include "cuda_device.cuh"
 
 enum { BN_THREADS = 256 };
 
-/* out[j] = scale * sum_r f(r, j): kind 0 x, 1 (x - m)^2, 2 dy (x - m) */
-__global__ static void channel_sum_kernel(int kind, const float *x, const float *m, const float *dy, float *out,
-                                          int64_t rows, int64_t c, double scale) {
+/* out[j] = scale * sum_r f(r, j): kind 0 x, 1 (x - m)^2 */
+__global__ static void channel_sum_kernel(int kind, const float *x, const float *m, float *out, int64_t rows, int64_t c,
+                                          double scale) {
     __shared__ double part[BN_THREADS];
     for (int64_t j = blockIdx.x; j < c; j += gridDim.x) {
         float acc = 0.0f;
         float mean = kind ? m[j] : 0.0f;
         for (int64_t r = threadIdx.x; r < rows; r += BN_THREADS) {
             float d = x[r * c + j] - mean;
-            acc += kind == 0 ? d : kind == 1 ? d * d : dy[r * c + j] * d;
+            acc += kind == 0 ? d : d * d;
         }
         part[threadIdx.x] = acc;
         for (int half = BN_THREADS / 2; half > 0; half /= 2) {
@@ -63,11 +63,11 @@ __global__ static void scale_shift_kernel(const float *x, const float *m, const 
     }
 }
 
-extern "C" cudaError_t cuda_k_channel_sum(int kind, const float *x, const float *m, const float *dy, float *out,
-                                          int64_t rows, int64_t c, double scale, cudaStream_t s) {
+extern "C" cudaError_t cuda_k_channel_sum(int kind, const float *x, const float *m, float *out, int64_t rows,
+                                          int64_t c, double scale, cudaStream_t s) {
     if (c == 0) return cudaSuccess;
     unsigned grid = (unsigned)(c < MAX_BLOCKS ? c : MAX_BLOCKS);
-    MGC_LAUNCH(grid, BN_THREADS, 0, s, channel_sum_kernel)(kind, x, m, dy, out, rows, c, scale);
+    MGC_LAUNCH(grid, BN_THREADS, 0, s, channel_sum_kernel)(kind, x, m, out, rows, c, scale);
     return cudaGetLastError();
 }
 

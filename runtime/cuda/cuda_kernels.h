@@ -173,10 +173,10 @@ cudaError_t cuda_k_causal_softmax(const float *x, const float *dy, float *out, i
 cudaError_t cuda_k_normalize(const float *x, const float *dy, float *out, int64_t rows, int64_t c, float epsilon,
                              cudaStream_t s);
 /* (cuda_batch_norm.cu, issue 14: batch norm in training) x [rows, c]:
- * out[j] = scale * sum_r f, f = x (kind 0: channel_mean), (x - m)^2 (1:
- * channel_var) or dy (x - m) (2: channel_dot); m, dy unused where f lacks them */
-cudaError_t cuda_k_channel_sum(int kind, const float *x, const float *m, const float *dy, float *out, int64_t rows,
-                               int64_t c, double scale, cudaStream_t s);
+ * out[j] = scale * sum_r f, f = x (kind 0: channel_mean) or (x - m)^2 (1:
+ * channel_var); m unused by kind 0 */
+cudaError_t cuda_k_channel_sum(int kind, const float *x, const float *m, float *out, int64_t rows, int64_t c,
+                               double scale, cudaStream_t s);
 /* out [2, c]: out[j] = sum_r dy, out[c + j] = sum_r dy (x - m) (channel_sum_dot) */
 cudaError_t cuda_k_channel_sum_dot(const float *x, const float *m, const float *dy, float *out, int64_t rows,
                                    int64_t c, cudaStream_t s);

@@ -483,7 +483,7 @@ static int op_normalize(const ctx *c) {
 }
 
 /* issue 14, batch norm in training: per-channel sums over the rows of x
- * [..., c] (channel_mean, channel_var, channel_dot, channel_sum_dot) and scale_shift */
+ * [..., c] (channel_mean, channel_var, channel_sum_dot) and scale_shift */
 static int op_batch_norm(const ctx *c) {
     TRY(need_f32(c));
     const ir_shape *xs = in_shape(c, 0);
@@ -491,13 +491,10 @@ static int op_batch_norm(const ctx *c) {
     double per_row = rows ? 1.0 / (double)rows : 0.0;
     switch (c->n->op) {
     case OP_CHANNEL_MEAN:
-        CUDA_CHECK(c->b, cuda_k_channel_sum(0, inf(c, 0), NULL, NULL, outf(c), rows, ch, per_row, c->s));
+        CUDA_CHECK(c->b, cuda_k_channel_sum(0, inf(c, 0), NULL, outf(c), rows, ch, per_row, c->s));
         break;
     case OP_CHANNEL_VAR:
-        CUDA_CHECK(c->b, cuda_k_channel_sum(1, inf(c, 0), inf(c, 1), NULL, outf(c), rows, ch, per_row, c->s));
-        break;
-    case OP_CHANNEL_DOT:
-        CUDA_CHECK(c->b, cuda_k_channel_sum(2, inf(c, 0), inf(c, 1), inf(c, 2), outf(c), rows, ch, 1.0, c->s));
+        CUDA_CHECK(c->b, cuda_k_channel_sum(1, inf(c, 0), inf(c, 1), outf(c), rows, ch, per_row, c->s));
         break;
     case OP_CHANNEL_SUM_DOT:
         CUDA_CHECK(c->b, cuda_k_channel_sum_dot(inf(c, 0), inf(c, 1), inf(c, 2), outf(c), rows, ch, c->s));
@@ -561,7 +558,7 @@ static int (*const kernels[OP_COUNT])(const ctx *c) = {
     [OP_NORMALIZE] = op_normalize, [OP_NORMALIZE_GRAD] = op_normalize,
     /* issue 14: batch norm in training */
     [OP_CHANNEL_MEAN] = op_batch_norm, [OP_CHANNEL_VAR] = op_batch_norm,
-    [OP_CHANNEL_DOT] = op_batch_norm, [OP_SCALE_SHIFT] = op_batch_norm,
+    [OP_SCALE_SHIFT] = op_batch_norm,
     [OP_CHANNEL_SUM_DOT] = op_batch_norm, /* issue 14: batch norm's backward reads dy once */
 };
 

@@ -246,9 +246,9 @@ static void eval_normalize(args *t) {
 }
 
 /* issue 14 (batch norm in training), x [..., c] as [rows, c]: channel_mean(x)
- * = mean over rows; channel_var(x, m) = mean((x - m)^2); channel_dot(x, m, dy)
- * = sum(dy (x - m)); scale_shift(x, m, s, b) = (x - m) s + b (d: input 3);
- * channel_sum_dot(x, m, dy) = [sum(dy); channel_dot] */
+ * = mean over rows; channel_var(x, m) = mean((x - m)^2); scale_shift(x, m, s,
+ * b) = (x - m) s + b (d: input 3); channel_sum_dot(x, m, dy) = [sum(dy);
+ * sum(dy (x - m))] */
 static void eval_channel(args *t, const double *d) {
     int64_t c = t->x->shape.dim[t->x->shape.rank - 1], rows = ir_shape_numel(&t->x->shape) / c;
     ir_op op = t->n->op;
@@ -268,9 +268,9 @@ static void eval_channel(args *t, const double *d) {
         double s = 0;
         for (int64_t r = 0; r < rows; r++) {
             double x = t->a[r * c + j], dev = op == OP_CHANNEL_MEAN ? x : x - t->b[j];
-            s += op == OP_CHANNEL_DOT ? t->c[r * c + j] * dev : op == OP_CHANNEL_VAR ? dev * dev : dev;
+            s += op == OP_CHANNEL_VAR ? dev * dev : dev;
         }
-        t->out[j] = op == OP_CHANNEL_DOT ? s : s / (double)rows;
+        t->out[j] = s / (double)rows;
     }
 }
 
@@ -689,7 +689,7 @@ static void eval_node(ref_eval *e, int i, int64_t step, bool training) {
     case OP_CAUSAL_SOFTMAX: case OP_CAUSAL_SOFTMAX_GRAD: eval_causal_softmax(&t); return;
     case OP_NORMALIZE: case OP_NORMALIZE_GRAD: eval_normalize(&t); return;
     /* issue 14: batch norm in training */
-    case OP_CHANNEL_MEAN: case OP_CHANNEL_VAR: case OP_CHANNEL_DOT: eval_channel(&t, NULL); return;
+    case OP_CHANNEL_MEAN: case OP_CHANNEL_VAR: eval_channel(&t, NULL); return;
     case OP_CHANNEL_SUM_DOT: eval_channel(&t, NULL); return; /* issue 14: batch norm's backward */
     case OP_SCALE_SHIFT: eval_channel(&t, e->val[n->in[3]]); return;
     case OP_SHARD: case OP_BROADCAST: case OP_COUNT: break;

@@ -350,8 +350,8 @@ static int b_scale_shift(tb *t) {
     int in[4] = {param(t, "x", S(2, 3, 4)), param(t, "m", S(4)), param(t, "s", S(4)), param(t, "b", S(4))};
     return node(t, OP_SCALE_SHIFT, 4, in, NULL, 0, NULL, 0, NULL);
 }
-/* only the scale a param: ds from channel_dot (with the shift's gradient too,
- * both rows of one channel_sum_dot: b_scale_shift) */
+/* only the scale a param: ds is row 1 of channel_sum_dot, its row 0 unread
+ * (with the shift's gradient too, both rows: b_scale_shift) */
 static int b_scale_shift_scale_only(tb *t) {
     int in[4] = {param(t, "x", S(2, 3, 4)), input(t, "m", S(4)), param(t, "s", S(4)), input(t, "b", S(4))};
     return node(t, OP_SCALE_SHIFT, 4, in, NULL, 0, NULL, 0, NULL);
@@ -461,7 +461,7 @@ static const grad_case cases[] = {
     {"channel_mean [3,4,5]", OP_CHANNEL_MEAN, b_channel_mean},
     {"channel_var [2,3,4] of a given mean", OP_CHANNEL_VAR, b_channel_var},
     {"scale_shift [2,3,4]", OP_SCALE_SHIFT, b_scale_shift},
-    {"scale_shift, scale only", OP_SCALE_SHIFT, b_scale_shift_scale_only}, /* issue 14: channel_dot, no sum */
+    {"scale_shift, scale only", OP_SCALE_SHIFT, b_scale_shift_scale_only}, /* issue 14: channel_sum_dot's row 1 alone */
     {"channel_var of channel_mean, scale_shift", OP_CHANNEL_VAR, b_batch_norm_composed},
 };
 enum { N_CASES = sizeof cases / sizeof cases[0] };

@@ -1,7 +1,0 @@
-# issue 14: channel_dot's dy has the type of x
-model m {
-  input image: f32[batch, 28, 28, 1]
-  input label: i32[batch]
-  m = prim.channel_mean(image)
-  loss = prim.reduce_mean(prim.channel_dot(image, m, m), axes: 1)
-}

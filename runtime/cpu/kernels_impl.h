@@ -45,10 +45,6 @@ int cpu_k_all_gather(const rt_kernel_args *k, char *err, size_t cap); /* f32 or 
 int cpu_k_causal_softmax(const rt_kernel_args *k, char *err, size_t cap);
 /* causal_matmul.c (issue 14, char_gpt speed): matmul with a triangular matrix */
 int cpu_k_causal_matmul(const rt_kernel_args *k, char *err, size_t cap);
-/* matmul.c: the lock multi-threaded OpenBLAS calls take (OpenBLAS issue 5836);
- * cpu_blas_lock returns whether it locked, for cpu_blas_unlock */
-int cpu_blas_lock(void);
-void cpu_blas_unlock(int locked);
 /* normalize.c (issue 14, char_gpt speed): normalize and normalize_grad (layer norm's core) */
 int cpu_k_normalize(const rt_kernel_args *k, char *err, size_t cap);
 /* batch_norm.c (issue 14, batch norm in training): channel_mean, channel_var,

@@ -14,12 +14,6 @@
  * issue 5836). Such calls take this lock; one-thread calls do not need it. */
 static pthread_mutex_t blas_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* issue 14 (causal_matmul.c): its OpenBLAS calls take the same lock */
-int cpu_blas_lock(void) { return cpu_kernels_threads() > 1 && !pthread_mutex_lock(&blas_lock); }
-void cpu_blas_unlock(int locked) {
-    if (locked) pthread_mutex_unlock(&blas_lock);
-}
-
 /* C[..., m, n] = op(A)[..., m, k] x op(B)[..., k, n], row-major, batch axes broadcast */
 static int openblas_matmul(const rt_kernel_args *k) {
     const ir_shape *a = IN_SHAPE(k, 0), *b = IN_SHAPE(k, 1);

@@ -47,9 +47,17 @@ static int keep(int64_t i, int64_t j, int up) { return up ? j >= i : j <= i; }
 /* bp [k][np] = op(b), np = n rounded up to NR, the columns past n and (tri 2)
  * the masked entries 0; ldb is b's row length */
 static void pack_b(float *bp, const float *b, const cm_geom *g, int64_t ldb) {
-    for (int64_t p = 0; p < g->k; p++)
-        for (int64_t j = 0; j < g->np; j++)
-            bp[p * g->np + j] = j < g->n && (g->tri != 2 || keep(p, j, g->up)) ? (g->tb ? b[j * ldb + p] : b[p * ldb + j]) : 0;
+    if (g->tb) /* row j of b is column j of op(b) */
+        for (int64_t j = 0; j < g->n; j++)
+            for (int64_t p = 0; p < g->k; p++) bp[p * g->np + j] = b[j * ldb + p];
+    else
+        for (int64_t p = 0; p < g->k; p++) memcpy(bp + p * g->np, b + p * ldb, (size_t)g->n * sizeof *bp);
+    for (int64_t p = 0; p < g->k; p++) {
+        memset(bp + p * g->np + g->n, 0, (size_t)(g->np - g->n) * sizeof *bp);
+        if (g->tri == 2) /* zero the masked entries: j < p (lower keeps p >= j) or j > p */
+            for (int64_t j = 0; j < g->n; j++)
+                if (!keep(p, j, g->up)) bp[p * g->np + j] = 0;
+    }
 }
 
 /* acc [MR][NR] (+)= sum over p in [k0, k1) of op(a)[row r, p] * bp[p][0..NR),
@@ -76,8 +84,10 @@ static inline __attribute__((always_inline)) void micro_body(float *acc, const f
     }
 }
 
-/* the hot loop, compiled for AVX2 + FMA too */
-CM_CLONES static void micro_full(float *acc, const float *const *a, int64_t sp, const float *bp, int64_t np,
+#define CM_INLINE static inline __attribute__((always_inline))
+
+/* the hot loop */
+CM_INLINE void micro_full(float *acc, const float *const *a, int64_t sp, const float *bp, int64_t np,
                                  int64_t k0, int64_t k1, int add) {
     if (add) micro_body(acc, a, sp, bp, np, k0, k1, 1);
     else micro_body(acc, a, sp, bp, np, k0, k1, 0);
@@ -85,7 +95,7 @@ CM_CLONES static void micro_full(float *acc, const float *const *a, int64_t sp, 
 
 /* tri 1's diagonal: the rows i0.. of op(a) over k in [i0, k1) (k1 - i0 <= MR)
  * copied with the masked entries 0, then the hot loop over the copy */
-static void micro_diagonal(float *acc, const float *const *a, int64_t sp, const float *bp, int64_t np, int64_t k1,
+CM_INLINE void micro_diagonal(float *acc, const float *const *a, int64_t sp, const float *bp, int64_t np, int64_t k1,
                            int add, int64_t i0, int up) {
     float d[MR][MR];
     const float *rows[MR];
@@ -100,7 +110,7 @@ static void micro_diagonal(float *acc, const float *const *a, int64_t sp, const 
  * (tri 0) the triangle masks all of it. tri 1 splits k at the panel's
  * diagonal: the part every row keeps, then the diagonal's few k masked;
  * tri 2's masked entries are 0 in bp, so it only narrows k */
-static int tile(float *acc, const float *a, const float *bp, const cm_geom *g, int64_t r0, int64_t c0) {
+CM_INLINE int tile(float *acc, const float *a, const float *bp, const cm_geom *g, int64_t r0, int64_t c0) {
     int64_t r1 = r0 + MR < g->m ? r0 + MR : g->m, c1 = c0 + NR < g->n ? c0 + NR : g->n;
     const float *rows[MR];
     for (int r = 0; r < MR; r++) rows[r] = a + (r0 + r < g->m ? r0 + r : g->m - 1) * g->si; /* past m: a copy */
@@ -124,8 +134,19 @@ static int tile(float *acc, const float *a, const float *bp, const cm_geom *g, i
     return 1;
 }
 
-/* c [m, n] of one output matrix: a its op(a), bp its op(b) [k][np] */
-static void tiles(float *c, const float *a, const float *bp, const cm_geom *g) {
+/* out [cols] = row (or 0 when !row): whole tiles as two vectors (memcpy and
+ * memset of 64 bytes became rep movs / rep stos, measured slow here) */
+CM_INLINE void put_row(float *out, const float *row, int64_t cols) {
+    if (cols == NR) {
+        ST8(out, row ? LD8(row) : (v8){0});
+        ST8(out + 8, row ? LD8(row + 8) : (v8){0});
+    } else
+        for (int64_t j = 0; j < cols; j++) out[j] = row ? row[j] : 0.0f;
+}
+
+/* c [m, n] of one output matrix: a its op(a), bp its op(b) [k][np]; all of
+ * the above inlined here, compiled for AVX2 + FMA too */
+CM_CLONES static void tiles(float *c, const float *a, const float *bp, const cm_geom *g) {
     float acc[MR * NR];
     for (int64_t r0 = 0; r0 < g->m; r0 += MR)
         for (int64_t c0 = 0; c0 < g->n; c0 += NR) {
@@ -133,9 +154,8 @@ static void tiles(float *c, const float *a, const float *bp, const cm_geom *g) {
             int any = tile(acc, a, bp, g, r0, c0);
             for (int64_t r = 0; r < rows; r++) {
                 float *out = c + (r0 + r) * g->n + c0;
-                if (!any) memset(out, 0, (size_t)cols * sizeof *out);
-                else if (g->tri != 0 || (g->up ? c0 >= r0 + r : c0 + cols - 1 <= r0 + r)) /* the row kept whole */
-                    memcpy(out, acc + r * NR, (size_t)cols * sizeof *out);
+                if (!any || g->tri != 0 || (g->up ? c0 >= r0 + r : c0 + cols - 1 <= r0 + r)) /* kept whole or not at all */
+                    put_row(out, any ? acc + r * NR : NULL, cols);
                 else
                     for (int64_t j = 0; j < cols; j++) out[j] = keep(r0 + r, c0 + j, g->up) ? acc[r * NR + j] : 0;
             }

@@ -10,9 +10,10 @@
  * FMA) walks the tiles, reading op(A) in place (row pointers) and op(B) in
  * place or, when transposed, triangular or not in whole tiles, packed per
  * output matrix (the masked entries of op(B) packed as 0). The masked entries
- * of a triangular operand are never used, so they may hold anything. OpenBLAS measured slower on these
- * shapes: row-block sgemm calls and strmm ran the 128 x 128 x 32 products of
- * char_gpt at the full matmul's time or worse (bench/gpt_kernels.c).
+ * of a triangular operand are never used, so they may hold anything. OpenBLAS
+ * measured slower on these shapes: row-block sgemm calls and strmm ran the
+ * 128 x 128 x 32 products of char_gpt at the full matmul's time or worse
+ * (bench/gpt_kernels.c).
  * Deterministic: one thread, each sum in order of k. Batch axes broadcast as
  * matmul's. */
 #if defined(__GNUC__) && !defined(__clang__)

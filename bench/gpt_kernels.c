@@ -43,8 +43,24 @@ static const bcase cases[] = {
     {"matmul 2048x128x128", OP_MATMUL, 2, {"2048,128", "128,128"}, .per_step = 16},
     {"matmul 2048x128x512", OP_MATMUL, 2, {"2048,128", "128,512"}, .per_step = 4},
     {"matmul 2048x512x128", OP_MATMUL, 2, {"2048,512", "512,128"}, .per_step = 4},
-    {"batched q k^T 64x128x32x128", OP_MATMUL, 2, {"64,128,32", "64,128,32"}, .iattr = {0, 1}, .per_step = 4},
-    {"batched p v 64x128x128x32", OP_MATMUL, 2, {"64,128,128", "64,128,32"}, .per_step = 4},
+    /* attention's six GEMMs as full matmuls (char_gpt's before causal_matmul) ... */
+    {"batched q k^T 64x128x32x128", OP_MATMUL, 2, {"64,128,32", "64,128,32"}, .iattr = {0, 1}, .per_step = 0},
+    {"batched p v 64x128x128x32", OP_MATMUL, 2, {"64,128,128", "64,128,32"}, .per_step = 0},
+    {"batched dq = ds k", OP_MATMUL, 2, {"64,128,128", "64,128,32"}, .per_step = 0},
+    {"batched dk = ds^T q", OP_MATMUL, 2, {"64,128,128", "64,128,32"}, .iattr = {1, 0}, .per_step = 0},
+    {"batched dp = do v^T", OP_MATMUL, 2, {"64,128,32", "64,128,32"}, .iattr = {0, 1}, .per_step = 0},
+    {"batched dv = p^T do", OP_MATMUL, 2, {"64,128,128", "64,128,32"}, .iattr = {1, 0}, .per_step = 0},
+    /* ... and as the causal matmuls it runs (issue 14): the masked half skipped */
+    {"causal q k^T (tri 0)", OP_CAUSAL_MATMUL, 2, {"64,128,32", "64,128,32"}, .iattr = {0, 1, 0, 0}, .per_step = 4},
+    {"causal p v (tri 1)", OP_CAUSAL_MATMUL, 2, {"64,128,128", "64,128,32"}, .iattr = {0, 0, 1, 0}, .per_step = 4},
+    {"causal dq = ds k (tri 1)", OP_CAUSAL_MATMUL, 2, {"64,128,128", "64,128,32"}, .iattr = {0, 0, 1, 0},
+     .per_step = 4},
+    {"causal dk = ds^T q (tri 1 triu)", OP_CAUSAL_MATMUL, 2, {"64,128,128", "64,128,32"}, .iattr = {1, 0, 1, 1},
+     .per_step = 4},
+    {"causal dp = do v^T (tri 0)", OP_CAUSAL_MATMUL, 2, {"64,128,32", "64,128,32"}, .iattr = {0, 1, 0, 0},
+     .per_step = 4},
+    {"causal dv = p^T do (tri 1 triu)", OP_CAUSAL_MATMUL, 2, {"64,128,128", "64,128,32"}, .iattr = {1, 0, 1, 1},
+     .per_step = 4},
 };
 
 static double cpu_now(void) {

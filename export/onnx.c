@@ -306,6 +306,24 @@ static const char *causal_softmax(ox_ctx *c, const ir_node *n) {
     return o->output[0];
 }
 
+/* issue 14 (char_gpt speed): causal_matmul as MatMul with Trilu (opset 14)
+ * on its triangular matrix: the output (tri 0), op(a) (1) or op(b) (2);
+ * upper 0 keeps j <= i (Trilu's lower), 1 keeps j >= i */
+static const char *trilu(ox_ctx *c, const char *x, int64_t upper) {
+    Onnx__NodeProto *o = ox_node(&c->b, "Trilu", 1, (const char *[]){x}, NULL);
+    ox_attr_int(&c->b, o, "upper", upper);
+    return o->output[0];
+}
+static const char *causal_matmul(ox_ctx *c, const ir_node *n) {
+    const char *a = in(c, n, 0), *b = in(c, n, 1);
+    if (n->iattr[0]) a = swap_last(c, a, in_node(c, n, 0)->shape.rank);
+    if (n->iattr[1]) b = swap_last(c, b, in_node(c, n, 1)->shape.rank);
+    if (n->iattr[2] == 1) a = trilu(c, a, n->iattr[3]);
+    if (n->iattr[2] == 2) b = trilu(c, b, n->iattr[3]);
+    const char *y = ox_op2(&c->b, "MatMul", a, b);
+    return n->iattr[2] == 0 ? trilu(c, y, n->iattr[3]) : y;
+}
+
 /* issue 14 (char_gpt speed): normalize as LayerNormalization (opset 17) over
  * the last axis with scale 1 and bias 0 */
 static const char *normalize(ox_ctx *c, const ir_node *n) {
@@ -363,6 +381,7 @@ static const char *emit(ox_ctx *c, int i) {
     case OP_GATHER: return ox_op2(&c->b, "Gather", in(c, n, 0), in(c, n, 1));
     case OP_ONE_HOT: return one_hot(c, n);
     case OP_CAUSAL_SOFTMAX: return causal_softmax(c, n); /* issue 14: char_gpt speed */
+    case OP_CAUSAL_MATMUL: return causal_matmul(c, n); /* issue 14: attention's causal GEMMs */
     case OP_NORMALIZE: return normalize(c, n);
     case OP_SCALE_SHIFT: /* issue 14, batch norm: (x - mean) * scale + beta (the statistics are training-only) */
         return ox_op2(&c->b, "Add", ox_op2(&c->b, "Mul", ox_op2(&c->b, "Sub", in(c, n, 0), in(c, n, 1)), in(c, n, 2)),

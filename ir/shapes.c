@@ -699,6 +699,26 @@ static bool rule_causal_softmax(rule *r) {
 /* causal_softmax_grad: (y, dy) of one type -> y */
 static bool rule_causal_softmax_grad(rule *r) { return rule_grad_pair(r) && rule_causal_softmax(r); }
 
+/* ---- issue 14 (char_gpt speed): causal_matmul ---- */
+
+/* causal_matmul: matmul's rule, tri in {0 output, 1 a, 2 b}, upper in {0, 1},
+ * and the triangular matrix (after its op) square */
+static bool rule_causal_matmul(rule *r) {
+    const int64_t *at = r->n->iattr;
+    if (at[2] < 0 || at[2] > 2 || (at[3] != 0 && at[3] != 1))
+        return fail(r, "'causal_matmul' needs tri 0 (the output), 1 (a) or 2 (b) and upper 0 or 1, got tri %lld, upper %lld",
+                    (long long)at[2], (long long)at[3]);
+    if (!rule_matmul(r)) return false;
+    const ir_shape *o = &r->n->shape;
+    int64_t m = o->dim[o->rank - 2], n = o->dim[o->rank - 1], k = r->x->shape.dim[r->x->shape.rank - 1 - (at[0] != 0)];
+    int64_t rows = at[2] == 2 ? k : m, cols = at[2] == 1 ? k : n;
+    static const char *const what[] = {"the output", "op(a)", "op(b)"};
+    if (rows != cols)
+        return fail(r, "'causal_matmul' masks a square matrix, but %s is %lld x %lld", what[at[2]], (long long)rows,
+                    (long long)cols);
+    return true;
+}
+
 /* normalize: float x of rank >= 1, epsilon >= 0 -> x (rows of the last axis) */
 static bool rule_normalize(rule *r) {
     char b[96];

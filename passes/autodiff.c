@@ -160,6 +160,35 @@ static void grad_matmul(ad_ctx *c, const ir_node *y, int dy) {
     SEND(1, unbroadcast(c, tb ? matmul(c, dy, X0, 1, ta) : matmul(c, X0, dy, !ta, 0), shape_of(c, X1)));
 }
 
+/* ---- issue 14 (char_gpt speed): causal_matmul ---- */
+
+static int causal_matmul(ad_ctx *c, int a, int b, int ta, int tb, int tri, int upper) {
+    return emit(c, OP_CAUSAL_MATMUL, 2, (int[]){a, b}, &(ir_node){.iattr = {ta, tb, tri, upper}});
+}
+
+/* y = T(op(a) op(b)) or op(a)'s or op(b)'s triangle T (tri 0, 1, 2)  ->  matmul's
+ * gradients, the triangle moving with its matrix: d op(a) = T_a(T_y(dy) op(b)^T),
+ * d op(b) = T_b(op(a)^T T_y(dy)), and transposing a matrix flips its triangle.
+ * Each row below maps the triangle of y, a, b to (its place, flipped) in the
+ * gradient's own causal_matmul (a triangle on the gradient's output there masks
+ * the gradient of a triangular operand): */
+static const struct { int tri[3], flip[3]; } causal_grad[4] = {
+    {{1, 0, 2}, {0, 0, 1}}, /* da, ta 0: dy op(b)^T */
+    {{2, 0, 1}, {1, 1, 0}}, /* da, ta 1: op(b) dy^T */
+    {{2, 1, 0}, {0, 1, 0}}, /* db, tb 0: op(a)^T dy */
+    {{1, 2, 0}, {1, 0, 1}}, /* db, tb 1: dy^T op(a) */
+};
+static void grad_causal_matmul(ad_ctx *c, const ir_node *y, int dy) {
+    int ta = y->iattr[0] != 0, tb = y->iattr[1] != 0, tri = (int)y->iattr[2], up = y->iattr[3] != 0;
+    int ga = ta, gb = 2 + tb, ua = up ^ causal_grad[ga].flip[tri], ub = up ^ causal_grad[gb].flip[tri];
+    int da = ta ? causal_matmul(c, X1, dy, tb, 1, causal_grad[ga].tri[tri], ua)
+                : causal_matmul(c, dy, X1, 0, !tb, causal_grad[ga].tri[tri], ua);
+    int db = tb ? causal_matmul(c, dy, X0, 1, ta, causal_grad[gb].tri[tri], ub)
+                : causal_matmul(c, X0, dy, !ta, 0, causal_grad[gb].tri[tri], ub);
+    SEND(0, unbroadcast(c, da, shape_of(c, X0)));
+    SEND(1, unbroadcast(c, db, shape_of(c, X1)));
+}
+
 /* y = conv2d(x, w)  ->  dx = conv2d_grad_input(dy, w), dw = conv2d_grad_filter(x, dy), same attrs */
 static void grad_conv2d(ad_ctx *c, const ir_node *y, int dy) {
     SEND(0, emit_as(c, shape_of(c, X0), OP_CONV2D_GRAD_INPUT, 2, (int[]){dy, X1}, y));
@@ -461,6 +490,8 @@ static const grad_rule rules[OP_COUNT] = {
     /* issue 14: batch norm in training */
     [OP_CHANNEL_MEAN] = grad_channel_mean, [OP_CHANNEL_VAR] = grad_channel_var,
     [OP_SCALE_SHIFT] = grad_scale_shift,
+    /* issue 14: attention's causal GEMMs */
+    [OP_CAUSAL_MATMUL] = grad_causal_matmul,
 };
 
 /* ---- which nodes lie between a param and the loss ---- */

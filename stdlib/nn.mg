@@ -716,15 +716,22 @@ fn multi_head_attention(x: f32[b, t, d], heads: int, key_dim: int, value_dim: in
   v = prim.transpose(v, perm: [0, 2, 1, 3])
   if causal {
     # issue 14: the scale, the mask and the softmax as one kernel each way
-    # (masked scores are neither written nor exp'd; their weights are 0)
-    p = prim.causal_softmax(prim.matmul(q, k, trans_b: true), scale: inverse_sqrt(key_dim))
+    # (masked scores are neither written nor exp'd; their weights are 0);
+    # q k^T and p v as causal matmuls, which skip the masked half (tri 0:
+    # the scores' upper triangle is not computed; tri 1: p's is not read),
+    # and so do their gradients
+    p = prim.causal_softmax(prim.causal_matmul(q, k, trans_b: true), scale: inverse_sqrt(key_dim))
+    if dropout > 0 {
+      p = prim.dropout(p, rate: dropout, seed: -1)
+    }
+    o = prim.transpose(prim.causal_matmul(p, v, tri: 1), perm: [0, 2, 1, 3])   # [b, t, heads, value_dim]
   } else {
     p = prim.softmax(prim.matmul(q * inverse_sqrt(key_dim), k, trans_b: true), axis: -1)   # [b, heads, t, t]
+    if dropout > 0 {
+      p = prim.dropout(p, rate: dropout, seed: -1)
+    }
+    o = prim.transpose(prim.matmul(p, v), perm: [0, 2, 1, 3])        # [b, t, heads, value_dim]
   }
-  if dropout > 0 {
-    p = prim.dropout(p, rate: dropout, seed: -1)
-  }
-  o = prim.transpose(prim.matmul(p, v), perm: [0, 2, 1, 3])        # [b, t, heads, value_dim]
   return attention_output(o, d, use_bias, kernel_initializer, bias_initializer, name: "attention_output")
 }
 

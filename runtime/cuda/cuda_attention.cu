@@ -35,3 +35,19 @@ extern "C" cudaError_t cuda_k_causal_softmax(const float *x, const float *dy, fl
     MGC_LAUNCH(blocks_for(rows), THREADS, 0, s, causal_softmax_kernel)(x, dy, out, rows, r, c, scale);
     return cudaGetLastError();
 }
+
+/* issue 14 (char_gpt speed): causal_matmul's output triangle (tri 0): the
+ * masked entries of each [m, m] matrix set to 0 (j > i lower, j < i upper) */
+__global__ static void tri_mask_kernel(float *out, int64_t total, int64_t m, int upper) {
+    FOR_EACH(e, total) {
+        int64_t i = e / m % m, j = e % m;
+        if (upper ? j < i : j > i) out[e] = 0.0f;
+    }
+}
+
+extern "C" cudaError_t cuda_k_tri_mask(float *out, int64_t batch, int64_t m, int upper, cudaStream_t s) {
+    int64_t total = batch * m * m;
+    if (total == 0) return cudaSuccess;
+    MGC_LAUNCH(blocks_for(total), THREADS, 0, s, tri_mask_kernel)(out, total, m, upper);
+    return cudaGetLastError();
+}

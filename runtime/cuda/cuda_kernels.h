@@ -168,6 +168,9 @@ cudaError_t cuda_k_ohwi_to_hwio(const float *o, float *w, int64_t khw, int64_t c
  * causal_softmax_grad(y, dy, scale); 0 above the diagonal either way */
 cudaError_t cuda_k_causal_softmax(const float *x, const float *dy, float *out, int64_t rows, int64_t r, int64_t c,
                                   float scale, cudaStream_t s);
+/* causal_matmul's output triangle: each of batch [m, m] matrices of out keeps
+ * j <= i (upper 0) or j >= i (upper 1), the rest set to 0 */
+cudaError_t cuda_k_tri_mask(float *out, int64_t batch, int64_t m, int upper, cudaStream_t s);
 /* (cuda_normalize.cu) rows x [rows, c]: dy NULL -> normalize(x, epsilon); else
  * normalize_grad(x, dy, epsilon) */
 cudaError_t cuda_k_normalize(const float *x, const float *dy, float *out, int64_t rows, int64_t c, float epsilon,

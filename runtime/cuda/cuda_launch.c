@@ -472,6 +472,41 @@ static int op_causal_softmax(const ctx *c) {
     return 0;
 }
 
+/* ---- issue 14, char_gpt speed: causal_matmul (matmul with a triangular matrix) ----
+ * tri 0: matmul's GEMMs, then the masked triangle of each output set to 0;
+ * tri 1, 2: row-major C = T(op(A)) X is column-major C^T = X^T op(T)^T, so
+ * cuBLAS's trmm from the other side, on T's buffer (seen column-major: op(T)^T
+ * when not transposed, its triangle flipped); X = op(B) (tri 1) or op(A) (tri
+ * 2) is read in place, or first transposed into the output by geam. */
+static int op_causal_matmul(const ctx *c) {
+    int ta = c->n->iattr[0] != 0, tb = c->n->iattr[1] != 0, tri = (int)c->n->iattr[2], up = c->n->iattr[3] != 0;
+    ir_matmul g = ir_matmul_of(c->n, in_shape(c, 0), in_shape(c, 1));
+    if (tri == 0) {
+        TRY(op_matmul(c));
+        CUDA_CHECK(c->b, cuda_k_tri_mask(outf(c), g.batch, g.m, up, c->s));
+        return 0;
+    }
+    TRY(need_f32(c));
+    cublasHandle_t h = c->dev->blas[c->stream];
+    const float one = 1.0f, zero = 0.0f;
+    int m = (int)g.m, n = (int)g.n, left = tri == 1, tt = left ? ta : tb, tx = left ? tb : ta;
+    int ldx = left ? (tb ? m : n) : (ta ? m : n); /* X's buffer: op(B) [m, n] or op(A) [m, n] before its op */
+    cublasFillMode_t fill = (up ^ tt) ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER; /* flipped by the view */
+    for (int64_t i = 0; i < g.batch; i++) {
+        const float *t = left ? inf(c, 0) + ir_matmul_offset(&g, 0, i) : inf(c, 1) + ir_matmul_offset(&g, 1, i);
+        const float *x = left ? inf(c, 1) + ir_matmul_offset(&g, 1, i) : inf(c, 0) + ir_matmul_offset(&g, 0, i);
+        float *out = outf(c) + i * g.m * g.n; /* C^T column-major [n, m] */
+        if (tx) { /* X's buffer is [n, m] row-major, X^T [m, n] column-major: transpose it into out */
+            CUBLAS_CHECK(c->b, cublasSgeam(h, CUBLAS_OP_T, CUBLAS_OP_N, n, m, &one, x, ldx, &zero, out, n, out, n));
+            x = out, ldx = n;
+        }
+        CUBLAS_CHECK(c->b, cublasStrmm(h, left ? CUBLAS_SIDE_RIGHT : CUBLAS_SIDE_LEFT, fill,
+                                       tt ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, n, m, &one, t,
+                                       left ? m : n, x, ldx, out, n));
+    }
+    return 0;
+}
+
 /* issue 14, char_gpt speed: normalize and its gradient (rows of the last axis) */
 static int op_normalize(const ctx *c) {
     TRY(need_f32(c));
@@ -555,6 +590,7 @@ static int (*const kernels[OP_COUNT])(const ctx *c) = {
     [OP_MAX_POOL2D_RELU_GRAD] = op_max_pool_relu_grad,
     /* issue 14: char_gpt speed */
     [OP_CAUSAL_SOFTMAX] = op_causal_softmax, [OP_CAUSAL_SOFTMAX_GRAD] = op_causal_softmax,
+    [OP_CAUSAL_MATMUL] = op_causal_matmul, /* issue 14: attention's causal GEMMs */
     [OP_NORMALIZE] = op_normalize, [OP_NORMALIZE_GRAD] = op_normalize,
     /* issue 14: batch norm in training */
     [OP_CHANNEL_MEAN] = op_batch_norm, [OP_CHANNEL_VAR] = op_batch_norm,

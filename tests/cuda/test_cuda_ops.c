@@ -181,6 +181,15 @@ static void elementwise_and_softmax(ir_module *m) {
     check(m, OP_CAUSAL_SOFTMAX_GRAD, (int[]){att, datt}, 2, NULL, (double[IR_MAX_FATTR]){0.4}, NULL, 1e-5);
     check(m, OP_NORMALIZE, (int[]){att}, 1, NULL, (double[IR_MAX_FATTR]){1e-5}, NULL, 1e-5);
     check(m, OP_NORMALIZE_GRAD, (int[]){att, datt}, 2, NULL, (double[IR_MAX_FATTR]){1e-5}, NULL, 1e-4);
+    /* issue 14: causal_matmul, each triangle, transposed operands (geam then trmm) and not */
+    int sq = input(m, IR_F32, 3, 3, 9, 9, 0), rect = input(m, IR_F32, 3, 3, 9, 7, 0);
+    check(m, OP_CAUSAL_MATMUL, (int[]){rect, rect}, 2, (int64_t[]){0, 1, 0, 0}, NULL, NULL, 1e-5);
+    check(m, OP_CAUSAL_MATMUL, (int[]){rect, rect}, 2, (int64_t[]){0, 1, 0, 1}, NULL, NULL, 1e-5);
+    check(m, OP_CAUSAL_MATMUL, (int[]){sq, rect}, 2, (int64_t[]){0, 0, 1, 0}, NULL, NULL, 1e-5);
+    check(m, OP_CAUSAL_MATMUL, (int[]){sq, rect}, 2, (int64_t[]){1, 0, 1, 1}, NULL, NULL, 1e-5);
+    check(m, OP_CAUSAL_MATMUL, (int[]){sq, sq}, 2, (int64_t[]){0, 1, 1, 0}, NULL, NULL, 1e-5);
+    check(m, OP_CAUSAL_MATMUL, (int[]){sq, sq}, 2, (int64_t[]){1, 0, 2, 0}, NULL, NULL, 1e-5);
+    check(m, OP_CAUSAL_MATMUL, (int[]){sq, sq}, 2, (int64_t[]){0, 1, 2, 1}, NULL, NULL, 1e-5);
     /* issue 14: batch norm in training (per channel of [3, 9, 7]) */
     int cm = input(m, IR_F32, 1, 7, 0, 0, 0), cs = input(m, IR_F32, 1, 7, 0, 0, 0);
     int cb = input(m, IR_F32, 1, 7, 0, 0, 0);

@@ -407,6 +407,25 @@ void case_causal_softmax(void) {
     causal_softmax_one(13, 4, 9, 1.0f);
 }
 
+/* ---- issue 14 (char_gpt speed): causal_matmul's output triangle: 37
+ * matrices of [11, 11] keep j <= i (then j >= i), the others 0 ---- */
+void case_tri_mask(void) {
+    const int64_t batch = 37, m = 11, n_el = batch * m * m;
+    dbuf<float> x(n_el), out(n_el);
+    randomize(x, n_el, 59);
+    float *want = new float[n_el];
+    for (int upper = 0; upper < 2; upper++) {
+        for (int64_t e = 0; e < n_el; e++) {
+            int64_t i = e / m % m, j = e % m;
+            want[e] = (upper ? j >= i : j <= i) ? x[e] : 0.0f;
+            out[e] = x[e];
+        }
+        if (!launched_ok(cuda_k_tri_mask(out, batch, m, upper, NULL), "cuda_k_tri_mask")) continue;
+        same(upper ? "cuda_k_tri_mask upper" : "cuda_k_tri_mask lower", want, out.p, n_el, 0);
+    }
+    delete[] want;
+}
+
 /* ---- issue 14 (char_gpt speed): normalize forward and backward over 1,031
  * rows of 13 and 3 rows of 1 (the output 0, its gradient 0), against double loops ---- */
 static void normalize_one(int64_t rows, int64_t c, float epsilon) {

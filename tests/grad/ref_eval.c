@@ -292,6 +292,26 @@ static void eval_causal_softmax(args *t) {
     }
 }
 
+/* issue 14 (char_gpt speed): causal_matmul = matmul with a triangle T (tril:
+ * keep [i, j] with j <= i, triu: j >= i) on the output (tri 0), op(a) (1) or op(b) (2) */
+static bool tri_keep(int64_t i, int64_t j, int upper) { return upper ? j >= i : j <= i; }
+static void eval_causal_matmul(args *t) {
+    const ir_shape *as = &t->x->shape, *bs = &t->y->shape, *os = &t->n->shape;
+    int ta = t->n->iattr[0] != 0, tb = t->n->iattr[1] != 0, tri = (int)t->n->iattr[2], up = t->n->iattr[3] != 0;
+    int nb = os->rank - 2;
+    int64_t M = os->dim[nb], N = os->dim[nb + 1], K = as->dim[as->rank - 1 - ta], ob[IR_MAX_RANK];
+    for (int64_t o = 0; o < t->len; o++) {
+        int64_t i = o / N % M, j = o % N, rest = o / (M * N);
+        for (int d = nb - 1; d >= 0; d--) ob[d] = rest % os->dim[d], rest /= os->dim[d];
+        double s = 0;
+        for (int64_t k = 0; k < K; k++)
+            if ((tri != 1 || tri_keep(i, k, up)) && (tri != 2 || tri_keep(k, j, up)))
+                s += t->a[ta ? mm_at(as, ob, nb, k, i) : mm_at(as, ob, nb, i, k)] *
+                     t->b[tb ? mm_at(bs, ob, nb, j, k) : mm_at(bs, ob, nb, k, j)];
+        t->out[o] = tri == 0 && !tri_keep(i, j, up) ? 0 : s;
+    }
+}
+
 /* issue 14: out = act(out + bias [+ residual]), bias along the last axis */
 static void eval_epilogue(ref_eval *e, args *t, int64_t act) {
     const ir_node *n = t->n;
@@ -688,6 +708,7 @@ static void eval_node(ref_eval *e, int i, int64_t step, bool training) {
     /* issue 14: char_gpt speed */
     case OP_CAUSAL_SOFTMAX: case OP_CAUSAL_SOFTMAX_GRAD: eval_causal_softmax(&t); return;
     case OP_NORMALIZE: case OP_NORMALIZE_GRAD: eval_normalize(&t); return;
+    case OP_CAUSAL_MATMUL: eval_causal_matmul(&t); return; /* issue 14: attention's causal GEMMs */
     /* issue 14: batch norm in training */
     case OP_CHANNEL_MEAN: case OP_CHANNEL_VAR: eval_channel(&t, NULL); return;
     case OP_CHANNEL_SUM_DOT: eval_channel(&t, NULL); return; /* issue 14: batch norm's backward */

@@ -324,6 +324,19 @@ static int b_causal_softmax_tall(tb *t) {
     int x = param(t, "x", S(2, 6, 4));
     return node(t, OP_CAUSAL_SOFTMAX, 1, &x, NULL, 0, (double[]){-1.3}, 1, NULL);
 }
+/* issue 14 (char_gpt speed): causal_matmul, each triangle lower and upper,
+ * under each transpose; a triangle's masked half gets gradient 0 */
+static int causal_mm(tb *t, ir_shape sa, ir_shape sb, int ta, int tb_, int tri, int upper) {
+    int a = param(t, "a", sa), b = param(t, "b", sb);
+    return node(t, OP_CAUSAL_MATMUL, 2, (int[]){a, b}, (int64_t[]){ta, tb_, tri, upper}, 4, NULL, 0, NULL);
+}
+static int b_cmm_qk(tb *t) { return causal_mm(t, S(2, 4, 3), S(2, 4, 3), 0, 1, 0, 0); }
+static int b_cmm_out_up(tb *t) { return causal_mm(t, S(3, 4), S(3, 4), 1, 0, 0, 1); }
+static int b_cmm_out_tt(tb *t) { return causal_mm(t, S(3, 4), S(4, 3), 1, 1, 0, 0); }
+static int b_cmm_pv(tb *t) { return causal_mm(t, S(2, 4, 4), S(2, 4, 3), 0, 0, 1, 0); }
+static int b_cmm_a_up_t(tb *t) { return causal_mm(t, S(4, 4), S(2, 3, 4), 1, 1, 1, 1); }
+static int b_cmm_b_lo_t(tb *t) { return causal_mm(t, S(4, 3), S(2, 4, 4), 1, 1, 2, 0); }
+static int b_cmm_b_up(tb *t) { return causal_mm(t, S(2, 3, 4), S(4, 4), 0, 0, 2, 1); }
 /* issue 14 (char_gpt speed): layer normalization's core (rows of 7; rows of 1: dx 0) */
 static int b_normalize(tb *t) {
     int x = param(t, "x", S(3, 4, 7));
@@ -455,6 +468,13 @@ static const grad_case cases[] = {
     /* issue 14: char_gpt speed */
     {"causal_softmax [2,5,5] scale 0.6", OP_CAUSAL_SOFTMAX, b_causal_softmax},
     {"causal_softmax [2,6,4] scale -1.3", OP_CAUSAL_SOFTMAX, b_causal_softmax_tall},
+    {"causal_matmul q k^T (output tril)", OP_CAUSAL_MATMUL, b_cmm_qk},
+    {"causal_matmul output triu trans_a", OP_CAUSAL_MATMUL, b_cmm_out_up},
+    {"causal_matmul output tril trans_ab", OP_CAUSAL_MATMUL, b_cmm_out_tt},
+    {"causal_matmul p v (a tril)", OP_CAUSAL_MATMUL, b_cmm_pv},
+    {"causal_matmul a triu trans_ab broadcast", OP_CAUSAL_MATMUL, b_cmm_a_up_t},
+    {"causal_matmul b tril trans_ab broadcast", OP_CAUSAL_MATMUL, b_cmm_b_lo_t},
+    {"causal_matmul b triu broadcast", OP_CAUSAL_MATMUL, b_cmm_b_up},
     {"normalize [3,4,7] epsilon 1e-3", OP_NORMALIZE, b_normalize},
     {"normalize [5,1] epsilon 0.5", OP_NORMALIZE, b_normalize_one},
     /* issue 14: batch norm in training */

@@ -400,6 +400,7 @@ static void ref_rmsprop(const one_op *t, double **in, double *out) {
 #include "epilogue_cases.h" /* issue 14: fused ops against the unfused composition */
 #include "bn_epilogue_cases.h" /* issue 14: batch norm's scale/shift in the conv epilogue */
 #include "attention_cases.h" /* issue 14 (char_gpt speed): causal_softmax references and ATTENTION_CASES */
+#include "causal_matmul_cases.h" /* issue 14 (char_gpt speed): CAUSAL_MATMUL_CASES */
 #include "batch_norm_cases.h" /* issue 14 (batch norm in training): BATCH_NORM_CASES */
 /* ---- issue 12: adagrad, nadam, lamb (at step t = 3, no clipping: tests/kern/test_optim.c
  * runs every optimizer for several steps with clipping and a schedule), sq_norm ---- */
@@ -664,6 +665,7 @@ static const tcase cases[] = {
     EPILOGUE_CASES
     BN_EPILOGUE_CASES
     ATTENTION_CASES /* issue 14: char_gpt speed */
+    CAUSAL_MATMUL_CASES /* issue 14: attention's causal GEMMs */
     BATCH_NORM_CASES /* issue 14: batch norm in training */
     /* issue 12: optimizers and clipping */
     {"adagrad", OP_ADAGRAD_UPDATE, 3, {"5,7", "5,7", "5,7"}, .fill = {0, 0, R_POSITIVE},
@@ -917,7 +919,7 @@ static int test_two_threads(int *count) {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         ir_op op = cases[i].op;
         if (op == OP_MATMUL || (op >= OP_CONV2D && op <= OP_AVG_POOL2D_GRAD) || op == OP_CONV2D_EPILOGUE ||
-            op == OP_CONV2D_BN_EPILOGUE)
+            op == OP_CONV2D_BN_EPILOGUE || op == OP_CAUSAL_MATMUL)
             failed += run_case(&cases[i]), ++*count;
     }
     cpu_kernels_set_threads(1);

@@ -711,6 +711,22 @@ static bool rule_normalize(rule *r) {
 /* normalize_grad: (x, dy) of one type -> x */
 static bool rule_normalize_grad(rule *r) { return rule_grad_pair(r) && rule_normalize(r); }
 
+/* ---- issue 14 (seed CNN speed): conv2d_grad_filter_pool2 ---- */
+
+/* (x, y, dy) -> dw given: conv2d_grad_filter(x, y)'s rule with y as the
+ * convolution's output, and dy y's 2x2 max-pool (stride 2) that tiles it */
+static bool rule_conv2d_grad_filter_pool2(rule *r) {
+    char b1[96], b2[96];
+    if (!rule_conv2d_grad_filter(r)) return false;
+    const ir_node *y = r->y, *dy = &r->m->g.nodes[r->n->in[2]];
+    const ir_shape *s = &y->shape;
+    int64_t want[4] = {s->dim[0], s->dim[1] / 2, s->dim[2] / 2, s->dim[3]};
+    if (s->dim[1] % 2 || s->dim[2] % 2 || dy->dtype != y->dtype || !ir_shape_eq(&dy->shape, &(ir_shape){4, {want[0], want[1], want[2], want[3]}}))
+        return fail(r, "'%s' pools 2x2 windows of stride 2 that tile y: y %s needs an even height and width and dy %s "
+                    "half of each", op_name(r), tstr(y, b1), tstr(dy, b2));
+    return true;
+}
+
 typedef bool (*shape_rule)(rule *r);
 
 static const shape_rule rules[OP_COUNT] = {

@@ -135,6 +135,8 @@ static const cpu_kernel_fn kernels[OP_COUNT] = {
     /* issue 14: char_gpt speed (attention.c) */
     [OP_CAUSAL_SOFTMAX] = cpu_k_causal_softmax, [OP_CAUSAL_SOFTMAX_GRAD] = cpu_k_causal_softmax,
     [OP_NORMALIZE] = cpu_k_normalize, [OP_NORMALIZE_GRAD] = cpu_k_normalize, /* normalize.c */
+    /* issue 14 (seed CNN speed): the filter gradient through a 2x2 max-pool (conv_direct.c) */
+    [OP_CONV2D_GRAD_FILTER_POOL2] = cpu_k_conv2d_grad_filter_pool2,
 };
 
 /* ops whose kernels read f32 data only (CAST, SHARD, RESHAPE, VIEW and the

@@ -22,7 +22,8 @@ int failures;
     X(softmax_axis) X(xent) X(xent_grad) X(argmax_match) X(in_top_k) X(dropout) X(sgd) X(adam) X(rmsprop)             \
     X(adagrad) X(nadam) X(lamb) X(sq_norm) X(activation) X(activation_grad) X(gather) X(scatter_add) X(one_hot)        \
     X(fused) X(epilogue) X(max_pool_grad) X(hwio_to_ohwi) X(ohwi_to_hwio) X(check_finite) X(bn_epilogue)        \
-    X(set_step) X(causal_softmax) X(normalize) /* issue 14: char_gpt speed */
+    X(set_step) X(causal_softmax) X(normalize) /* issue 14: char_gpt speed */                                      \
+    X(grad_filter_pool2) /* issue 14: seed CNN speed */
 
 #define DECLARE(name) void case_##name(void);
 CASES(DECLARE)

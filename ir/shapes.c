@@ -720,8 +720,8 @@ static bool rule_conv2d_grad_filter_pool2(rule *r) {
     if (!rule_conv2d_grad_filter(r)) return false;
     const ir_node *y = r->y, *dy = &r->m->g.nodes[r->n->in[2]];
     const ir_shape *s = &y->shape;
-    int64_t want[4] = {s->dim[0], s->dim[1] / 2, s->dim[2] / 2, s->dim[3]};
-    if (s->dim[1] % 2 || s->dim[2] % 2 || dy->dtype != y->dtype || !ir_shape_eq(&dy->shape, &(ir_shape){4, {want[0], want[1], want[2], want[3]}}))
+    ir_shape half = ir_shape_make(4, (int64_t[4]){s->dim[0], s->dim[1] / 2, s->dim[2] / 2, s->dim[3]});
+    if (s->dim[1] % 2 || s->dim[2] % 2 || dy->dtype != y->dtype || !ir_shape_eq(&dy->shape, &half))
         return fail(r, "'%s' pools 2x2 windows of stride 2 that tile y: y %s needs an even height and width and dy %s "
                     "half of each", op_name(r), tstr(y, b1), tstr(dy, b2));
     return true;

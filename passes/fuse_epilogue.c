@@ -204,7 +204,9 @@ static void fuse_pool_relu_grad(fuser *f, int i) {
  *       maximum > 0, to one element, so the sums agree but for the order of the terms;
  *       the [N, H, W, C] gradient is then read by nothing and never made. */
 
-static bool pool2(const int64_t *a) { return a[0] == 2 && a[1] == 2 && a[2] == 2 && a[3] == 2 && !a[4] && !a[5] && !a[6] && !a[7]; }
+static bool pool2(const int64_t *a) {
+    return a[0] == 2 && a[1] == 2 && a[2] == 2 && a[3] == 2 && !a[4] && !a[5] && !a[6] && !a[7];
+}
 
 static void fuse_grad_filter_pool(fuser *f, int i) {
     const ir_node *n = at(f, i), *x = at(f, n->in[0]), *g = at(f, n->in[1]);

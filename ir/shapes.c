@@ -764,6 +764,22 @@ static bool rule_scale_shift(rule *r) {
     return channel_operands(r, 1, 4) && same_as(r, r->x);
 }
 
+/* ---- issue 14 (seed CNN speed): conv2d_grad_filter_pool2 ---- */
+
+/* (x, y, dy) -> dw given: conv2d_grad_filter(x, y)'s rule with y as the
+ * convolution's output, and dy y's 2x2 max-pool (stride 2) that tiles it */
+static bool rule_conv2d_grad_filter_pool2(rule *r) {
+    char b1[96], b2[96];
+    if (!rule_conv2d_grad_filter(r)) return false;
+    const ir_node *y = r->y, *dy = &r->m->g.nodes[r->n->in[2]];
+    const ir_shape *s = &y->shape;
+    ir_shape half = ir_shape_make(4, (int64_t[4]){s->dim[0], s->dim[1] / 2, s->dim[2] / 2, s->dim[3]});
+    if (s->dim[1] % 2 || s->dim[2] % 2 || dy->dtype != y->dtype || !ir_shape_eq(&dy->shape, &half))
+        return fail(r, "'%s' pools 2x2 windows of stride 2 that tile y: y %s needs an even height and width and dy %s "
+                    "half of each", op_name(r), tstr(y, b1), tstr(dy, b2));
+    return true;
+}
+
 typedef bool (*shape_rule)(rule *r);
 
 static const shape_rule rules[OP_COUNT] = {

@@ -211,6 +211,50 @@ static void fuse_pool_relu_grad(fuser *f, int i) {
     rewrite(f, i, OP_MAX_POOL2D_RELU_GRAD, (int[]){n->in[0], p->in[1]}, 2, p->iattr, p->loc);
 }
 
+/* ---- issue 14 (seed CNN speed): the first convolution's gradients through a 2x2 max-pool ----
+ *   conv2d_grad_filter(x, max_pool2d_relu_grad(y, dy)) -> conv2d_grad_filter_pool2(x, y, dy)
+ *       2x2 windows of stride 2 tiling y; one input channel, groups 1, output
+ *       channels a multiple of 8 (where its CPU kernel beats oneDNN's, docs/cpu-kernels.md)
+ *   reduce_sum over N, H, W of max_pool2d_relu_grad(y, dy) -> of relu_grad(max_pool2d(y), dy)
+ *       (the bias gradient) when the pool's windows do not overlap (window = stride, no
+ *       padding) and only such sums read it: each window passes dy, masked by its
+ *       maximum > 0, to one element, so the sums agree but for the order of the terms;
+ *       the [N, H, W, C] gradient is then read by nothing and never made. */
+
+static bool pool2(const int64_t *a) {
+    return a[0] == 2 && a[1] == 2 && a[2] == 2 && a[3] == 2 && !a[4] && !a[5] && !a[6] && !a[7];
+}
+
+static void fuse_grad_filter_pool(fuser *f, int i) {
+    const ir_node *n = at(f, i), *x = at(f, n->in[0]), *g = at(f, n->in[1]);
+    if (g->op != OP_MAX_POOL2D_RELU_GRAD || !pool2(g->iattr) || x->shape.rank != 4 || x->shape.dim[3] != 1 ||
+        n->iattr[8] != 1 || n->shape.rank != 4 || n->shape.dim[3] % 8)
+        return;
+    const ir_shape *y = &at(f, g->in[0])->shape;
+    if (y->rank != 4 || y->dim[1] % 2 || y->dim[2] % 2) return;
+    rewrite(f, i, OP_CONV2D_GRAD_FILTER_POOL2, (int[]){n->in[0], g->in[0], g->in[1]}, 3, n->iattr, n->loc);
+}
+
+static void fuse_bias_grad_pool(fuser *f, int j) {
+    ir_node *g = at(f, j);
+    const int64_t *a = g->iattr;
+    if (a[0] != a[2] || a[1] != a[3] || a[4] || a[5] || a[6] || a[7] || g->shape.rank != 4) return;
+    int p = -1, readers = 0;
+    for (int i = 0; i < f->m->g.n; i++) {
+        const ir_node *u = at(f, i);
+        if (!f->live[i]) continue;
+        if (u->op == OP_MAX_POOL2D && u->in[0] == g->in[0] && !memcmp(u->iattr, a, 8 * sizeof *a) && i < j) p = i;
+        for (int k = 0; k < u->n_in; k++)
+            if (u->in[k] == j && (u->op != OP_REDUCE_SUM || u->iattr[0] != 7)) return; /* a reader needing dx */
+            else if (u->in[k] == j) readers++;
+    }
+    if (p < 0 || readers < 1 || f->uses[j] != readers) return; /* the interface reads it too */
+    if (!rewrite(f, j, OP_RELU_GRAD, (int[]){p, g->in[1]}, 2, (int64_t[IR_MAX_IATTR]){0}, g->loc)) return;
+    char err[256];
+    for (int i = j + 1; i < f->m->g.n; i++)
+        if (f->live[i] && at(f, i)->op == OP_REDUCE_SUM && at(f, i)->in[0] == j) ir_infer_node(f->m, i, err, sizeof err);
+}
+
 bool pass_epilogue(ir_module *m, ir_diag *d, const pass_options *o) {
     (void)d;
     if (o->no_fuse) return true;
@@ -226,6 +270,10 @@ bool pass_epilogue(ir_module *m, ir_diag *d, const pass_options *o) {
         if (f.live[i] && at(&f, i)->op == OP_ADD) fuse_epilogue_at(&f, i);
     for (int i = 0; i < m->g.n; i++)
         if (f.live[i] && at(&f, i)->op == OP_RELU_GRAD) fuse_pool_relu_grad(&f, i);
+    for (int i = 0; i < m->g.n; i++) /* issue 14 (seed CNN speed): after max_pool2d_relu_grad exists */
+        if (f.live[i] && at(&f, i)->op == OP_CONV2D_GRAD_FILTER) fuse_grad_filter_pool(&f, i);
+    for (int i = 0; i < m->g.n; i++)
+        if (f.live[i] && at(&f, i)->op == OP_MAX_POOL2D_RELU_GRAD) fuse_bias_grad_pool(&f, i);
     free(f.live), free(f.uses), free(f.user), free(f.relu_of);
     return true;
 }

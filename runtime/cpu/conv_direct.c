@@ -133,3 +133,69 @@ int cpu_conv_direct(const rt_kernel_args *k, char *err, size_t cap) {
     free(sum);
     return 0;
 }
+
+/* ---- issue 14 (seed CNN speed): conv2d_grad_filter_pool2 (x, y, dy) ----
+ * conv2d_grad_filter(x, max_pool2d_relu_grad(y, dy)) with 2x2 windows of
+ * stride 2 tiling y: the pool gradient of one image (86 KB on the seed CNN)
+ * is made by pool.c's loop into a buffer that stays in cache and the filter
+ * gradient of that image summed from it at once, so the [N, OH, OW, C]
+ * gradient is never written to memory and read back. The filter gradient of
+ * an image: grad_all above when `direct` applies (one input channel, groups
+ * 1, channels a multiple of 8), else the loop below; float sums within an
+ * image, double across images, the same order whatever the thread count. */
+
+/* the filter gradient of one image, any channels and groups: x [H, W, CX],
+ * dy [OH, OW, C], w [KH, KW, CG, C], float sums into acc (zeroed here) */
+static void grad_image_any(const geom *G, int64_t CX, int64_t CG, const float *x, const float *dy, float *acc) {
+    const ir_conv *g = &G->g;
+    const int64_t C = G->C, per = C / g->groups;
+    memset(acc, 0, (size_t)(G->KH * G->KW * CG * C) * sizeof *acc);
+    for (int64_t oh = 0; oh < G->OH; oh++)
+        for (int64_t ow = 0; ow < G->OW; ow++) {
+            const float *d = dy + (oh * G->OW + ow) * C;
+            for (int64_t r = 0; r < G->KH; r++) {
+                int64_t ih = oh * g->stride[0] - g->pad[0] + r * g->dilation[0];
+                if (ih < 0 || ih >= G->H) continue;
+                for (int64_t s = 0; s < G->KW; s++) {
+                    int64_t iw = ow * g->stride[1] - g->pad[1] + s * g->dilation[1];
+                    if (iw < 0 || iw >= G->W) continue;
+                    const float *xp = x + (ih * G->W + iw) * CX;
+                    float *a = acc + (r * G->KW + s) * CG * C;
+                    for (int64_t c = 0; c < C; c++) {
+                        const float *xg = xp + c / per * CG;
+                        for (int64_t ci = 0; ci < CG; ci++) a[ci * C + c] += xg[ci] * d[c];
+                    }
+                }
+            }
+        }
+}
+
+int cpu_k_conv2d_grad_filter_pool2(const rt_kernel_args *k, char *err, size_t cap) {
+    const ir_shape *x = IN_SHAPE(k, 0), *w = &k->node->shape;
+    geom G = geom_of(k); /* its y: input 1, the convolution's output */
+    const int64_t CX = x->dim[3], CG = w->dim[2], taps = G.KH * G.KW * CG * G.C, img = G.OH * G.OW * G.C;
+    int direct = G.g.groups == 1 && CX == 1 && G.C % 8 == 0;
+    float *dx = malloc((size_t)img * sizeof *dx), *acc = direct ? NULL : malloc((size_t)taps * sizeof *acc);
+    double *sum = calloc((size_t)taps, sizeof *sum);
+    if (!dx || !sum || (!direct && !acc)) {
+        free(dx), free(acc), free(sum);
+        return cpu_kerr(k, err, cap, "out of memory");
+    }
+    const float *xs = IN_F32(k, 0), *y = IN_F32(k, 1), *dy = IN_F32(k, 2);
+    geom one = G;
+    one.N = 1;
+    for (int64_t b = 0; b < G.N; b++) {
+        cpu_pool_grad_2x2(y + b * img, dy + b * (img / 4), dx, 1, G.OH, G.OW, G.C, 1);
+        const float *xb = xs + b * G.H * G.W * CX;
+        if (direct) {
+            grad_all(&one, xb, dx, sum);
+            continue;
+        }
+        grad_image_any(&G, CX, CG, xb, dx, acc);
+        for (int64_t i = 0; i < taps; i++) sum[i] += (double)acc[i];
+    }
+    float *out = k->out;
+    for (int64_t i = 0; i < taps; i++) out[i] = (float)sum[i];
+    free(dx), free(acc), free(sum);
+    return 0;
+}

@@ -140,6 +140,8 @@ static const cpu_kernel_fn kernels[OP_COUNT] = {
     [OP_CHANNEL_DOT] = cpu_k_batch_norm, [OP_SCALE_SHIFT] = cpu_k_batch_norm,
     /* issue 14: batch norm's backward reads dy once */
     [OP_CHANNEL_SUM_DOT] = cpu_k_batch_norm,
+    /* issue 14 (seed CNN speed): the filter gradient through a 2x2 max-pool (conv_direct.c) */
+    [OP_CONV2D_GRAD_FILTER_POOL2] = cpu_k_conv2d_grad_filter_pool2,
 };
 
 /* ops whose kernels read f32 data only (CAST, SHARD, RESHAPE, VIEW and the

@@ -462,6 +462,18 @@ static int op_max_pool_relu_grad(const ctx *c) {
     return 0;
 }
 
+/* issue 14 (seed CNN speed): conv2d_grad_filter_pool2 (x, y, dy) -> dw */
+static int op_grad_filter_pool2(const ctx *c) {
+    TRY(need_f32(c));
+    const ir_shape *x = in_shape(c, 0), *y = in_shape(c, 1), *w = &c->n->shape;
+    ir_conv v = ir_conv_of(c->n, w);
+    cuda_pool2_geom g = {x->dim[0], x->dim[1], x->dim[2], x->dim[3], y->dim[1], y->dim[2], y->dim[3], w->dim[0],
+                         w->dim[1], w->dim[2], v.stride[0], v.stride[1], v.pad[0], v.pad[1], v.dilation[0],
+                         v.dilation[1], v.groups};
+    CUDA_CHECK(c->b, cuda_k_grad_filter_pool2(inf(c, 0), inf(c, 1), inf(c, 2), outf(c), &g, c->s));
+    return 0;
+}
+
 /* ---- issue 14, char_gpt speed: causal_softmax and its gradient (rows of the last axis) ---- */
 static int op_causal_softmax(const ctx *c) {
     TRY(need_f32(c));
@@ -556,6 +568,7 @@ static int (*const kernels[OP_COUNT])(const ctx *c) = {
     [OP_CONV2D_EPILOGUE] = op_epilogue, [OP_MATMUL_EPILOGUE] = op_epilogue,
     [OP_CONV2D_BN_EPILOGUE] = op_bn_epilogue, /* issue 14: batch norm's scale/shift */
     [OP_MAX_POOL2D_RELU_GRAD] = op_max_pool_relu_grad,
+    [OP_CONV2D_GRAD_FILTER_POOL2] = op_grad_filter_pool2, /* issue 14: seed CNN speed */
     /* issue 14: char_gpt speed */
     [OP_CAUSAL_SOFTMAX] = op_causal_softmax, [OP_CAUSAL_SOFTMAX_GRAD] = op_causal_softmax,
     [OP_NORMALIZE] = op_normalize, [OP_NORMALIZE_GRAD] = op_normalize,

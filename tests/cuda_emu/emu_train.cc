@@ -2,6 +2,8 @@
  * one_hot, fused, epilogue, pooling-gradient, filter-layout and numerics
  * kernels, against loops written here (per-element math of ops_math.h); the
  * optimizer updates themselves: emu_step.cc. */
+#include <vector>
+
 #include "../../runtime/ops_math.h"
 #include "emu_util.h"
 
@@ -259,4 +261,41 @@ void case_check_finite(void) {
                 rec[0].node1, rec[0].replica, rec[0].step, rec[0].key, 300ull << 2 | 1);
         failures++;
     }
+}
+
+/* ---- issue 14 (seed CNN speed): the filter gradient through a 2x2 max-pool:
+ * x [2, 9, 8, 4], 2x2 filter, pad right 1, groups 2 -> y [2, 8, 8, 6], dy [2, 4, 4, 6] ---- */
+void case_grad_filter_pool2(void) {
+    cuda_pool2_geom g = {2, 9, 8, 4, 8, 8, 6, 2, 2, 2, 1, 1, 0, 0, 1, 1, 2};
+    dbuf<float> x(g.n * g.h * g.w * g.cx), y(g.n * g.oh * g.ow * g.c), dy(g.n * g.oh / 2 * g.ow / 2 * g.c),
+        dw(g.kh * g.kw * g.cg * g.c);
+    randomize(x, x.n, 200), randomize(y, y.n, 201), randomize(dy, dy.n, 202);
+    y[6] = y[6 + 6]; /* a tie inside one window: the first maximum takes dy */
+    if (!launched_ok(cuda_k_grad_filter_pool2(x, y, dy, dw, &g, NULL), "cuda_k_grad_filter_pool2")) return;
+    std::vector<double> dx(y.n, 0.0);
+    for (int64_t i = 0; i < dy.n; i++) { /* the pool gradient, masked by the maximum > 0 */
+        int64_t c = i % g.c, pw = i / g.c % (g.ow / 2), ph = i / (g.c * (g.ow / 2)) % (g.oh / 2);
+        int64_t b = i / (g.c * (g.ow / 2) * (g.oh / 2)), arg = -1;
+        for (int64_t r = 0; r < 2; r++)
+            for (int64_t q = 0; q < 2; q++) {
+                int64_t at = ((b * g.oh + 2 * ph + r) * g.ow + 2 * pw + q) * g.c + c;
+                if (arg < 0 || y[at] > y[arg]) arg = at;
+            }
+        if (y[arg] > 0) dx[arg] = dy[i];
+    }
+    std::vector<float> want(dw.n);
+    for (int64_t o = 0; o < dw.n; o++) {
+        int64_t c = o % g.c, ci = o / g.c % g.cg, s = o / (g.c * g.cg) % g.kw, r = o / (g.c * g.cg * g.kw);
+        double sum = 0;
+        for (int64_t b = 0; b < g.n; b++)
+            for (int64_t oh = 0; oh < g.oh; oh++)
+                for (int64_t ow = 0; ow < g.ow; ow++) {
+                    int64_t ih = oh - g.pt + r, iw = ow - g.pl + s;
+                    if (ih < 0 || iw < 0 || ih >= g.h || iw >= g.w) continue;
+                    sum += x[((b * g.h + ih) * g.w + iw) * g.cx + c / (g.c / g.groups) * g.cg + ci] *
+                           dx[((b * g.oh + oh) * g.ow + ow) * g.c + c];
+                }
+        want[o] = (float)sum;
+    }
+    same("cuda_k_grad_filter_pool2", want.data(), dw.p, dw.n, 1e-6);
 }

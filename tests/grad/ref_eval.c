@@ -229,6 +229,20 @@ static void eval_pool(args *t) {
         if (!(t->a[k] > 0)) t->out[k] = 0;
 }
 
+/* issue 14 (seed CNN speed): conv2d_grad_filter_pool2 (x, y, dy) =
+ * conv2d_grad_filter(x, max_pool2d_relu_grad(y, dy)), 2x2 windows of stride 2 */
+static void eval_grad_filter_pool2(ref_eval *e, args *t) {
+    const ir_node *n = t->n, *dy = &e->m->g.nodes[n->in[2]];
+    ir_node pool = {.op = OP_MAX_POOL2D_RELU_GRAD, .shape = t->y->shape, .iattr = {2, 2, 2, 2, 0, 0, 0, 0}};
+    int64_t len = ir_shape_numel(&t->y->shape);
+    double *dx = malloc((size_t)len * sizeof *dx);
+    args p = {.n = &pool, .x = t->y, .y = dy, .out = dx, .a = t->b, .b = t->c, .len = len};
+    eval_pool(&p);
+    memset(t->out, 0, (size_t)t->len * sizeof *t->out);
+    conv_terms(&t->x->shape, &t->y->shape, &n->shape, ir_conv_of(n, &n->shape), t->a, dx, t->out, 2);
+    free(dx);
+}
+
 /* issue 14 (char_gpt speed): normalize(x) = (x - mean) r, r = 1 / sqrt(var + eps);
  * normalize_grad(x, dy) = r (dy - mean(dy) - xhat mean(dy xhat)), rows of the last axis */
 static void eval_normalize(args *t) {
@@ -692,6 +706,7 @@ static void eval_node(ref_eval *e, int i, int64_t step, bool training) {
     case OP_CHANNEL_MEAN: case OP_CHANNEL_VAR: case OP_CHANNEL_DOT: eval_channel(&t, NULL); return;
     case OP_CHANNEL_SUM_DOT: eval_channel(&t, NULL); return; /* issue 14: batch norm's backward */
     case OP_SCALE_SHIFT: eval_channel(&t, e->val[n->in[3]]); return;
+    case OP_CONV2D_GRAD_FILTER_POOL2: eval_grad_filter_pool2(e, &t); return; /* issue 14: seed CNN speed */
     case OP_SHARD: case OP_BROADCAST: case OP_COUNT: break;
     case OP_FUSED: break; /* issue 14: made by the fuse pass, which these tests do not run */
     }

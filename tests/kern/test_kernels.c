@@ -399,6 +399,7 @@ static void ref_rmsprop(const one_op *t, double **in, double *out) {
 #include "act_cases.h" /* issue 12: references and ACT_CASES */
 #include "epilogue_cases.h" /* issue 14: fused ops against the unfused composition */
 #include "bn_epilogue_cases.h" /* issue 14: batch norm's scale/shift in the conv epilogue */
+#include "pool2_cases.h" /* issue 14 (seed CNN speed): the filter gradient through a 2x2 max-pool */
 #include "attention_cases.h" /* issue 14 (char_gpt speed): causal_softmax references and ATTENTION_CASES */
 #include "batch_norm_cases.h" /* issue 14 (batch norm in training): BATCH_NORM_CASES */
 /* ---- issue 12: adagrad, nadam, lamb (at step t = 3, no clipping: tests/kern/test_optim.c
@@ -663,6 +664,7 @@ static const tcase cases[] = {
     ACT_CASES
     EPILOGUE_CASES
     BN_EPILOGUE_CASES
+    POOL2_CASES /* issue 14: seed CNN speed */
     ATTENTION_CASES /* issue 14: char_gpt speed */
     BATCH_NORM_CASES /* issue 14: batch norm in training */
     /* issue 12: optimizers and clipping */

@@ -255,6 +255,55 @@ static void fuse_bias_grad_pool(fuser *f, int j) {
         if (f->live[i] && at(f, i)->op == OP_REDUCE_SUM && at(f, i)->in[0] == j) ir_infer_node(f->m, i, err, sizeof err);
 }
 
+/* ---- issue 14 (seed CNN speed): the first convolution, relu and 2x2 max-pool in one pass (rule 6) ----
+ *   y = conv2d_epilogue(x, w, bias; relu), f32, no residual, read by nothing but
+ *       max_pool2d(y) (2x2 windows of stride 2 tiling y) and conv2d_grad_filter_pool2(x, y, dy)
+ *       (the same x and convolution):
+ *   max_pool2d(y)                      -> conv2d_relu_pool2(x, w, bias)
+ *   conv2d_grad_filter_pool2(x, y, dy) -> conv2d_relu_pool2_grad_filter(x, w, bias, dy)
+ *       y is then read by nothing and never made: the forward pools two rows of it at a
+ *       time in cache, the filter gradient makes it again an image at a time. */
+
+/* node u reads y as rule 6 takes it: 1 a max_pool2d, 2 a filter gradient through it, 0 otherwise */
+static int relu_pool2_reader(const fuser *f, int u, int y) {
+    const ir_node *n = at(f, u), *c = at(f, y);
+    if (n->op == OP_MAX_POOL2D && n->in[0] == y && pool2(n->iattr)) return 1;
+    if (n->op == OP_CONV2D_GRAD_FILTER_POOL2 && n->in[1] == y && n->in[0] == c->in[0] && n->in[2] != y &&
+        !memcmp(n->iattr, c->iattr, 9 * sizeof *n->iattr))
+        return 2;
+    return 0;
+}
+
+static void fuse_relu_pool2(fuser *f, int y) {
+    const ir_node *c = at(f, y);
+    if (c->n_in != 3 || c->iattr[9] != EPI_RELU || c->dtype != IR_F32 || c->shape.rank != 4 || c->shape.dim[1] % 2 ||
+        c->shape.dim[2] % 2)
+        return;
+    int readers = 0, pools = 0, n = f->m->g.n;
+    for (int u = y + 1; u < n; u++) {
+        if (!f->live[u]) continue;
+        const ir_node *r = at(f, u);
+        for (int k = 0; k < r->n_in; k++)
+            if (r->in[k] == y) {
+                int kind = relu_pool2_reader(f, u, y);
+                if (!kind) return; /* a reader needing y itself */
+                readers++, pools += kind == 1;
+            }
+    }
+    if (!pools || f->uses[y] != readers) return; /* the interface reads y too */
+    int x = c->in[0], w = c->in[1], b = c->in[2];
+    int64_t iattr[IR_MAX_IATTR] = {0};
+    memcpy(iattr, c->iattr, 9 * sizeof *iattr);
+    ir_loc loc = c->loc;
+    for (int u = y + 1; u < n; u++) {
+        if (!f->live[u]) continue;
+        int kind = relu_pool2_reader(f, u, y);
+        if (kind == 1) rewrite(f, u, OP_CONV2D_RELU_POOL2, (int[]){x, w, b}, 3, iattr, loc);
+        else if (kind == 2) rewrite(f, u, OP_CONV2D_RELU_POOL2_GRAD_FILTER, (int[]){x, w, b, at(f, u)->in[2]}, 4, iattr,
+                                    at(f, u)->loc);
+    }
+}
+
 bool pass_epilogue(ir_module *m, ir_diag *d, const pass_options *o) {
     (void)d;
     if (o->no_fuse) return true;
@@ -274,6 +323,8 @@ bool pass_epilogue(ir_module *m, ir_diag *d, const pass_options *o) {
         if (f.live[i] && at(&f, i)->op == OP_CONV2D_GRAD_FILTER) fuse_grad_filter_pool(&f, i);
     for (int i = 0; i < m->g.n; i++)
         if (f.live[i] && at(&f, i)->op == OP_MAX_POOL2D_RELU_GRAD) fuse_bias_grad_pool(&f, i);
+    for (int i = 0; i < m->g.n; i++) /* issue 14 (seed CNN speed): after conv2d_grad_filter_pool2 exists */
+        if (f.live[i] && at(&f, i)->op == OP_CONV2D_EPILOGUE) fuse_relu_pool2(&f, i);
     free(f.live), free(f.uses), free(f.user), free(f.relu_of);
     return true;
 }

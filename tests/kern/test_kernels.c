@@ -400,6 +400,7 @@ static void ref_rmsprop(const one_op *t, double **in, double *out) {
 #include "epilogue_cases.h" /* issue 14: fused ops against the unfused composition */
 #include "bn_epilogue_cases.h" /* issue 14: batch norm's scale/shift in the conv epilogue */
 #include "pool2_cases.h" /* issue 14 (seed CNN speed): the filter gradient through a 2x2 max-pool */
+#include "relu_pool2_cases.h" /* issue 14 (seed CNN speed): the conv, relu and pool in one pass */
 #include "attention_cases.h" /* issue 14 (char_gpt speed): causal_softmax references and ATTENTION_CASES */
 #include "batch_norm_cases.h" /* issue 14 (batch norm in training): BATCH_NORM_CASES */
 /* ---- issue 12: adagrad, nadam, lamb (at step t = 3, no clipping: tests/kern/test_optim.c
@@ -665,6 +666,7 @@ static const tcase cases[] = {
     EPILOGUE_CASES
     BN_EPILOGUE_CASES
     POOL2_CASES /* issue 14: seed CNN speed */
+    RELU_POOL2_CASES /* issue 14: seed CNN speed, conv2d_relu_pool2 */
     ATTENTION_CASES /* issue 14: char_gpt speed */
     BATCH_NORM_CASES /* issue 14: batch norm in training */
     /* issue 12: optimizers and clipping */

@@ -353,6 +353,12 @@ static void epilogues(ir_module *m) {
     ir_shape pw = ir_shape_make(4, (int64_t[4]){3, 3, 1, 8});
     check(m, OP_CONV2D_GRAD_FILTER_POOL2, (int[]){px, py, pdy}, 3, (int64_t[IR_MAX_IATTR]){1, 1, 0, 0, 0, 0, 1, 1, 1},
           NULL, &pw, 1e-4);
+    /* issue 14 (seed CNN speed): the conv, relu and 2x2 max-pool in one pass, and its filter gradient */
+    int rw = input(m, IR_F32, 4, 3, 3, 1, 8), rb = input(m, IR_F32, 1, 8, 0, 0, 0);
+    check(m, OP_CONV2D_RELU_POOL2, (int[]){px, rw, rb}, 3, (int64_t[IR_MAX_IATTR]){1, 1, 0, 0, 0, 0, 1, 1, 1}, NULL,
+          NULL, 1e-4);
+    check(m, OP_CONV2D_RELU_POOL2_GRAD_FILTER, (int[]){px, rw, rb, pdy}, 4,
+          (int64_t[IR_MAX_IATTR]){1, 1, 0, 0, 0, 0, 1, 1, 1}, NULL, NULL, 1e-4);
 }
 
 /* issue 14: conv2d_bn_epilogue in training (one pass over its conv input) and

@@ -25,7 +25,8 @@ int failures;
     X(set_step) X(causal_softmax) X(normalize) /* issue 14: char_gpt speed */                                   \
     X(channel_sum) X(scale_shift) /* issue 14: batch norm in training */                                       \
     X(channel_sum_dot) /* issue 14: batch norm's backward reads dy once */                                      \
-    X(grad_filter_pool2) /* issue 14: seed CNN speed */
+    X(grad_filter_pool2) /* issue 14: seed CNN speed */                                                          \
+    X(relu_pool2) /* issue 14: seed CNN speed, the conv, relu and pool in one pass */
 
 #define DECLARE(name) void case_##name(void);
 CASES(DECLARE)

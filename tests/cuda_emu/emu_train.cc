@@ -302,15 +302,15 @@ void case_grad_filter_pool2(void) {
 
 /* ---- issue 14 (seed CNN speed): conv2d_relu_pool2 and its filter gradient:
  * x [2, 9, 8, 4], 2x2 filter, pad right 1, groups 2, bias [6] -> y [2, 8, 8, 6]
- * made on the fly, pooled [2, 4, 4, 6] ---- */
-void case_relu_pool2(void) {
+ * made on the fly, pooled [2, 4, 4, 6]; grad: the filter gradient's wrapper, else the forward's ---- */
+static void relu_pool2_case(bool grad) {
     cuda_pool2_geom g = {2, 9, 8, 4, 8, 8, 6, 2, 2, 2, 1, 1, 0, 0, 1, 1, 2};
     const int64_t ph = g.oh / 2, pw = g.ow / 2;
     dbuf<float> x(g.n * g.h * g.w * g.cx), w(g.kh * g.kw * g.cg * g.c), bias(g.c), out(g.n * ph * pw * g.c),
         dy(g.n * ph * pw * g.c), dw(g.kh * g.kw * g.cg * g.c);
     randomize(x, x.n, 210), randomize(w, w.n, 211), randomize(bias, bias.n, 212, -0.3f, 0.3f), randomize(dy, dy.n, 213);
-    if (!launched_ok(cuda_k_relu_pool2(x, w, bias, out, &g, NULL), "cuda_k_relu_pool2")) return;
-    if (!launched_ok(cuda_k_relu_pool2_grad_filter(x, w, bias, dy, dw, &g, NULL), "cuda_k_relu_pool2_grad_filter"))
+    if (!grad && !launched_ok(cuda_k_relu_pool2(x, w, bias, out, &g, NULL), "cuda_k_relu_pool2")) return;
+    if (grad && !launched_ok(cuda_k_relu_pool2_grad_filter(x, w, bias, dy, dw, &g, NULL), "cuda_k_relu_pool2_grad_filter"))
         return;
     std::vector<double> y(g.n * g.oh * g.ow * g.c, 0.0), dx(y.size(), 0.0);
     for (int64_t i = 0; i < (int64_t)y.size(); i++) { /* y = relu(conv2d(x, w) + bias) */
@@ -350,6 +350,9 @@ void case_relu_pool2(void) {
                 }
         want_dw[o] = (float)sum;
     }
-    same("cuda_k_relu_pool2", want.data(), out.p, out.n, 1e-5);
-    same("cuda_k_relu_pool2_grad_filter", want_dw.data(), dw.p, dw.n, 1e-5);
+    if (!grad) same("cuda_k_relu_pool2", want.data(), out.p, out.n, 1e-5);
+    else same("cuda_k_relu_pool2_grad_filter", want_dw.data(), dw.p, dw.n, 1e-5);
 }
+
+void case_relu_pool2(void) { relu_pool2_case(false); }
+void case_relu_pool2_grad_filter(void) { relu_pool2_case(true); }

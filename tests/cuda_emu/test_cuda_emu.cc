@@ -26,7 +26,7 @@ int failures;
     X(channel_sum) X(scale_shift) /* issue 14: batch norm in training */                                       \
     X(channel_sum_dot) /* issue 14: batch norm's backward reads dy once */                                      \
     X(grad_filter_pool2) /* issue 14: seed CNN speed */                                                          \
-    X(relu_pool2) /* issue 14: seed CNN speed, the conv, relu and pool in one pass */
+    X(relu_pool2) X(relu_pool2_grad_filter) /* issue 14: seed CNN speed, the conv, relu and pool in one pass */
 
 #define DECLARE(name) void case_##name(void);
 CASES(DECLARE)

@@ -21,7 +21,7 @@ expect_line "$tmp/a.txt" '^%[0-9]+ = fused\(%[0-9]+, %[0-9]+, %[0-9]+\) \[r3 = m
 # the same params after training, fused or not (2 devices): within 1e-5, not
 # the same bytes since conv2d_grad_filter_pool2 (issue 14, seed CNN speed; it
 # sums the first convolution's gradients in another order, docs/epilogue.md,
-# rule 5; 20 steps: a ReLU or window maximum flipping later can take them further
+# rule 5; and conv2d_relu_pool2, rule 6, is conv_pool.c's own convolution; 20 steps: a ReLU or window maximum flipping later can take them further
 # apart, tests/cli/epilogue.sh)
 "$MGC" compile "$cnn" --devices cpu:0,cpu:1 -o "$tmp/f2.mgx"
 "$MGC" compile "$cnn" --devices cpu:0,cpu:1 --no-fuse -o "$tmp/u2.mgx"

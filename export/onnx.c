@@ -193,6 +193,23 @@ static const char *conv_bn_epilogue(ox_ctx *c, const ir_node *n) {
     return activation(c, y, n->iattr[9]);
 }
 
+/* issue 14 (seed CNN speed): conv2d_relu_pool2, max_pool2d(relu(conv(x, w) + bias)) with
+ * 2x2 windows of stride 2: Conv (its bias), Relu, MaxPool, NCHW between them */
+static const char *conv_relu_pool2(ox_ctx *c, const ir_node *n) {
+    const ir_shape *ws = &in_node(c, n, 1)->shape;
+    ir_conv g = ir_conv_of(n, ws);
+    const char *args[3] = {transpose(c, in(c, n, 0), 4, TO_NCHW), transpose(c, in(c, n, 1), 4, HWIO_TO_OIHW),
+                           in(c, n, 2)};
+    Onnx__NodeProto *o = ox_node(&c->b, "Conv", 3, args, NULL);
+    window_attrs(c, o, (int64_t[]){ws->dim[0], ws->dim[1]}, g.stride, g.pad);
+    ox_attr_ints(&c->b, o, "dilations", 2, g.dilation);
+    ox_attr_int(&c->b, o, "group", g.groups);
+    const char *y = ox_node(&c->b, "Relu", 1, (const char *[]){o->output[0]}, NULL)->output[0];
+    Onnx__NodeProto *p = ox_node(&c->b, "MaxPool", 1, &y, NULL);
+    window_attrs(c, p, (int64_t[]){2, 2}, (int64_t[]){2, 2}, (int64_t[]){0, 0, 0, 0});
+    return transpose(c, p->output[0], 4, TO_NHWC);
+}
+
 /* max_pool2d, avg_pool2d (padding excluded from the average) */
 static const char *pool(ox_ctx *c, const ir_node *n) {
     const char *x = transpose(c, in(c, n, 0), 4, TO_NCHW);
@@ -369,6 +386,7 @@ static const char *emit(ox_ctx *c, int i) {
     case OP_CONV2D_EPILOGUE: return conv_epilogue(c, n);
     case OP_CONV2D_BN_EPILOGUE: return conv_bn_epilogue(c, n); /* issue 14 */
     case OP_MAX_POOL2D: case OP_AVG_POOL2D: return pool(c, n);
+    case OP_CONV2D_RELU_POOL2: return conv_relu_pool2(c, n); /* issue 14: seed CNN speed */
     case OP_RESHAPE: return reshape(c, in(c, n, 0), &n->shape);
     case OP_VIEW: return view(c, n);
     case OP_REDUCE_SUM: case OP_REDUCE_MEAN: case OP_REDUCE_MAX: case OP_REDUCE_MIN: return reduce(c, n);

@@ -8,7 +8,7 @@
  * convolution's output (y of conv2d, dy of its gradients) meets one filter
  * window of kh * kw * (input channels per group) taps. */
 static int64_t conv_macs(const ir_module *m, const ir_node *n) {
-    const ir_shape *w = n->op == OP_CONV2D_GRAD_FILTER ? &n->shape : &m->g.nodes[n->in[1]].shape; /* the filter */
+    const ir_shape *w = n->op == OP_CONV2D_GRAD_FILTER || n->op == OP_CONV2D_GRAD_FILTER_POOL2 ? &n->shape : &m->g.nodes[n->in[1]].shape; /* the filter */
     int64_t taps = w->dim[0] * w->dim[1] * w->dim[2];
     switch (n->op) {
     case OP_CONV2D:
@@ -16,6 +16,10 @@ static int64_t conv_macs(const ir_module *m, const ir_node *n) {
     case OP_CONV2D_BN_EPILOGUE: return ir_shape_numel(&n->shape) * taps;
     case OP_CONV2D_GRAD_INPUT: return ir_shape_numel(&m->g.nodes[n->in[0]].shape) * taps;
     case OP_CONV2D_GRAD_FILTER: return ir_shape_numel(&m->g.nodes[n->in[1]].shape) * taps;
+    case OP_CONV2D_GRAD_FILTER_POOL2: return ir_shape_numel(&m->g.nodes[n->in[1]].shape) * taps; /* y: dx's shape */
+    /* issue 14 (seed CNN speed): y, 4 times the pooled output; not counted: the filter gradient's making y again */
+    case OP_CONV2D_RELU_POOL2: return 4 * ir_shape_numel(&n->shape) * taps;
+    case OP_CONV2D_RELU_POOL2_GRAD_FILTER: return 4 * ir_shape_numel(&m->g.nodes[n->in[3]].shape) * taps;
     default: /* conv2d_transpose, w [kh, kw, cout, cin]: each input element meets kh * kw * cout taps */
         return ir_shape_numel(&m->g.nodes[n->in[0]].shape) * w->dim[0] * w->dim[1] * w->dim[2];
     }
@@ -38,6 +42,8 @@ int64_t ir_node_flops(const ir_module *m, const ir_node *n) {
     case OP_CONV2D_BN_EPILOGUE: /* eval and predict only: ir_step_flops */
     case OP_CONV2D_GRAD_INPUT:
     case OP_CONV2D_GRAD_FILTER:
+    case OP_CONV2D_GRAD_FILTER_POOL2: /* issue 14: the filter gradient through a 2x2 max-pool */
+    case OP_CONV2D_RELU_POOL2: case OP_CONV2D_RELU_POOL2_GRAD_FILTER: /* issue 14: conv, relu, pool in one */
     case OP_CONV2D_TRANSPOSE: return 2 * conv_macs(m, n);
     default: return 0;
     }

@@ -779,6 +779,61 @@ static bool rule_scale_shift(rule *r) {
     return channel_operands(r, 1, 4) && same_as(r, r->x);
 }
 
+/* ---- issue 14 (seed CNN speed): conv2d_grad_filter_pool2 ---- */
+
+/* (x, y, dy) -> dw given: conv2d_grad_filter(x, y)'s rule with y as the
+ * convolution's output, and dy y's 2x2 max-pool (stride 2) that tiles it */
+static bool rule_conv2d_grad_filter_pool2(rule *r) {
+    char b1[96], b2[96];
+    if (!rule_conv2d_grad_filter(r)) return false;
+    const ir_node *y = r->y, *dy = &r->m->g.nodes[r->n->in[2]];
+    const ir_shape *s = &y->shape;
+    ir_shape half = ir_shape_make(4, (int64_t[4]){s->dim[0], s->dim[1] / 2, s->dim[2] / 2, s->dim[3]});
+    if (s->dim[1] % 2 || s->dim[2] % 2 || dy->dtype != y->dtype || !ir_shape_eq(&dy->shape, &half))
+        return fail(r, "'%s' pools 2x2 windows of stride 2 that tile y: y %s needs an even height and width and dy %s "
+                    "half of each", op_name(r), tstr(y, b1), tstr(dy, b2));
+    return true;
+}
+
+/* ---- issue 14 (seed CNN speed): conv2d_relu_pool2 and its filter gradient ---- */
+
+/* y = conv2d(x, w) f32 with bias f32[channels] and an even height and width
+ * (the 2x2 stride-2 max-pool tiles it): y's shape into *y */
+static bool relu_pool2_conv(rule *r, ir_shape *y) {
+    char b1[96], b2[96];
+    const ir_node *bias = &r->m->g.nodes[r->n->in[2]];
+    if (!rule_conv2d(r)) return false;
+    *y = r->n->shape;
+    if (r->n->dtype != IR_F32 || y->dim[1] % 2 || y->dim[2] % 2 || bias->dtype != IR_F32 || bias->shape.rank != 1 ||
+        bias->shape.dim[0] != y->dim[3])
+        return fail(r, "'%s' pools 2x2 windows of stride 2 that tile relu(conv2d(x, w) + bias): needs f32, an even "
+                    "height and width of the convolution's output %s and bias %s of its channels", op_name(r),
+                    tstr(&(ir_node){.dtype = r->n->dtype, .shape = *y}, b1), tstr(bias, b2));
+    return true;
+}
+
+/* conv2d_relu_pool2: (x, w, bias) -> [N, OH/2, OW/2, C] */
+static bool rule_conv2d_relu_pool2(rule *r) {
+    ir_shape y;
+    if (!relu_pool2_conv(r, &y)) return false;
+    r->n->shape = ir_shape_make(4, (int64_t[4]){y.dim[0], y.dim[1] / 2, y.dim[2] / 2, y.dim[3]});
+    return true;
+}
+
+/* conv2d_relu_pool2_grad_filter: (x, w, bias, dy of conv2d_relu_pool2's type) -> w's type */
+static bool rule_conv2d_relu_pool2_grad_filter(rule *r) {
+    char b1[96], b2[96];
+    ir_shape y;
+    if (!relu_pool2_conv(r, &y)) return false;
+    const ir_node *dy = &r->m->g.nodes[r->n->in[3]];
+    ir_shape half = ir_shape_make(4, (int64_t[4]){y.dim[0], y.dim[1] / 2, y.dim[2] / 2, y.dim[3]});
+    if (dy->dtype != IR_F32 || !ir_shape_eq(&dy->shape, &half))
+        return fail(r, "dy %s of '%s' must be %s, the pooled output's type", tstr(dy, b1), op_name(r),
+                    tstr(&(ir_node){.dtype = IR_F32, .shape = half}, b2));
+    r->n->dtype = IR_F32, r->n->shape = r->y->shape;
+    return true;
+}
+
 typedef bool (*shape_rule)(rule *r);
 
 static const shape_rule rules[OP_COUNT] = {

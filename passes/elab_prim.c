@@ -134,7 +134,8 @@ value elab_call_builtin(elab *c, builtin_fn b, call *k) {
 /* Ops whose output shape is given by the caller (trailing int arguments). */
 static bool shape_given(ir_op op) {
     return op == OP_RESHAPE || op == OP_BROADCAST_TO || op == OP_CONV2D_GRAD_INPUT || op == OP_CONV2D_GRAD_FILTER ||
-           op == OP_VIEW || op == OP_SLICE || op == OP_PAD;
+           op == OP_VIEW || op == OP_SLICE || op == OP_PAD ||
+           op == OP_CONV2D_GRAD_FILTER_POOL2; /* issue 14 */
 }
 
 static bool is_window(ir_op op) { return ir_op_iattr_index(op, "pad_t") >= 0; }

@@ -211,6 +211,99 @@ static void fuse_pool_relu_grad(fuser *f, int i) {
     rewrite(f, i, OP_MAX_POOL2D_RELU_GRAD, (int[]){n->in[0], p->in[1]}, 2, p->iattr, p->loc);
 }
 
+/* ---- issue 14 (seed CNN speed): the first convolution's gradients through a 2x2 max-pool ----
+ *   conv2d_grad_filter(x, max_pool2d_relu_grad(y, dy)) -> conv2d_grad_filter_pool2(x, y, dy)
+ *       2x2 windows of stride 2 tiling y; one input channel, groups 1, output
+ *       channels a multiple of 8 (where its CPU kernel beats oneDNN's, docs/cpu-kernels.md)
+ *   reduce_sum over N, H, W of max_pool2d_relu_grad(y, dy) -> of relu_grad(max_pool2d(y), dy)
+ *       (the bias gradient) when the pool's windows do not overlap (window = stride, no
+ *       padding) and only such sums read it: each window passes dy, masked by its
+ *       maximum > 0, to one element, so the sums agree but for the order of the terms;
+ *       the [N, H, W, C] gradient is then read by nothing and never made. */
+
+static bool pool2(const int64_t *a) {
+    return a[0] == 2 && a[1] == 2 && a[2] == 2 && a[3] == 2 && !a[4] && !a[5] && !a[6] && !a[7];
+}
+
+static void fuse_grad_filter_pool(fuser *f, int i) {
+    const ir_node *n = at(f, i), *x = at(f, n->in[0]), *g = at(f, n->in[1]);
+    if (g->op != OP_MAX_POOL2D_RELU_GRAD || !pool2(g->iattr) || x->shape.rank != 4 || x->shape.dim[3] != 1 ||
+        n->iattr[8] != 1 || n->shape.rank != 4 || n->shape.dim[3] % 8)
+        return;
+    const ir_shape *y = &at(f, g->in[0])->shape;
+    if (y->rank != 4 || y->dim[1] % 2 || y->dim[2] % 2) return;
+    rewrite(f, i, OP_CONV2D_GRAD_FILTER_POOL2, (int[]){n->in[0], g->in[0], g->in[1]}, 3, n->iattr, n->loc);
+}
+
+static void fuse_bias_grad_pool(fuser *f, int j) {
+    ir_node *g = at(f, j);
+    const int64_t *a = g->iattr;
+    if (a[0] != a[2] || a[1] != a[3] || a[4] || a[5] || a[6] || a[7] || g->shape.rank != 4) return;
+    int p = -1, readers = 0;
+    for (int i = 0; i < f->m->g.n; i++) {
+        const ir_node *u = at(f, i);
+        if (!f->live[i]) continue;
+        if (u->op == OP_MAX_POOL2D && u->in[0] == g->in[0] && !memcmp(u->iattr, a, 8 * sizeof *a) && i < j) p = i;
+        for (int k = 0; k < u->n_in; k++)
+            if (u->in[k] == j && (u->op != OP_REDUCE_SUM || u->iattr[0] != 7)) return; /* a reader needing dx */
+            else if (u->in[k] == j) readers++;
+    }
+    if (p < 0 || readers < 1 || f->uses[j] != readers) return; /* the interface reads it too */
+    if (!rewrite(f, j, OP_RELU_GRAD, (int[]){p, g->in[1]}, 2, (int64_t[IR_MAX_IATTR]){0}, g->loc)) return;
+    char err[256];
+    for (int i = j + 1; i < f->m->g.n; i++)
+        if (f->live[i] && at(f, i)->op == OP_REDUCE_SUM && at(f, i)->in[0] == j) ir_infer_node(f->m, i, err, sizeof err);
+}
+
+/* ---- issue 14 (seed CNN speed): the first convolution, relu and 2x2 max-pool in one pass (rule 6) ----
+ *   y = conv2d_epilogue(x, w, bias; relu), f32, no residual, read by nothing but
+ *       max_pool2d(y) (2x2 windows of stride 2 tiling y) and conv2d_grad_filter_pool2(x, y, dy)
+ *       (the same x and convolution):
+ *   max_pool2d(y)                      -> conv2d_relu_pool2(x, w, bias)
+ *   conv2d_grad_filter_pool2(x, y, dy) -> conv2d_relu_pool2_grad_filter(x, w, bias, dy)
+ *       y is then read by nothing and never made: the forward pools two rows of it at a
+ *       time in cache, the filter gradient makes it again an image at a time. */
+
+/* node u reads y as rule 6 takes it: 1 a max_pool2d, 2 a filter gradient through it, 0 otherwise */
+static int relu_pool2_reader(const fuser *f, int u, int y) {
+    const ir_node *n = at(f, u), *c = at(f, y);
+    if (n->op == OP_MAX_POOL2D && n->in[0] == y && pool2(n->iattr)) return 1;
+    if (n->op == OP_CONV2D_GRAD_FILTER_POOL2 && n->in[1] == y && n->in[0] == c->in[0] && n->in[2] != y &&
+        !memcmp(n->iattr, c->iattr, 9 * sizeof *n->iattr))
+        return 2;
+    return 0;
+}
+
+static void fuse_relu_pool2(fuser *f, int y) {
+    const ir_node *c = at(f, y);
+    if (c->n_in != 3 || c->iattr[9] != EPI_RELU || c->dtype != IR_F32 || c->shape.rank != 4 || c->shape.dim[1] % 2 ||
+        c->shape.dim[2] % 2)
+        return;
+    int readers = 0, pools = 0, n = f->m->g.n;
+    for (int u = y + 1; u < n; u++) {
+        if (!f->live[u]) continue;
+        const ir_node *r = at(f, u);
+        for (int k = 0; k < r->n_in; k++)
+            if (r->in[k] == y) {
+                int kind = relu_pool2_reader(f, u, y);
+                if (!kind) return; /* a reader needing y itself */
+                readers++, pools += kind == 1;
+            }
+    }
+    if (!pools || f->uses[y] != readers) return; /* the interface reads y too */
+    int x = c->in[0], w = c->in[1], b = c->in[2];
+    int64_t iattr[IR_MAX_IATTR] = {0};
+    memcpy(iattr, c->iattr, 9 * sizeof *iattr);
+    ir_loc loc = c->loc;
+    for (int u = y + 1; u < n; u++) {
+        if (!f->live[u]) continue;
+        int kind = relu_pool2_reader(f, u, y);
+        if (kind == 1) rewrite(f, u, OP_CONV2D_RELU_POOL2, (int[]){x, w, b}, 3, iattr, loc);
+        else if (kind == 2) rewrite(f, u, OP_CONV2D_RELU_POOL2_GRAD_FILTER, (int[]){x, w, b, at(f, u)->in[2]}, 4, iattr,
+                                    at(f, u)->loc);
+    }
+}
+
 bool pass_epilogue(ir_module *m, ir_diag *d, const pass_options *o) {
     (void)d;
     if (o->no_fuse) return true;
@@ -226,6 +319,12 @@ bool pass_epilogue(ir_module *m, ir_diag *d, const pass_options *o) {
         if (f.live[i] && at(&f, i)->op == OP_ADD) fuse_epilogue_at(&f, i);
     for (int i = 0; i < m->g.n; i++)
         if (f.live[i] && at(&f, i)->op == OP_RELU_GRAD) fuse_pool_relu_grad(&f, i);
+    for (int i = 0; i < m->g.n; i++) /* issue 14 (seed CNN speed): after max_pool2d_relu_grad exists */
+        if (f.live[i] && at(&f, i)->op == OP_CONV2D_GRAD_FILTER) fuse_grad_filter_pool(&f, i);
+    for (int i = 0; i < m->g.n; i++)
+        if (f.live[i] && at(&f, i)->op == OP_MAX_POOL2D_RELU_GRAD) fuse_bias_grad_pool(&f, i);
+    for (int i = 0; i < m->g.n; i++) /* issue 14 (seed CNN speed): after conv2d_grad_filter_pool2 exists */
+        if (f.live[i] && at(&f, i)->op == OP_CONV2D_EPILOGUE) fuse_relu_pool2(&f, i);
     free(f.live), free(f.uses), free(f.user), free(f.relu_of);
     return true;
 }

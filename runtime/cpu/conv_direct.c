@@ -133,3 +133,94 @@ int cpu_conv_direct(const rt_kernel_args *k, char *err, size_t cap) {
     free(sum);
     return 0;
 }
+
+/* ---- issue 14 (seed CNN speed): conv2d_grad_filter_pool2 (x, y, dy) ----
+ * conv2d_grad_filter(x, max_pool2d_relu_grad(y, dy)) with 2x2 windows of
+ * stride 2 tiling y: the pool gradient of one image (86 KB on the seed CNN)
+ * is made by pool.c's loop into a buffer that stays in cache and the filter
+ * gradient of that image summed from it at once, so the [N, OH, OW, C]
+ * gradient is never written to memory and read back. The filter gradient of
+ * an image: grad_all above when `direct` applies (one input channel, groups
+ * 1, channels a multiple of 8), else the loop below; float sums within an
+ * image, double across images, the same order whatever the thread count. */
+
+/* the filter gradient of one image, any channels and groups: x [H, W, CX],
+ * dy [OH, OW, C], w [KH, KW, CG, C], float sums into acc (zeroed here) */
+static void grad_image_any(const geom *G, int64_t CX, int64_t CG, const float *x, const float *dy, float *acc) {
+    const ir_conv *g = &G->g;
+    const int64_t C = G->C, per = C / g->groups;
+    memset(acc, 0, (size_t)(G->KH * G->KW * CG * C) * sizeof *acc);
+    for (int64_t oh = 0; oh < G->OH; oh++)
+        for (int64_t ow = 0; ow < G->OW; ow++) {
+            const float *d = dy + (oh * G->OW + ow) * C;
+            for (int64_t r = 0; r < G->KH; r++) {
+                int64_t ih = oh * g->stride[0] - g->pad[0] + r * g->dilation[0];
+                if (ih < 0 || ih >= G->H) continue;
+                for (int64_t s = 0; s < G->KW; s++) {
+                    int64_t iw = ow * g->stride[1] - g->pad[1] + s * g->dilation[1];
+                    if (iw < 0 || iw >= G->W) continue;
+                    const float *xp = x + (ih * G->W + iw) * CX;
+                    float *a = acc + (r * G->KW + s) * CG * C;
+                    for (int64_t c = 0; c < C; c++) {
+                        const float *xg = xp + c / per * CG;
+                        for (int64_t ci = 0; ci < CG; ci++) a[ci * C + c] += xg[ci] * d[c];
+                    }
+                }
+            }
+        }
+}
+
+/* the filter gradient w [KH, KW, CG, C] of x [N, H, W, CX] through the 2x2
+ * pool of y [N, OH, OW, C], y's image b at y_of(ctx, b, buf) (buf: room for
+ * one image); conv2d_grad_filter_pool2's (y read) and conv2d_relu_pool2's
+ * (y made again, conv_pool.c) */
+int cpu_grad_filter_pool2_images(const rt_kernel_args *k, const ir_shape *x, const ir_shape *y, const ir_shape *w,
+                                 const float *xs, const float *dy, cpu_pool2_y_fn y_of, void *ctx, char *err,
+                                 size_t cap) {
+    geom G = {x->dim[0], x->dim[1], x->dim[2], y->dim[1], y->dim[2], w->dim[0], w->dim[1], w->dim[3],
+              ir_conv_of(k->node, w)};
+    const int64_t CX = x->dim[3], CG = w->dim[2], taps = G.KH * G.KW * CG * G.C, img = G.OH * G.OW * G.C;
+    int direct = G.g.groups == 1 && CX == 1 && G.C % 8 == 0;
+    float *dx = malloc((size_t)img * sizeof *dx), *yb = malloc((size_t)img * sizeof *yb),
+          *acc = direct ? NULL : malloc((size_t)taps * sizeof *acc);
+    double *sum = calloc((size_t)taps, sizeof *sum);
+    if (!dx || !yb || !sum || (!direct && !acc)) {
+        free(dx), free(yb), free(acc), free(sum);
+        return cpu_kerr(k, err, cap, "out of memory");
+    }
+    geom one = G;
+    one.N = 1;
+    for (int64_t b = 0; b < G.N; b++) {
+        cpu_pool_grad_2x2(y_of(ctx, b, yb), dy + b * (img / 4), dx, 1, G.OH, G.OW, G.C, 1);
+        const float *xb = xs + b * G.H * G.W * CX;
+        if (direct) {
+            grad_all(&one, xb, dx, sum);
+            continue;
+        }
+        grad_image_any(&G, CX, CG, xb, dx, acc);
+        for (int64_t i = 0; i < taps; i++) sum[i] += (double)acc[i];
+    }
+    float *out = k->out;
+    for (int64_t i = 0; i < taps; i++) out[i] = (float)sum[i];
+    free(dx), free(yb), free(acc), free(sum);
+    return 0;
+}
+
+/* y's image b where it is: conv2d_grad_filter_pool2 reads y whole */
+typedef struct {
+    const float *y;
+    int64_t img; /* floats an image */
+} y_whole;
+
+static const float *y_image(void *ctx, int64_t b, float *buf) {
+    (void)buf;
+    const y_whole *p = ctx;
+    return p->y + b * p->img;
+}
+
+int cpu_k_conv2d_grad_filter_pool2(const rt_kernel_args *k, char *err, size_t cap) {
+    const ir_shape *y = IN_SHAPE(k, 1);
+    y_whole ctx = {IN_F32(k, 1), y->dim[1] * y->dim[2] * y->dim[3]};
+    return cpu_grad_filter_pool2_images(k, IN_SHAPE(k, 0), y, &k->node->shape, IN_F32(k, 0), IN_F32(k, 2), y_image,
+                                        &ctx, err, cap);
+}

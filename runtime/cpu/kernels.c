@@ -142,6 +142,11 @@ static const cpu_kernel_fn kernels[OP_COUNT] = {
     [OP_SCALE_SHIFT] = cpu_k_batch_norm,
     /* issue 14: batch norm's backward reads dy once */
     [OP_CHANNEL_SUM_DOT] = cpu_k_batch_norm,
+    /* issue 14 (seed CNN speed): the filter gradient through a 2x2 max-pool (conv_direct.c) */
+    [OP_CONV2D_GRAD_FILTER_POOL2] = cpu_k_conv2d_grad_filter_pool2,
+    /* issue 14 (seed CNN speed): the first convolution, relu and 2x2 max-pool in one pass (conv_pool.c) */
+    [OP_CONV2D_RELU_POOL2] = cpu_k_conv2d_relu_pool2,
+    [OP_CONV2D_RELU_POOL2_GRAD_FILTER] = cpu_k_conv2d_relu_pool2_grad_filter,
 };
 
 /* ops whose kernels read f32 data only (CAST, SHARD, RESHAPE, VIEW and the

@@ -123,6 +123,12 @@ CPU_CLONES static void grad_2x2_all(const float *x, const float *dy, float *dx, 
         else grad_rows_2x2(x + 2 * r * W * C, dy + r * OW * C, dx + 2 * r * W * C, W, C, OW, 0);
 }
 
+/* issue 14: the gradient of n images of 2x2 stride-2 windows tiling x [n, H, W, C]
+ * (H, W even), for conv2d_grad_filter_pool2 (conv_direct.c), an image at a time */
+void cpu_pool_grad_2x2(const float *x, const float *dy, float *dx, int64_t n, int64_t H, int64_t W, int64_t C, int relu) {
+    grad_2x2_all(x, dy, dx, n, H, W, C, relu);
+}
+
 /* max_pool2d_grad (x, dy), max_pool2d_relu_grad (y, dy) -> dx */
 int cpu_k_max_pool_grad_2x2(const rt_kernel_args *k, char *err, size_t cap) {
     const ir_shape *x = IN_SHAPE(k, 0), *y = IN_SHAPE(k, 1);

@@ -79,3 +79,50 @@ extern "C" cudaError_t cuda_k_max_pool_grad(const float *x, const float *dy, flo
     MGC_LAUNCH(blocks_for(g->n * g->h * g->w * g->c), THREADS, 0, s, max_pool_grad_kernel)(x, dy, dx, *g, relu);
     return cudaGetLastError();
 }
+
+/* issue 14 (seed CNN speed): conv2d_grad_filter_pool2, the filter gradient of a
+ * convolution through the 2x2 stride-2 max-pool that tiles its output y, the
+ * pool gradient (first maximum of each window, masked by maximum > 0) made on
+ * the fly. A block per element of dw [kh, kw, cg, c] (grid-stride over them),
+ * its threads summing the terms in double over the positions of y, combined
+ * in a fixed tree: deterministic, no atomics. */
+enum { POOL2_THREADS = 256 };
+
+__global__ static void grad_filter_pool2_kernel(const float *x, const float *y, const float *dy, float *dw,
+                                                cuda_pool2_geom g) {
+    __shared__ double part[POOL2_THREADS];
+    const int64_t taps = g.kh * g.kw * g.cg * g.c, pw = g.ow / 2, ph = g.oh / 2;
+    for (int64_t o = blockIdx.x; o < taps; o += gridDim.x) {
+        int64_t c = o % g.c, ci = o / g.c % g.cg, s = o / (g.c * g.cg) % g.kw, r = o / (g.c * g.cg * g.kw);
+        int64_t xc = c / (g.c / g.groups) * g.cg + ci;
+        double sum = 0;
+        for (int64_t p = threadIdx.x; p < g.n * g.oh * g.ow; p += POOL2_THREADS) {
+            int64_t ow = p % g.ow, oh = p / g.ow % g.oh, b = p / (g.ow * g.oh);
+            int64_t ih = oh * g.sh - g.pt + r * g.dh, iw = ow * g.sw - g.pl + s * g.dw;
+            if (ih < 0 || iw < 0 || ih >= g.h || iw >= g.w) continue;
+            const float *win = y + ((b * g.oh + (oh & ~(int64_t)1)) * g.ow + (ow & ~(int64_t)1)) * g.c + c;
+            float v[4] = {win[0], win[g.c], win[g.ow * g.c], win[(g.ow + 1) * g.c]}, best = -INFINITY;
+            int arg = -1;
+            for (int k = 0; k < 4; k++)
+                if (v[k] > best) best = v[k], arg = k;
+            if (arg != (int)((oh & 1) * 2 + (ow & 1)) || !(best > 0.0f)) continue;
+            float d = dy[((b * ph + oh / 2) * pw + ow / 2) * g.c + c];
+            sum += (double)x[((b * g.h + ih) * g.w + iw) * g.cx + xc] * (double)d;
+        }
+        part[threadIdx.x] = sum;
+        for (int half = POOL2_THREADS / 2; half > 0; half /= 2) {
+            __syncthreads();
+            if ((int)threadIdx.x < half) part[threadIdx.x] += part[threadIdx.x + half];
+        }
+        if (threadIdx.x == 0) dw[o] = (float)part[0];
+        __syncthreads(); /* part[] is rewritten by the block's next element */
+    }
+}
+
+extern "C" cudaError_t cuda_k_grad_filter_pool2(const float *x, const float *y, const float *dy, float *dw,
+                                                const cuda_pool2_geom *g, cudaStream_t s) {
+    int64_t taps = g->kh * g->kw * g->cg * g->c;
+    unsigned blocks = (unsigned)(taps < 1 ? 1 : taps > MAX_BLOCKS ? MAX_BLOCKS : taps);
+    MGC_LAUNCH(blocks, POOL2_THREADS, 0, s, grad_filter_pool2_kernel)(x, y, dy, dw, *g);
+    return cudaGetLastError();
+}

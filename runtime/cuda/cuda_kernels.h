@@ -157,6 +157,22 @@ cudaError_t cuda_k_max_pool_grad(const float *x, const float *dy, float *dx, con
 cudaError_t cuda_k_bn_epilogue(float *out, const float *c, const float *mean, const float *scale, const float *beta,
                                const float *res, int64_t total, int64_t n, int act, cudaStream_t s);
 
+/* issue 14, seed CNN speed (cuda_epilogue.cu): conv2d_grad_filter_pool2, dw [kh, kw, cg, c] of
+ * x [n, h, w, cx] and the gradient of y [n, oh, ow, c] (oh, ow even) through its 2x2 stride-2
+ * max-pool: max_pool2d_relu_grad(y, dy [n, oh/2, ow/2, c]) */
+typedef struct {
+    int64_t n, h, w, cx, oh, ow, c, kh, kw, cg, sh, sw, pt, pl, dh, dw, groups;
+} cuda_pool2_geom;
+cudaError_t cuda_k_grad_filter_pool2(const float *x, const float *y, const float *dy, float *dw,
+                                     const cuda_pool2_geom *g, cudaStream_t s);
+/* issue 14, seed CNN speed (cuda_conv_pool.cu): conv2d_relu_pool2, out [n, oh/2, ow/2, c] the 2x2
+ * stride-2 max-pool of y = relu(conv2d(x, w [kh, kw, cg, c]) + bias [c]) [n, oh, ow, c], and its
+ * filter gradient dw from dy [n, oh/2, ow/2, c], y made on the fly */
+cudaError_t cuda_k_relu_pool2(const float *x, const float *w, const float *bias, float *out, const cuda_pool2_geom *g,
+                              cudaStream_t s);
+cudaError_t cuda_k_relu_pool2_grad_filter(const float *x, const float *w, const float *bias, const float *dy,
+                                          float *dw, const cuda_pool2_geom *g, cudaStream_t s);
+
 /* filters: HWIO [kh,kw,ci,co] <-> cuDNN's NHWC filter format OHWI [co,kh,kw,ci] */
 cudaError_t cuda_k_hwio_to_ohwi(const float *w, float *o, int64_t khw, int64_t ci, int64_t co, cudaStream_t s);
 cudaError_t cuda_k_ohwi_to_hwio(const float *o, float *w, int64_t khw, int64_t ci, int64_t co, cudaStream_t s);

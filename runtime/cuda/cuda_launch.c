@@ -462,6 +462,43 @@ static int op_max_pool_relu_grad(const ctx *c) {
     return 0;
 }
 
+/* issue 14 (seed CNN speed): conv2d_grad_filter_pool2 (x, y, dy) -> dw */
+static int op_grad_filter_pool2(const ctx *c) {
+    TRY(need_f32(c));
+    const ir_shape *x = in_shape(c, 0), *y = in_shape(c, 1), *w = &c->n->shape;
+    ir_conv v = ir_conv_of(c->n, w);
+    cuda_pool2_geom g = {x->dim[0], x->dim[1], x->dim[2], x->dim[3], y->dim[1], y->dim[2], y->dim[3], w->dim[0],
+                         w->dim[1], w->dim[2], v.stride[0], v.stride[1], v.pad[0], v.pad[1], v.dilation[0],
+                         v.dilation[1], v.groups};
+    CUDA_CHECK(c->b, cuda_k_grad_filter_pool2(inf(c, 0), inf(c, 1), inf(c, 2), outf(c), &g, c->s));
+    return 0;
+}
+
+/* issue 14 (seed CNN speed): conv2d_relu_pool2 (x, w, bias) and its filter gradient (x, w, bias, dy) */
+static cuda_pool2_geom relu_pool2_geom(const ctx *c) {
+    const ir_shape *x = in_shape(c, 0), *w = in_shape(c, 1);
+    ir_conv v = ir_conv_of(c->n, w);
+    return (cuda_pool2_geom){x->dim[0], x->dim[1], x->dim[2], x->dim[3],
+                             (x->dim[1] + v.pad[0] + v.pad[2] - v.window[0]) / v.stride[0] + 1,
+                             (x->dim[2] + v.pad[1] + v.pad[3] - v.window[1]) / v.stride[1] + 1, w->dim[3], w->dim[0],
+                             w->dim[1], w->dim[2], v.stride[0], v.stride[1], v.pad[0], v.pad[1], v.dilation[0],
+                             v.dilation[1], v.groups};
+}
+
+static int op_relu_pool2(const ctx *c) {
+    TRY(need_f32(c));
+    cuda_pool2_geom g = relu_pool2_geom(c);
+    CUDA_CHECK(c->b, cuda_k_relu_pool2(inf(c, 0), inf(c, 1), inf(c, 2), outf(c), &g, c->s));
+    return 0;
+}
+
+static int op_relu_pool2_grad_filter(const ctx *c) {
+    TRY(need_f32(c));
+    cuda_pool2_geom g = relu_pool2_geom(c);
+    CUDA_CHECK(c->b, cuda_k_relu_pool2_grad_filter(inf(c, 0), inf(c, 1), inf(c, 2), inf(c, 3), outf(c), &g, c->s));
+    return 0;
+}
+
 /* ---- issue 14, char_gpt speed: causal_softmax and its gradient (rows of the last axis) ---- */
 static int op_causal_softmax(const ctx *c) {
     TRY(need_f32(c));
@@ -588,6 +625,9 @@ static int (*const kernels[OP_COUNT])(const ctx *c) = {
     [OP_CONV2D_EPILOGUE] = op_epilogue, [OP_MATMUL_EPILOGUE] = op_epilogue,
     [OP_CONV2D_BN_EPILOGUE] = op_bn_epilogue, /* issue 14: batch norm's scale/shift */
     [OP_MAX_POOL2D_RELU_GRAD] = op_max_pool_relu_grad,
+    [OP_CONV2D_GRAD_FILTER_POOL2] = op_grad_filter_pool2, /* issue 14: seed CNN speed */
+    [OP_CONV2D_RELU_POOL2] = op_relu_pool2, /* issue 14: seed CNN speed */
+    [OP_CONV2D_RELU_POOL2_GRAD_FILTER] = op_relu_pool2_grad_filter,
     /* issue 14: char_gpt speed */
     [OP_CAUSAL_SOFTMAX] = op_causal_softmax, [OP_CAUSAL_SOFTMAX_GRAD] = op_causal_softmax,
     [OP_CAUSAL_MATMUL] = op_causal_matmul, /* issue 14: attention's causal GEMMs */

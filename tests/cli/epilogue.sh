@@ -1,14 +1,22 @@
 # issue 14: the epilogue pass. A fused plan and an unfused one (--no-fuse)
-# train to the same params and slots bit for bit (the seed CNN on 1 and 2
-# devices, ResNet-20, MobileNet): each fused kernel runs its core conv2d or
-# matmul's kernel choice (tune.c keys them alike; conv2d_epilogue's
-# onednn-hwio candidate takes the HWIO filter as conv2d's does), then adds and
-# activates in the unfused order. The fused plan holds the fused ops named
-# here and the unfused one none of them.
+# train to the same params and slots bit for bit (ResNet-20, MobileNet): each
+# fused kernel runs its core conv2d or matmul's kernel choice (tune.c keys them
+# alike; conv2d_epilogue's onednn-hwio candidate takes the HWIO filter as
+# conv2d's does), then adds and activates in the unfused order. The seed CNN
+# (issue 14, speed) within 1e-5 after 20 steps: its first convolution's filter
+# gradient through the pool (conv2d_grad_filter_pool2) runs the direct kernel
+# whatever the unfused conv2d_grad_filter's measured choice, and its bias
+# gradient sums the pooled terms, not the [64, 26, 26, 32] ones: 1e-7 apart a
+# step, 1.5e-8 after 20 steps, but by 40 steps a ReLU or window maximum that
+# flips has taken them 7e-5 apart (docs/epilogue.md). Since rule 6 (issue 14,
+# seed CNN speed) the first convolution, its relu and pool are conv2d_relu_pool2
+# and its filter gradient conv2d_relu_pool2_grad_filter, conv_pool.c's own
+# convolution (not oneDNN's), within the same 1e-5. The fused plan holds the
+# fused ops named here and the unfused one none of them.
 . "$(dirname "$0")/lib.sh"
 # (lib.sh gives the test a kernel cache of its own: the fused run measures, the
 # unfused run reads its choices, which no other process changes in between)
-fused='= (conv2d_epilogue|matmul_epilogue|max_pool2d_relu_grad)\('
+fused='= (conv2d_epilogue|matmul_epilogue|max_pool2d_relu_grad|conv2d_grad_filter_pool2|conv2d_relu_pool2|conv2d_relu_pool2_grad_filter)\('
 # 256 Fashion-MNIST examples bound with --input: no end-of-run evaluation on the
 # 10,000 test images, which took most of this test's minutes (ResNet-20 under ASan)
 "$PY" - "$tmp" <<'PY'
@@ -71,11 +79,11 @@ wf=$(without "$tmp/f.mgx"); wn=$(without "$tmp/n.mgx")
 "$PY" -c "import sys; f, n = float(sys.argv[1]), float(sys.argv[2]); assert f < 0.7 * n, (f, n)" "$wf" "$wn" ||
   fail "fused seed CNN: $wf MiB without reuse, unfused $wn MiB"
 
-same mnist_cnn cpu:0 40 64 0 conv2d_epilogue matmul_epilogue max_pool2d_relu_grad
+same mnist_cnn cpu:0 20 64 1e-5 conv2d_relu_pool2 matmul_epilogue conv2d_relu_pool2_grad_filter
 # ...and with the convolutions' HWIO candidate, which the measurement above may
 # not choose (conv2d_epilogue once ignored it: 1.8e-7 apart)
-MGC_KERNELS=onednn-hwio same mnist_cnn cpu:0 40 64 0 conv2d_epilogue matmul_epilogue max_pool2d_relu_grad
-same mnist_cnn cpu:0,cpu:1 20 128 0 conv2d_epilogue matmul_epilogue max_pool2d_relu_grad
+MGC_KERNELS=onednn-hwio same mnist_cnn cpu:0 20 64 1e-5 conv2d_relu_pool2 matmul_epilogue conv2d_relu_pool2_grad_filter
+same mnist_cnn cpu:0,cpu:1 20 128 1e-5 conv2d_relu_pool2 matmul_epilogue conv2d_relu_pool2_grad_filter
 same resnet20 cpu:0 3 32 0 matmul_epilogue
 same mobilenet cpu:0 3 32 0 matmul_epilogue
 echo ok

@@ -356,6 +356,17 @@ static void epilogues(ir_module *m) {
     check(m, OP_MATMUL_EPILOGUE, (int[]){a, w, b6}, 3, (int64_t[]){0, 0, EPI_TANH}, NULL, NULL, 1e-5);
     check(m, OP_MAX_POOL2D_RELU_GRAD, (int[]){x, dy}, 2, (int64_t[]){3, 3, 2, 2, 0, 0, 0, 0}, NULL, NULL, 1e-6);
     check(m, OP_MAX_POOL2D_GRAD, (int[]){x, dy}, 2, (int64_t[]){3, 3, 2, 2, 0, 0, 0, 0}, NULL, NULL, 1e-6);
+    /* issue 14 (seed CNN speed): the filter gradient through a 2x2 max-pool, y [2, 8, 8, 4] of x [2, 10, 10, 1] */
+    int px = input(m, IR_F32, 4, 2, 10, 10, 1), py = input(m, IR_F32, 4, 2, 8, 8, 8), pdy = input(m, IR_F32, 4, 2, 4, 4, 8);
+    ir_shape pw = ir_shape_make(4, (int64_t[4]){3, 3, 1, 8});
+    check(m, OP_CONV2D_GRAD_FILTER_POOL2, (int[]){px, py, pdy}, 3, (int64_t[IR_MAX_IATTR]){1, 1, 0, 0, 0, 0, 1, 1, 1},
+          NULL, &pw, 1e-4);
+    /* issue 14 (seed CNN speed): the conv, relu and 2x2 max-pool in one pass, and its filter gradient */
+    int rw = input(m, IR_F32, 4, 3, 3, 1, 8), rb = input(m, IR_F32, 1, 8, 0, 0, 0);
+    check(m, OP_CONV2D_RELU_POOL2, (int[]){px, rw, rb}, 3, (int64_t[IR_MAX_IATTR]){1, 1, 0, 0, 0, 0, 1, 1, 1}, NULL,
+          NULL, 1e-4);
+    check(m, OP_CONV2D_RELU_POOL2_GRAD_FILTER, (int[]){px, rw, rb, pdy}, 4,
+          (int64_t[IR_MAX_IATTR]){1, 1, 0, 0, 0, 0, 1, 1, 1}, NULL, NULL, 1e-4);
 }
 
 /* issue 14: conv2d_bn_epilogue in training (one pass over its conv input) and

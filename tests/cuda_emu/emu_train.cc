@@ -2,6 +2,8 @@
  * one_hot, fused, epilogue, pooling-gradient, filter-layout and numerics
  * kernels, against loops written here (per-element math of ops_math.h); the
  * optimizer updates themselves: emu_step.cc. */
+#include <vector>
+
 #include "../../runtime/ops_math.h"
 #include "emu_util.h"
 
@@ -260,3 +262,97 @@ void case_check_finite(void) {
         failures++;
     }
 }
+
+/* ---- issue 14 (seed CNN speed): the filter gradient through a 2x2 max-pool:
+ * x [2, 9, 8, 4], 2x2 filter, pad right 1, groups 2 -> y [2, 8, 8, 6], dy [2, 4, 4, 6] ---- */
+void case_grad_filter_pool2(void) {
+    cuda_pool2_geom g = {2, 9, 8, 4, 8, 8, 6, 2, 2, 2, 1, 1, 0, 0, 1, 1, 2};
+    dbuf<float> x(g.n * g.h * g.w * g.cx), y(g.n * g.oh * g.ow * g.c), dy(g.n * g.oh / 2 * g.ow / 2 * g.c),
+        dw(g.kh * g.kw * g.cg * g.c);
+    randomize(x, x.n, 200), randomize(y, y.n, 201), randomize(dy, dy.n, 202);
+    y[6] = y[6 + 6]; /* a tie inside one window: the first maximum takes dy */
+    if (!launched_ok(cuda_k_grad_filter_pool2(x, y, dy, dw, &g, NULL), "cuda_k_grad_filter_pool2")) return;
+    std::vector<double> dx(y.n, 0.0);
+    for (int64_t i = 0; i < dy.n; i++) { /* the pool gradient, masked by the maximum > 0 */
+        int64_t c = i % g.c, pw = i / g.c % (g.ow / 2), ph = i / (g.c * (g.ow / 2)) % (g.oh / 2);
+        int64_t b = i / (g.c * (g.ow / 2) * (g.oh / 2)), arg = -1;
+        for (int64_t r = 0; r < 2; r++)
+            for (int64_t q = 0; q < 2; q++) {
+                int64_t at = ((b * g.oh + 2 * ph + r) * g.ow + 2 * pw + q) * g.c + c;
+                if (arg < 0 || y[at] > y[arg]) arg = at;
+            }
+        if (y[arg] > 0) dx[arg] = dy[i];
+    }
+    std::vector<float> want(dw.n);
+    for (int64_t o = 0; o < dw.n; o++) {
+        int64_t c = o % g.c, ci = o / g.c % g.cg, s = o / (g.c * g.cg) % g.kw, r = o / (g.c * g.cg * g.kw);
+        double sum = 0;
+        for (int64_t b = 0; b < g.n; b++)
+            for (int64_t oh = 0; oh < g.oh; oh++)
+                for (int64_t ow = 0; ow < g.ow; ow++) {
+                    int64_t ih = oh - g.pt + r, iw = ow - g.pl + s;
+                    if (ih < 0 || iw < 0 || ih >= g.h || iw >= g.w) continue;
+                    sum += x[((b * g.h + ih) * g.w + iw) * g.cx + c / (g.c / g.groups) * g.cg + ci] *
+                           dx[((b * g.oh + oh) * g.ow + ow) * g.c + c];
+                }
+        want[o] = (float)sum;
+    }
+    same("cuda_k_grad_filter_pool2", want.data(), dw.p, dw.n, 1e-6);
+}
+
+/* ---- issue 14 (seed CNN speed): conv2d_relu_pool2 and its filter gradient:
+ * x [2, 9, 8, 4], 2x2 filter, pad right 1, groups 2, bias [6] -> y [2, 8, 8, 6]
+ * made on the fly, pooled [2, 4, 4, 6]; grad: the filter gradient's wrapper, else the forward's ---- */
+static void relu_pool2_case(bool grad) {
+    cuda_pool2_geom g = {2, 9, 8, 4, 8, 8, 6, 2, 2, 2, 1, 1, 0, 0, 1, 1, 2};
+    const int64_t ph = g.oh / 2, pw = g.ow / 2;
+    dbuf<float> x(g.n * g.h * g.w * g.cx), w(g.kh * g.kw * g.cg * g.c), bias(g.c), out(g.n * ph * pw * g.c),
+        dy(g.n * ph * pw * g.c), dw(g.kh * g.kw * g.cg * g.c);
+    randomize(x, x.n, 210), randomize(w, w.n, 211), randomize(bias, bias.n, 212, -0.3f, 0.3f), randomize(dy, dy.n, 213);
+    if (!grad && !launched_ok(cuda_k_relu_pool2(x, w, bias, out, &g, NULL), "cuda_k_relu_pool2")) return;
+    if (grad && !launched_ok(cuda_k_relu_pool2_grad_filter(x, w, bias, dy, dw, &g, NULL), "cuda_k_relu_pool2_grad_filter"))
+        return;
+    std::vector<double> y(g.n * g.oh * g.ow * g.c, 0.0), dx(y.size(), 0.0);
+    for (int64_t i = 0; i < (int64_t)y.size(); i++) { /* y = relu(conv2d(x, w) + bias) */
+        int64_t c = i % g.c, ow = i / g.c % g.ow, oh = i / (g.c * g.ow) % g.oh, b = i / (g.c * g.ow * g.oh);
+        double acc = 0;
+        for (int64_t r = 0; r < g.kh; r++)
+            for (int64_t s = 0; s < g.kw; s++) {
+                int64_t ih = oh - g.pt + r, iw = ow - g.pl + s;
+                if (ih < 0 || iw < 0 || ih >= g.h || iw >= g.w) continue;
+                for (int64_t ci = 0; ci < g.cg; ci++)
+                    acc += (double)x[((b * g.h + ih) * g.w + iw) * g.cx + c / (g.c / g.groups) * g.cg + ci] *
+                           (double)w[((r * g.kw + s) * g.cg + ci) * g.c + c];
+            }
+        y[i] = acc + bias[c] > 0 ? acc + bias[c] : 0;
+    }
+    std::vector<float> want(out.n), want_dw(dw.n);
+    for (int64_t i = 0; i < out.n; i++) { /* the pool, and its gradient masked by the maximum > 0 */
+        int64_t c = i % g.c, q = i / g.c % pw, p = i / (g.c * pw) % ph, b = i / (g.c * pw * ph), arg = -1;
+        for (int64_t r = 0; r < 2; r++)
+            for (int64_t s = 0; s < 2; s++) {
+                int64_t at = ((b * g.oh + 2 * p + r) * g.ow + 2 * q + s) * g.c + c;
+                if (arg < 0 || y[at] > y[arg]) arg = at;
+            }
+        want[i] = (float)y[arg];
+        if (y[arg] > 0) dx[arg] = dy[i];
+    }
+    for (int64_t o = 0; o < dw.n; o++) {
+        int64_t c = o % g.c, ci = o / g.c % g.cg, s = o / (g.c * g.cg) % g.kw, r = o / (g.c * g.cg * g.kw);
+        double sum = 0;
+        for (int64_t b = 0; b < g.n; b++)
+            for (int64_t oh = 0; oh < g.oh; oh++)
+                for (int64_t ow = 0; ow < g.ow; ow++) {
+                    int64_t ih = oh - g.pt + r, iw = ow - g.pl + s;
+                    if (ih < 0 || iw < 0 || ih >= g.h || iw >= g.w) continue;
+                    sum += x[((b * g.h + ih) * g.w + iw) * g.cx + c / (g.c / g.groups) * g.cg + ci] *
+                           dx[((b * g.oh + oh) * g.ow + ow) * g.c + c];
+                }
+        want_dw[o] = (float)sum;
+    }
+    if (!grad) same("cuda_k_relu_pool2", want.data(), out.p, out.n, 1e-5);
+    else same("cuda_k_relu_pool2_grad_filter", want_dw.data(), dw.p, dw.n, 1e-5);
+}
+
+void case_relu_pool2(void) { relu_pool2_case(false); }
+void case_relu_pool2_grad_filter(void) { relu_pool2_case(true); }

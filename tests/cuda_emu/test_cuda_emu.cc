@@ -24,8 +24,10 @@ int failures;
     X(fused) X(epilogue) X(max_pool_grad) X(hwio_to_ohwi) X(ohwi_to_hwio) X(check_finite) X(bn_epilogue)        \
     X(set_step) X(causal_softmax) X(normalize) /* issue 14: char_gpt speed */                                   \
     X(channel_sum) X(scale_shift) /* issue 14: batch norm in training */                                       \
-    X(channel_sum_dot) /* issue 14: batch norm's backward reads dy once */                                   \
-    X(tri_mask) /* issue 14: causal_matmul's output triangle */
+    X(channel_sum_dot) /* issue 14: batch norm's backward reads dy once */                                      \
+    X(tri_mask) /* issue 14: causal_matmul's output triangle */                                                  \
+    X(grad_filter_pool2) /* issue 14: seed CNN speed */                                                          \
+    X(relu_pool2) X(relu_pool2_grad_filter) /* issue 14: seed CNN speed, the conv, relu and pool in one pass */
 
 #define DECLARE(name) void case_##name(void);
 CASES(DECLARE)

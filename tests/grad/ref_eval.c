@@ -229,6 +229,48 @@ static void eval_pool(args *t) {
         if (!(t->a[k] > 0)) t->out[k] = 0;
 }
 
+/* issue 14 (seed CNN speed): conv2d_grad_filter_pool2 (x, y, dy) =
+ * conv2d_grad_filter(x, max_pool2d_relu_grad(y, dy)), 2x2 windows of stride 2 */
+static void eval_grad_filter_pool2_of(args *t, const ir_node *dy) {
+    const ir_node *n = t->n;
+    ir_node pool = {.op = OP_MAX_POOL2D_RELU_GRAD, .shape = t->y->shape, .iattr = {2, 2, 2, 2, 0, 0, 0, 0}};
+    int64_t len = ir_shape_numel(&t->y->shape);
+    double *dx = malloc((size_t)len * sizeof *dx);
+    args p = {.n = &pool, .x = t->y, .y = dy, .out = dx, .a = t->b, .b = t->c, .len = len};
+    eval_pool(&p);
+    memset(t->out, 0, (size_t)t->len * sizeof *t->out);
+    conv_terms(&t->x->shape, &t->y->shape, &n->shape, ir_conv_of(n, &n->shape), t->a, dx, t->out, 2);
+    free(dx);
+}
+
+static void eval_grad_filter_pool2(ref_eval *e, args *t) { eval_grad_filter_pool2_of(t, &e->m->g.nodes[t->n->in[2]]); }
+
+/* issue 14 (seed CNN speed): conv2d_relu_pool2 (x, w, bias) = max_pool2d(y) and
+ * conv2d_relu_pool2_grad_filter (x, w, bias, dy) = conv2d_grad_filter_pool2(x, y, dy),
+ * y = relu(conv2d(x, w) + bias), 2x2 windows of stride 2 */
+static void eval_relu_pool2(ref_eval *e, args *t) {
+    const ir_node *n = t->n, *pooled = n->op == OP_CONV2D_RELU_POOL2 ? n : &e->m->g.nodes[n->in[3]];
+    const ir_shape *p = &pooled->shape;
+    ir_node y = {.op = OP_CONV2D, .dtype = IR_F32, .shape = ir_shape_make(4, (int64_t[4]){p->dim[0], 2 * p->dim[1], 2 * p->dim[2], p->dim[3]})};
+    memcpy(y.iattr, n->iattr, sizeof y.iattr);
+    int64_t len = ir_shape_numel(&y.shape), C = p->dim[3];
+    double *yv = malloc((size_t)len * sizeof *yv);
+    args c = {.n = &y, .x = t->x, .y = t->y, .out = yv, .a = t->a, .b = t->b, .len = len};
+    eval_conv(&c);
+    for (int64_t k = 0; k < len; k++) yv[k] = yv[k] + t->c[k % C] > 0 ? yv[k] + t->c[k % C] : 0;
+    if (n->op == OP_CONV2D_RELU_POOL2) {
+        ir_node pool = {.op = OP_MAX_POOL2D, .shape = n->shape, .iattr = {2, 2, 2, 2, 0, 0, 0, 0}};
+        args q = {.n = &pool, .x = &y, .out = t->out, .a = yv, .len = t->len};
+        eval_pool(&q);
+    } else {
+        ir_node g = {.op = OP_CONV2D_GRAD_FILTER_POOL2, .dtype = IR_F32, .shape = n->shape, .n_in = 3};
+        memcpy(g.iattr, n->iattr, sizeof g.iattr);
+        args q = {.n = &g, .x = t->x, .y = &y, .out = t->out, .a = t->a, .b = yv, .c = e->val[n->in[3]], .len = t->len};
+        eval_grad_filter_pool2_of(&q, pooled);
+    }
+    free(yv);
+}
+
 /* issue 14 (char_gpt speed): normalize(x) = (x - mean) r, r = 1 / sqrt(var + eps);
  * normalize_grad(x, dy) = r (dy - mean(dy) - xhat mean(dy xhat)), rows of the last axis */
 static void eval_normalize(args *t) {
@@ -713,6 +755,8 @@ static void eval_node(ref_eval *e, int i, int64_t step, bool training) {
     case OP_CHANNEL_MEAN: case OP_CHANNEL_VAR: eval_channel(&t, NULL); return;
     case OP_CHANNEL_SUM_DOT: eval_channel(&t, NULL); return; /* issue 14: batch norm's backward */
     case OP_SCALE_SHIFT: eval_channel(&t, e->val[n->in[3]]); return;
+    case OP_CONV2D_GRAD_FILTER_POOL2: eval_grad_filter_pool2(e, &t); return; /* issue 14: seed CNN speed */
+    case OP_CONV2D_RELU_POOL2: case OP_CONV2D_RELU_POOL2_GRAD_FILTER: eval_relu_pool2(e, &t); return; /* issue 14 */
     case OP_SHARD: case OP_BROADCAST: case OP_COUNT: break;
     case OP_FUSED: break; /* issue 14: made by the fuse pass, which these tests do not run */
     }

@@ -399,6 +399,8 @@ static void ref_rmsprop(const one_op *t, double **in, double *out) {
 #include "act_cases.h" /* issue 12: references and ACT_CASES */
 #include "epilogue_cases.h" /* issue 14: fused ops against the unfused composition */
 #include "bn_epilogue_cases.h" /* issue 14: batch norm's scale/shift in the conv epilogue */
+#include "pool2_cases.h" /* issue 14 (seed CNN speed): the filter gradient through a 2x2 max-pool */
+#include "relu_pool2_cases.h" /* issue 14 (seed CNN speed): the conv, relu and pool in one pass */
 #include "attention_cases.h" /* issue 14 (char_gpt speed): causal_softmax references and ATTENTION_CASES */
 #include "causal_matmul_cases.h" /* issue 14 (char_gpt speed): CAUSAL_MATMUL_CASES */
 #include "batch_norm_cases.h" /* issue 14 (batch norm in training): BATCH_NORM_CASES */
@@ -664,6 +666,8 @@ static const tcase cases[] = {
     ACT_CASES
     EPILOGUE_CASES
     BN_EPILOGUE_CASES
+    POOL2_CASES /* issue 14: seed CNN speed */
+    RELU_POOL2_CASES /* issue 14: seed CNN speed, conv2d_relu_pool2 */
     ATTENTION_CASES /* issue 14: char_gpt speed */
     CAUSAL_MATMUL_CASES /* issue 14: attention's causal GEMMs */
     BATCH_NORM_CASES /* issue 14: batch norm in training */

@@ -25,7 +25,9 @@
  * --fused-vs-unfused (issue 14): on 1 and 2 devices, the plan with fusion
  * (which must hold fused nodes) against the one compiled --no-fuse: every
  * variable within 1e-5 and, since fused kernels run the same per-element
- * math in the same order, bit for bit. */
+ * math in the same order, bit for bit, but for plans holding
+ * conv2d_grad_filter_pool2 (issue 14, seed CNN speed), which sums the first
+ * convolution's gradients in another order (docs/epilogue.md): 1e-5 only. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,7 +226,7 @@ static int sparse_vs_dense(const char *path, const char *stdlib, ir_cross_device
 static int fused_vs_unfused(const char *path, const char *stdlib, ir_cross_device xdev, const rt_dataset *ds) {
     int failures = 0;
     for (int devices = 1; devices <= 2; devices++) {
-        int64_t n, fused_nodes = 0;
+        int64_t n, fused_nodes = 0, reordered = 0;
         no_fuse = true;
         ir_module *mu = compile(path, stdlib, devices, xdev);
         float *unfused = train(mu, ds, &n);
@@ -233,14 +235,18 @@ static int fused_vs_unfused(const char *path, const char *stdlib, ir_cross_devic
         for (int i = 0; i < mf->g.n; i++) { /* either fusion pass's nodes */
             ir_op op = mf->g.nodes[i].op;
             fused_nodes += op == OP_FUSED || op == OP_CONV2D_EPILOGUE || op == OP_MATMUL_EPILOGUE || op == OP_MAX_POOL2D_RELU_GRAD ||
-                           op == OP_CONV2D_BN_EPILOGUE; /* issue 14 */
+                           op == OP_CONV2D_BN_EPILOGUE || op == OP_CONV2D_GRAD_FILTER_POOL2 || /* issue 14 */
+                           op == OP_CONV2D_RELU_POOL2 || op == OP_CONV2D_RELU_POOL2_GRAD_FILTER;
+            reordered += op == OP_CONV2D_GRAD_FILTER_POOL2 || op == OP_CONV2D_RELU_POOL2 ||
+                         op == OP_CONV2D_RELU_POOL2_GRAD_FILTER; /* their own convolution and sums */
         }
         printf("%d devices: %lld fused nodes, %d nodes fused against %d unfused\n", devices, (long long)fused_nodes,
                mf->g.n, mu->g.n);
         if (!fused_nodes) printf("FAIL: the fused plan on %d devices holds no fused node\n", devices), failures++;
         float *fused = train(mf, ds, &n);
         failures += compare(mu, unfused, fused, devices);
-        if (memcmp(unfused, fused, (size_t)n * sizeof *fused)) {
+        if (reordered) printf("%d devices: conv2d_grad_filter_pool2 / conv2d_relu_pool2 sum in another order: within 1e-5, not bit for bit\n", devices);
+        else if (memcmp(unfused, fused, (size_t)n * sizeof *fused)) {
             report_bits(mu, unfused, fused, "the unfused plan's");
             printf("FAIL: fused and unfused plans on %d devices end with different bits\n", devices);
             failures++;

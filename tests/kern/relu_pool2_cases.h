@@ -1,0 +1,66 @@
+/* relu_pool2_cases.h - kernel cases of conv2d_relu_pool2 and its filter
+ * gradient (issue 14, seed CNN speed; runtime/cpu/conv_pool.c) against the
+ * unfused composition in double precision: max_pool2d(y) and
+ * conv2d_grad_filter(x, max_pool2d_relu_grad(y, dy)), y = relu(conv2d(x, w) +
+ * bias), 2x2 windows of stride 2. Included by test_kernels.c after
+ * pool2_cases.h (ref_conv2d_grad_filter_pool2's pool gradient); RELU_POOL2_CASES
+ * goes in its table. The cases reach the kernel's register blocks (3x3 stride 1,
+ * other strides and dilations, 24 channels), its plain loop (padding, several
+ * input channels, groups) and exact ties (small integers: the first maximum). */
+#ifndef MGC_KERN_RELU_POOL2_CASES_H
+#define MGC_KERN_RELU_POOL2_CASES_H
+
+/* y = relu(conv2d(x, w) + bias) [N, 2P, 2Q, C] of the pooled shape p, allocated */
+static double *ref_relu_conv(const one_op *t, double **in, const ir_shape *p, ir_shape *ys) {
+    const ir_shape *w = ishape(t, 1);
+    *ys = ir_shape_make(4, (int64_t[4]){p->dim[0], 2 * p->dim[1], 2 * p->dim[2], p->dim[3]});
+    double *y = calloc((size_t)numel(ys), sizeof *y);
+    conv_geom g = {ishape(t, 0), w, ys, ir_conv_of(onode(t), w)};
+    CONV_LOOP(g, y[yi] += in[0][xi] * in[1][wi])
+    for (int64_t i = 0; i < numel(ys); i++) y[i] = y[i] + in[2][i % ys->dim[3]] > 0 ? y[i] + in[2][i % ys->dim[3]] : 0;
+    return y;
+}
+
+static void ref_conv2d_relu_pool2(const one_op *t, double **in, double *out) {
+    const ir_shape *p = oshape(t);
+    ir_shape ys;
+    double *y = ref_relu_conv(t, in, p, &ys);
+    int64_t H = ys.dim[1], W = ys.dim[2], C = ys.dim[3];
+    for (int64_t i = 0; i < numel(p); i++) {
+        int64_t c = i % C, pw = i / C % (W / 2), ph = i / (C * (W / 2)) % (H / 2), b = i / (C * (W / 2) * (H / 2));
+        double best = -INFINITY;
+        for (int64_t r = 0; r < 2; r++)
+            for (int64_t s = 0; s < 2; s++) best = fmax(best, y[((b * H + 2 * ph + r) * W + 2 * pw + s) * C + c]);
+        out[i] = best;
+    }
+    free(y);
+}
+
+/* through ref_conv2d_grad_filter_pool2 (pool2_cases.h) with y in place of input 1 */
+static void ref_conv2d_relu_pool2_grad_filter(const one_op *t, double **in, double *out) {
+    ir_shape ys;
+    double *y = ref_relu_conv(t, in, ishape(t, 3), &ys);
+    ir_node yn = {.op = OP_INPUT, .dtype = IR_F32, .shape = ys};
+    one_op u = *t;
+    u.in_nodes[1] = &yn, u.in_nodes[2] = t->in_nodes[3];
+    double *args[3] = {in[0], y, in[3]};
+    ref_conv2d_grad_filter_pool2(&u, args, out);
+    free(y);
+}
+
+#define RELU_POOL2_CONV(sh, sw, pt, pl, pb, pr, dh, dw, groups) .iattr = {sh, sw, pt, pl, pb, pr, dh, dw, groups}
+#define RELU_POOL2_PAIR(name, x, w, b, dy, ...)                                                                        \
+    {"conv2d_relu_pool2 " name, OP_CONV2D_RELU_POOL2, 3, {x, w, b}, __VA_ARGS__, .ref = ref_conv2d_relu_pool2},       \
+    {"conv2d_relu_pool2_grad_filter " name, OP_CONV2D_RELU_POOL2_GRAD_FILTER, 4, {x, w, b, dy}, __VA_ARGS__,          \
+     .ref = ref_conv2d_relu_pool2_grad_filter},
+#define RELU_POOL2_CASES                                                                                               \
+    RELU_POOL2_PAIR("mnist", "3,28,28,1", "3,3,1,32", "32", "3,13,13,32", RELU_POOL2_CONV(1, 1, 0, 0, 0, 0, 1, 1, 1))  \
+    RELU_POOL2_PAIR("ties", "2,10,12,1", "3,3,1,32", "32", "2,4,5,32", .fill = {R_SMALL_INT, R_SMALL_INT, R_SIGNED},    \
+                    RELU_POOL2_CONV(1, 1, 0, 0, 0, 0, 1, 1, 1))                                                         \
+    RELU_POOL2_PAIR("stride 2, same", "2,15,15,1", "3,3,1,16", "16", "2,4,4,16", RELU_POOL2_CONV(2, 2, 1, 1, 1, 1, 1, 1, 1)) \
+    RELU_POOL2_PAIR("dilation 2, 24 channels", "2,12,14,1", "3,2,1,24", "24", "2,4,6,24",                           \
+                    RELU_POOL2_CONV(1, 1, 0, 0, 0, 0, 2, 2, 1))                                                         \
+    RELU_POOL2_PAIR("channels, groups, padding", "2,12,10,4", "3,3,2,6", "6", "2,6,5,6",                              \
+                    RELU_POOL2_CONV(1, 1, 1, 1, 1, 1, 1, 1, 2))
+
+#endif

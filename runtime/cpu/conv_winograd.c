@@ -50,7 +50,7 @@ enum { WG_M = 4 };                 /* the output tile's side in use: F(4x4, 3x3)
 _Static_assert(WG_M == 4, "the transforms below are F(4x4, 3x3)'s");
 /* transformed tiles of a block, in and out: about 256 KiB, in L2 from the
  * transform to the products to the inverse (1 MiB measured slower) */
-enum { BLOCK_BYTES = 1 << 18 };
+enum { BLOCK_BYTES = 1 << 16 };
 /* channel counts (in and out) up to which the products run on mm_small, not
  * OpenBLAS (measured faster at 16, 32 and 64; more not measured) */
 enum { WG_SMALL = 64 };
@@ -382,13 +382,13 @@ WG_INLINE void forward(int m, const wgeom *g, int64_t C, int64_t O, const float 
     filter_transform(m, f, n, tmp, u);
     for (int64_t t0 = 0; t0 < g->tiles; t0 += tb) {
         int64_t nb = g->tiles - t0 < tb ? g->tiles - t0 : tb;
-        for (int64_t i = 0; i < nb; i++) input_tile(m, g, C, in, t0 + i, zero, tmp, v + i * C, tb * C);
+        for (int64_t i = 0; i < nb; i++) input_tile(m, g, C, in, t0 + i, zero, tmp, v + i * P * C, C);
         for (int64_t p = 0; p < P; p++)
-            if (g->small) mm_small(nb, O, C, v + p * tb * C, C, 1, u + p * n, O, mt + p * tb * O, O, 0);
+            if (g->small) mm_small(nb, O, C, v + p * C, P * C, 1, u + p * n, O, mt + p * O, P * O, 0);
             else
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb, (int)O, (int)C, 1.0f,
-                            v + p * tb * C, (int)C, u + p * n, (int)O, 0.0f, mt + p * tb * O, (int)O);
-        for (int64_t i = 0; i < nb; i++) output_tile(m, g, O, mt + i * O, tb * O, t0 + i, tmp, pad, out);
+                            v + p * C, (int)(P * C), u + p * n, (int)O, 0.0f, mt + p * O, (int)(P * O));
+        for (int64_t i = 0; i < nb; i++) output_tile(m, g, O, mt + i * P * O, O, t0 + i, tmp, pad, out);
     }
 }
 
@@ -407,14 +407,14 @@ WG_INLINE void grad_filter(int m, const wgeom *g, int64_t C, int64_t O, const fl
     for (int64_t t0 = 0; t0 < g->tiles; t0 += tb) {
         int64_t nb = g->tiles - t0 < tb ? g->tiles - t0 : tb;
         for (int64_t i = 0; i < nb; i++) {
-            input_tile(m, g, C, x, t0 + i, zero, tmp, v + i * C, tb * C);
-            grad_tile(m, g, O, dy, t0 + i, pad, tmp, z + i * O, tb * O);
+            input_tile(m, g, C, x, t0 + i, zero, tmp, v + i * P * C, C);
+            grad_tile(m, g, O, dy, t0 + i, pad, tmp, z + i * P * O, O);
         }
         for (int64_t p = 0; p < P; p++)
-            if (g->small) mm_small(C, O, nb, v + p * tb * C, 1, C, z + p * tb * O, O, du + p * n, O, t0 != 0);
+            if (g->small) mm_small(C, O, nb, v + p * C, 1, P * C, z + p * O, P * O, du + p * n, O, t0 != 0);
             else
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)C, (int)O, (int)nb, 1.0f,
-                            v + p * tb * C, (int)C, z + p * tb * O, (int)O, t0 ? 1.0f : 0.0f, du + p * n, (int)O);
+                            v + p * C, (int)(P * C), z + p * O, (int)(P * O), t0 ? 1.0f : 0.0f, du + p * n, (int)O);
     }
     if (!g->tiles) memset(du, 0, (size_t)(P * n) * sizeof *du);
     filter_inverse(m, du, n, tmp, dw);

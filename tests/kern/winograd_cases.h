@@ -67,6 +67,12 @@ static const tcase winograd_cases[] = {
      .given = "3,9,10,64", .ref = ref_conv},
     {"winograd conv2d_grad_filter 64->64 two blocks", OP_CONV2D_GRAD_FILTER, 2, {"3,9,10,64", "3,9,10,64"},
      WG_SAME, .given = "3,3,64,64", .ref = ref_conv},
+    /* mnist_cnn's first layer (a device's batch of 32, valid; 1568 tiles): 98 blocks of 16 tiles forward, 29
+     * of 55 in the filter gradient */
+    {"winograd conv2d_epilogue 1->32 valid relu", OP_CONV2D_EPILOGUE, 3, {"32,28,28,1", "3,3,1,32", "32"},
+     WG_EPI(0, 0, 0, 0, EPI_RELU), .ref = ref_conv2d_epilogue},
+    {"winograd conv2d_grad_filter 1->32 valid", OP_CONV2D_GRAD_FILTER, 2, {"32,28,28,1", "32,26,26,32"},
+     CONV(1, 1, 0, 0, 0, 0), .given = "3,3,1,32", .ref = ref_conv},
     /* one output channel (a lone column of mm_small), three in */
     {"winograd conv2d 3->1", OP_CONV2D, 2, {"2,10,9,3", "3,3,3,1"}, WG_SAME, .ref = ref_conv},
     {"winograd conv2d_grad_input 3->1", OP_CONV2D_GRAD_INPUT, 2, {"2,10,9,1", "3,3,3,1"}, WG_SAME,

@@ -14,10 +14,9 @@
  * run across the channels (vectorized, x86-64-v3 and plain x86-64 clones) and
  * the element-wise products become, per transform position p ((m + 2)^2 of
  * them), one GEMM V_p [tiles x Cin] x U_p [Cin x Cout] over blocks of tiles
- * that stay in L1/L2 (tile-major: a tile's positions contiguous), the filter
- * transformed once per call: up to 64 channels in and out a register-blocked
- * micro-kernel (mm_small; OpenBLAS runs such thin GEMMs at a third of its
- * peak), beyond that OpenBLAS.
+ * that stay in L2, the filter transformed once per call: up to 64 channels
+ * in and out a register-blocked micro-kernel (mm_small; OpenBLAS runs such
+ * thin GEMMs at a third of its peak), beyond that OpenBLAS.
  * - conv2d_grad_input is the same convolution over dy with the filter rotated
  *   by 180 degrees, its channels swapped, padding 2 - pad.
  * - conv2d_grad_filter: dW = G^T [sum over tiles (B^T d B) (x) (A dY A^T)] G,
@@ -49,14 +48,9 @@
 
 enum { WG_M = 4 };                 /* the output tile's side in use: F(4x4, 3x3) */
 _Static_assert(WG_M == 4, "the transforms below are F(4x4, 3x3)'s");
-/* transformed tiles of a block, in and out, tile-major (a tile's 36 positions
- * contiguous): about 64 KiB for the forward and data gradient (from the
- * transform to the products to the inverse in L1/L2; 256 KiB measured 10-15%
- * slower on 28x28x16 on Zen 3, 1 MiB slower still), 256 KiB for the filter
- * gradient (its sum over tiles adds one partial sum a block: 16-tile blocks
- * drifted train_equivalence_mnist_cnn's 2-device run, forced to winograd,
- * from 1e-7 to 1.9e-4 of its 1-device oneDNN run) */
-enum { BLOCK_BYTES = 1 << 16, GRAD_BLOCK_BYTES = 1 << 18 };
+/* transformed tiles of a block, in and out: about 256 KiB, in L2 from the
+ * transform to the products to the inverse (1 MiB measured slower) */
+enum { BLOCK_BYTES = 1 << 18 };
 /* channel counts (in and out) up to which the products run on mm_small, not
  * OpenBLAS (measured faster at 16, 32 and 64; more not measured) */
 enum { WG_SMALL = 64 };
@@ -252,12 +246,12 @@ typedef struct {
     int small;                 /* the per-position products on mm_small, not OpenBLAS */
 } wgeom;
 
-static wgeom geom_of(int m, int64_t block_bytes, int64_t N, int64_t IH, int64_t IW, int64_t C, int64_t OH,
-                     int64_t OW, int64_t O, int64_t pt, int64_t pl) {
+static wgeom geom_of(int m, int64_t N, int64_t IH, int64_t IW, int64_t C, int64_t OH, int64_t OW, int64_t O,
+                     int64_t pt, int64_t pl) {
     wgeom g = {N, IH, IW, C, OH, OW, O, pt, pl, (OH + m - 1) / m, (OW + m - 1) / m, 0, 0, 0};
     g.tiles = N * g.th * g.tw;
     g.small = C <= WG_SMALL && O <= WG_SMALL;
-    int64_t t = m + 2, tb = block_bytes / ((int64_t)sizeof(float) * t * t * (C + O));
+    int64_t t = m + 2, tb = BLOCK_BYTES / ((int64_t)sizeof(float) * t * t * (C + O));
     g.tb = tb < 16 ? 16 : tb;
     if (g.tb > g.tiles) g.tb = g.tiles;
     return g;
@@ -388,13 +382,13 @@ WG_INLINE void forward(int m, const wgeom *g, int64_t C, int64_t O, const float 
     filter_transform(m, f, n, tmp, u);
     for (int64_t t0 = 0; t0 < g->tiles; t0 += tb) {
         int64_t nb = g->tiles - t0 < tb ? g->tiles - t0 : tb;
-        for (int64_t i = 0; i < nb; i++) input_tile(m, g, C, in, t0 + i, zero, tmp, v + i * P * C, C);
+        for (int64_t i = 0; i < nb; i++) input_tile(m, g, C, in, t0 + i, zero, tmp, v + i * C, tb * C);
         for (int64_t p = 0; p < P; p++)
-            if (g->small) mm_small(nb, O, C, v + p * C, P * C, 1, u + p * n, O, mt + p * O, P * O, 0);
+            if (g->small) mm_small(nb, O, C, v + p * tb * C, C, 1, u + p * n, O, mt + p * tb * O, O, 0);
             else
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb, (int)O, (int)C, 1.0f,
-                            v + p * C, (int)(P * C), u + p * n, (int)O, 0.0f, mt + p * O, (int)(P * O));
-        for (int64_t i = 0; i < nb; i++) output_tile(m, g, O, mt + i * P * O, O, t0 + i, tmp, pad, out);
+                            v + p * tb * C, (int)C, u + p * n, (int)O, 0.0f, mt + p * tb * O, (int)O);
+        for (int64_t i = 0; i < nb; i++) output_tile(m, g, O, mt + i * O, tb * O, t0 + i, tmp, pad, out);
     }
 }
 
@@ -413,14 +407,14 @@ WG_INLINE void grad_filter(int m, const wgeom *g, int64_t C, int64_t O, const fl
     for (int64_t t0 = 0; t0 < g->tiles; t0 += tb) {
         int64_t nb = g->tiles - t0 < tb ? g->tiles - t0 : tb;
         for (int64_t i = 0; i < nb; i++) {
-            input_tile(m, g, C, x, t0 + i, zero, tmp, v + i * P * C, C);
-            grad_tile(m, g, O, dy, t0 + i, pad, tmp, z + i * P * O, O);
+            input_tile(m, g, C, x, t0 + i, zero, tmp, v + i * C, tb * C);
+            grad_tile(m, g, O, dy, t0 + i, pad, tmp, z + i * O, tb * O);
         }
         for (int64_t p = 0; p < P; p++)
-            if (g->small) mm_small(C, O, nb, v + p * C, 1, P * C, z + p * O, P * O, du + p * n, O, t0 != 0);
+            if (g->small) mm_small(C, O, nb, v + p * tb * C, 1, C, z + p * tb * O, O, du + p * n, O, t0 != 0);
             else
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)C, (int)O, (int)nb, 1.0f,
-                            v + p * C, (int)(P * C), z + p * O, (int)(P * O), t0 ? 1.0f : 0.0f, du + p * n, (int)O);
+                            v + p * tb * C, (int)C, z + p * tb * O, (int)O, t0 ? 1.0f : 0.0f, du + p * n, (int)O);
     }
     if (!g->tiles) memset(du, 0, (size_t)(P * n) * sizeof *du);
     filter_inverse(m, du, n, tmp, dw);
@@ -460,7 +454,7 @@ int cpu_conv_winograd(const rt_kernel_args *k, char *err, size_t cap) {
     ir_conv cv = ir_conv_of(nd, w);
     int64_t N = x->dim[0], H = x->dim[1], Wd = x->dim[2], C = x->dim[3], OH = y->dim[1], OW = y->dim[2], O = y->dim[3];
     if (op == OP_CONV2D_GRAD_INPUT) { /* a convolution of dy with the rotated filter, channels swapped */
-        wgeom g = geom_of(m, BLOCK_BYTES, N, OH, OW, O, H, Wd, C, 2 - cv.pad[0], 2 - cv.pad[1]);
+        wgeom g = geom_of(m, N, OH, OW, O, H, Wd, C, 2 - cv.pad[0], 2 - cv.pad[1]);
         size_t n = (size_t)(C * O);
         float *s = scratch_get(forward_floats(m, &g) + 9 * n);
         if (!s) return cpu_kerr(k, err, cap, "out of memory");
@@ -472,8 +466,7 @@ int cpu_conv_winograd(const rt_kernel_args *k, char *err, size_t cap) {
         forward_m(m, &g, IN_F32(k, 0), rot, k->out, s);
         return 0;
     }
-    int64_t bb = op == OP_CONV2D_GRAD_FILTER ? GRAD_BLOCK_BYTES : BLOCK_BYTES;
-    wgeom g = geom_of(m, bb, N, H, Wd, C, OH, OW, O, cv.pad[0], cv.pad[1]);
+    wgeom g = geom_of(m, N, H, Wd, C, OH, OW, O, cv.pad[0], cv.pad[1]);
     float *s = scratch_get(forward_floats(m, &g));
     if (!s) return cpu_kerr(k, err, cap, "out of memory");
     if (op == OP_CONV2D_GRAD_FILTER) {

@@ -60,15 +60,15 @@ static const tcase winograd_cases[] = {
      .given = "2,9,7,24", .ref = ref_conv},
     {"winograd conv2d_grad_filter 24->17", OP_CONV2D_GRAD_FILTER, 2, {"2,9,7,24", "2,9,7,17"}, WG_SAME,
      .given = "3,3,24,17", .ref = ref_conv},
-    /* blocks of tiles (tile-major scratch, 64 KiB blocks: 16 tiles of 64 channels): 27 tiles of 3 images
-     * with partial edge tiles run in two blocks, the second partial; the filter gradient sums across them */
+    /* blocks of tiles (256 KiB: 16 tiles of 64 channels, 22 of 72 + 8): 27 tiles of 3 images with partial
+     * edge tiles run in two blocks, the second partial; the filter gradient sums across them */
     {"winograd conv2d 64->64 two blocks", OP_CONV2D, 2, {"3,9,10,64", "3,3,64,64"}, WG_SAME, .ref = ref_conv},
     {"winograd conv2d_grad_input 64->13 two blocks", OP_CONV2D_GRAD_INPUT, 2, {"3,9,10,13", "3,3,64,13"}, WG_SAME,
      .given = "3,9,10,64", .ref = ref_conv},
     {"winograd conv2d_grad_filter 64->64 two blocks", OP_CONV2D_GRAD_FILTER, 2, {"3,9,10,64", "3,9,10,64"},
      WG_SAME, .given = "3,3,64,64", .ref = ref_conv},
-    /* mnist_cnn's first layer (a device's batch of 32, valid; 1568 tiles): 98 blocks of 16 tiles forward, 29
-     * of 55 in the filter gradient */
+    /* mnist_cnn's first layer (a device's batch of 32, valid; 1568 tiles): 29 blocks of 55 tiles of one
+     * channel in */
     {"winograd conv2d_epilogue 1->32 valid relu", OP_CONV2D_EPILOGUE, 3, {"32,28,28,1", "3,3,1,32", "32"},
      WG_EPI(0, 0, 0, 0, EPI_RELU), .ref = ref_conv2d_epilogue},
     {"winograd conv2d_grad_filter 1->32 valid", OP_CONV2D_GRAD_FILTER, 2, {"32,28,28,1", "32,26,26,32"},

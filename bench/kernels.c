@@ -123,24 +123,32 @@ done:
 
 /* ---- issue 14 (ResNet-20 speed): `bench_kernels --resnet20` times ResNet-20's
  * 3x3 stride-1 convolutions (batch 128) with each conv candidate forced
- * (MGC_KERNELS): ms per call in thread CPU time, GFLOP/s of the direct count ---- */
+ * (MGC_KERNELS): ms per call in thread CPU time, GFLOP/s of the direct count;
+ * `--resnet20 winograd` (any candidates named after it) times only those ---- */
 
 typedef struct {
     const char *x, *w, *y; /* NHWC input, HWIO filter, output */
     int64_t layers;        /* how many of the network's convolutions have this shape */
 } rshape;
 
-static int resnet20(void) {
+static int resnet20(int nc, char **named) {
     static const rshape shapes[] = {{"128,28,28,1", "3,3,1,16", "128,28,28,16", 1},
                                     {"128,28,28,16", "3,3,16,16", "128,28,28,16", 6},
                                     {"128,14,14,32", "3,3,32,32", "128,14,14,32", 5},
                                     {"128,7,7,64", "3,3,64,64", "128,7,7,64", 5}};
-    static const char *const cands[] = {"onednn", "onednn-hwio", "winograd"};
+    const char *cands[8] = {"onednn", "onednn-hwio", "winograd"};
+    int ncand = 3;
+    if (nc > 0) { /* the candidates named on the command line, in their order */
+        ncand = nc < 8 ? nc : 8;
+        for (int k = 0; k < ncand; k++) cands[k] = named[k];
+    }
     static const char *const opname[] = {"conv2d", "grad_input", "grad_filter"};
     char err[256];
-    double total[3] = {0};
+    double total[8] = {0};
     cpu_kernels_set_threads(1);
-    printf("%-34s %-12s %12s %12s %12s\n", "ResNet-20 conv (1 thread), shape", "op", cands[0], cands[1], cands[2]);
+    printf("%-34s %-12s", "ResNet-20 conv (1 thread), shape", "op");
+    for (int k = 0; k < ncand; k++) printf(" %12s", cands[k]);
+    printf("\n");
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
         for (int o = 0; o < 3; o++) {
             const rshape *r = &shapes[s];
@@ -150,7 +158,7 @@ static int resnet20(void) {
             ir_shape y = kh_shape(r->y), w = kh_shape(r->w);
             double mflop = 2e-6 * (double)ir_shape_numel(&y) * (double)(w.dim[0] * w.dim[1] * w.dim[2]);
             printf("%-34s %-12s", r->x, opname[o]);
-            for (int k = 0; k < 3; k++) {
+            for (int k = 0; k < ncand; k++) {
                 setenv("MGC_KERNELS", cands[k], 1);
                 cpu_tune_reset();
                 double ms = time_case(&c, err, sizeof err);
@@ -160,14 +168,16 @@ static int resnet20(void) {
             }
             printf("\n");
         }
-    printf("%-47s %12.2f %12.2f %12.2f  (ms per step, these layers)\n", "total", total[0], total[1], total[2]);
+    printf("%-47s", "total");
+    for (int k = 0; k < ncand; k++) printf(" %12.2f", total[k]);
+    printf("  (ms per step, these layers)\n");
     unsetenv("MGC_KERNELS");
     cpu_tune_reset();
     return 0;
 }
 
 int main(int argc, char **argv) {
-    if (argc > 1 && !strcmp(argv[1], "--resnet20")) return resnet20(); /* issue 14 (ResNet-20 speed) */
+    if (argc > 1 && !strcmp(argv[1], "--resnet20")) return resnet20(argc - 2, argv + 2); /* issue 14 (ResNet-20 speed) */
     char err[256];
     double total = 0, fused = 0; /* the step as written; with the epilogue pass (issue 14) */
     double flop_ms = 0, mflop = 0; /* the fused step's GEMMs and convolutions */

@@ -3,7 +3,8 @@
  * (runtime/cpu/conv_winograd.c) forced by MGC_KERNELS=winograd against the
  * double reference, then measured (auto): whole and partial 4x4 tiles,
  * padding 0, 1 and asymmetric, channel counts 1, 3, 5, 13, 16, 17, 24, 32,
- * 64 (the micro-kernel's products) and 72 (OpenBLAS's) and batch > 1; each forced run twice, bit for bit; the worst error as a share
+ * 64 (the micro-kernel's products) and 72 (OpenBLAS's), one output channel, batch > 1
+ * and several blocks of tiles, the last partial; each forced run twice, bit for bit; the worst error as a share
  * of the tolerance printed. Nodes it must not run (stride 2, a 5x5 or 3x2
  * filter, dilation, groups, two threads) are not its (applies 0) and still
  * give the reference under MGC_KERNELS=winograd. WG_VERBOSE=1 prints each
@@ -59,12 +60,34 @@ static const tcase winograd_cases[] = {
      .given = "2,9,7,24", .ref = ref_conv},
     {"winograd conv2d_grad_filter 24->17", OP_CONV2D_GRAD_FILTER, 2, {"2,9,7,24", "2,9,7,17"}, WG_SAME,
      .given = "3,3,24,17", .ref = ref_conv},
+    /* blocks of tiles (256 KiB: 16 tiles of 64 channels, 22 of 72 + 8): 27 tiles of 3 images with partial
+     * edge tiles run in two blocks, the second partial; the filter gradient sums across them */
+    {"winograd conv2d 64->64 two blocks", OP_CONV2D, 2, {"3,9,10,64", "3,3,64,64"}, WG_SAME, .ref = ref_conv},
+    {"winograd conv2d_grad_input 64->13 two blocks", OP_CONV2D_GRAD_INPUT, 2, {"3,9,10,13", "3,3,64,13"}, WG_SAME,
+     .given = "3,9,10,64", .ref = ref_conv},
+    {"winograd conv2d_grad_filter 64->64 two blocks", OP_CONV2D_GRAD_FILTER, 2, {"3,9,10,64", "3,9,10,64"},
+     WG_SAME, .given = "3,3,64,64", .ref = ref_conv},
+    /* mnist_cnn's first layer (a device's batch of 32, valid; 1568 tiles): 29 blocks of 55 tiles of one
+     * channel in */
+    {"winograd conv2d_epilogue 1->32 valid relu", OP_CONV2D_EPILOGUE, 3, {"32,28,28,1", "3,3,1,32", "32"},
+     WG_EPI(0, 0, 0, 0, EPI_RELU), .ref = ref_conv2d_epilogue},
+    {"winograd conv2d_grad_filter 1->32 valid", OP_CONV2D_GRAD_FILTER, 2, {"32,28,28,1", "32,26,26,32"},
+     CONV(1, 1, 0, 0, 0, 0), .given = "3,3,1,32", .ref = ref_conv},
+    /* one output channel (a lone column of mm_small), three in */
+    {"winograd conv2d 3->1", OP_CONV2D, 2, {"2,10,9,3", "3,3,3,1"}, WG_SAME, .ref = ref_conv},
+    {"winograd conv2d_grad_input 3->1", OP_CONV2D_GRAD_INPUT, 2, {"2,10,9,1", "3,3,3,1"}, WG_SAME,
+     .given = "2,10,9,3", .ref = ref_conv},
+    {"winograd conv2d_grad_filter 3->1", OP_CONV2D_GRAD_FILTER, 2, {"2,10,9,3", "2,10,9,1"}, WG_SAME,
+     .given = "3,3,3,1", .ref = ref_conv},
     /* OpenBLAS's products (more than 64 channels in or out) */
     {"winograd conv2d 72->8 (OpenBLAS)", OP_CONV2D, 2, {"2,6,7,72", "3,3,72,8"}, WG_SAME, .ref = ref_conv},
     {"winograd conv2d_grad_input 72->8 (OpenBLAS)", OP_CONV2D_GRAD_INPUT, 2, {"2,6,7,8", "3,3,72,8"}, WG_SAME,
      .given = "2,6,7,72", .ref = ref_conv},
     {"winograd conv2d_grad_filter 72->8 (OpenBLAS)", OP_CONV2D_GRAD_FILTER, 2, {"2,6,7,72", "2,6,7,8"}, WG_SAME,
      .given = "3,3,72,8", .ref = ref_conv},
+    {"winograd conv2d 72->8 two blocks (OpenBLAS)", OP_CONV2D, 2, {"3,9,10,72", "3,3,72,8"}, WG_SAME, .ref = ref_conv},
+    {"winograd conv2d_grad_filter 72->8 two blocks (OpenBLAS)", OP_CONV2D_GRAD_FILTER, 2, {"3,9,10,72", "3,9,10,8"},
+     WG_SAME, .given = "3,3,72,8", .ref = ref_conv},
 };
 
 /* not the candidate's: each still gives the reference under MGC_KERNELS=winograd (oneDNN's) */

@@ -263,6 +263,25 @@ void case_check_finite(void) {
     }
 }
 
+/* The filter gradient of the convolution of geometry g from x and dy (f64 sums). */
+static std::vector<float> ref_grad_filter(const cuda_pool2_geom &g, dbuf<float> &x, const std::vector<double> &dy) {
+    std::vector<float> dw(g.kh * g.kw * g.cg * g.c);
+    for (int64_t o = 0; o < (int64_t)dw.size(); o++) {
+        int64_t c = o % g.c, ci = o / g.c % g.cg, s = o / (g.c * g.cg) % g.kw, r = o / (g.c * g.cg * g.kw);
+        double sum = 0;
+        for (int64_t b = 0; b < g.n; b++)
+            for (int64_t oh = 0; oh < g.oh; oh++)
+                for (int64_t ow = 0; ow < g.ow; ow++) {
+                    int64_t ih = oh - g.pt + r, iw = ow - g.pl + s;
+                    if (ih < 0 || iw < 0 || ih >= g.h || iw >= g.w) continue;
+                    sum += x[((b * g.h + ih) * g.w + iw) * g.cx + c / (g.c / g.groups) * g.cg + ci] *
+                           dy[((b * g.oh + oh) * g.ow + ow) * g.c + c];
+                }
+        dw[o] = (float)sum;
+    }
+    return dw;
+}
+
 /* ---- issue 14 (seed CNN speed): the filter gradient through a 2x2 max-pool:
  * x [2, 9, 8, 4], 2x2 filter, pad right 1, groups 2 -> y [2, 8, 8, 6], dy [2, 4, 4, 6] ---- */
 void case_grad_filter_pool2(void) {
@@ -283,20 +302,7 @@ void case_grad_filter_pool2(void) {
             }
         if (y[arg] > 0) dx[arg] = dy[i];
     }
-    std::vector<float> want(dw.n);
-    for (int64_t o = 0; o < dw.n; o++) {
-        int64_t c = o % g.c, ci = o / g.c % g.cg, s = o / (g.c * g.cg) % g.kw, r = o / (g.c * g.cg * g.kw);
-        double sum = 0;
-        for (int64_t b = 0; b < g.n; b++)
-            for (int64_t oh = 0; oh < g.oh; oh++)
-                for (int64_t ow = 0; ow < g.ow; ow++) {
-                    int64_t ih = oh - g.pt + r, iw = ow - g.pl + s;
-                    if (ih < 0 || iw < 0 || ih >= g.h || iw >= g.w) continue;
-                    sum += x[((b * g.h + ih) * g.w + iw) * g.cx + c / (g.c / g.groups) * g.cg + ci] *
-                           dx[((b * g.oh + oh) * g.ow + ow) * g.c + c];
-                }
-        want[o] = (float)sum;
-    }
+    std::vector<float> want = ref_grad_filter(g, x, dx);
     same("cuda_k_grad_filter_pool2", want.data(), dw.p, dw.n, 1e-6);
 }
 
@@ -326,7 +332,7 @@ static void relu_pool2_case(bool grad) {
             }
         y[i] = acc + bias[c] > 0 ? acc + bias[c] : 0;
     }
-    std::vector<float> want(out.n), want_dw(dw.n);
+    std::vector<float> want(out.n);
     for (int64_t i = 0; i < out.n; i++) { /* the pool, and its gradient masked by the maximum > 0 */
         int64_t c = i % g.c, q = i / g.c % pw, p = i / (g.c * pw) % ph, b = i / (g.c * pw * ph), arg = -1;
         for (int64_t r = 0; r < 2; r++)
@@ -337,19 +343,7 @@ static void relu_pool2_case(bool grad) {
         want[i] = (float)y[arg];
         if (y[arg] > 0) dx[arg] = dy[i];
     }
-    for (int64_t o = 0; o < dw.n; o++) {
-        int64_t c = o % g.c, ci = o / g.c % g.cg, s = o / (g.c * g.cg) % g.kw, r = o / (g.c * g.cg * g.kw);
-        double sum = 0;
-        for (int64_t b = 0; b < g.n; b++)
-            for (int64_t oh = 0; oh < g.oh; oh++)
-                for (int64_t ow = 0; ow < g.ow; ow++) {
-                    int64_t ih = oh - g.pt + r, iw = ow - g.pl + s;
-                    if (ih < 0 || iw < 0 || ih >= g.h || iw >= g.w) continue;
-                    sum += x[((b * g.h + ih) * g.w + iw) * g.cx + c / (g.c / g.groups) * g.cg + ci] *
-                           dx[((b * g.oh + oh) * g.ow + ow) * g.c + c];
-                }
-        want_dw[o] = (float)sum;
-    }
+    std::vector<float> want_dw = ref_grad_filter(g, x, dx);
     if (!grad) same("cuda_k_relu_pool2", want.data(), out.p, out.n, 1e-5);
     else same("cuda_k_relu_pool2_grad_filter", want_dw.data(), dw.p, dw.n, 1e-5);
 }

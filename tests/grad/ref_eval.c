@@ -113,7 +113,10 @@ static void eval_cast(args *t) {
 
 /* ---- dense algebra ---- */
 
-static void eval_matmul(args *t) {
+/* matmul; with a triangle T (tri >= 0, causal_matmul; tril: keep [i, j] with
+ * j <= i, triu: j >= i) on the output (tri 0), op(a) (1) or op(b) (2) */
+static bool tri_keep(int64_t i, int64_t j, int upper) { return upper ? j >= i : j <= i; }
+static void matmul_tri(args *t, int tri, int up) {
     const ir_shape *as = &t->x->shape, *bs = &t->y->shape, *os = &t->n->shape;
     int ta = t->n->iattr[0] != 0, tb = t->n->iattr[1] != 0, nb = os->rank - 2;
     int64_t M = os->dim[nb], N = os->dim[nb + 1], K = as->dim[as->rank - 1 - ta], ob[IR_MAX_RANK];
@@ -122,11 +125,13 @@ static void eval_matmul(args *t) {
         for (int d = nb - 1; d >= 0; d--) ob[d] = rest % os->dim[d], rest /= os->dim[d];
         double s = 0;
         for (int64_t k = 0; k < K; k++)
-            s += t->a[ta ? mm_at(as, ob, nb, k, i) : mm_at(as, ob, nb, i, k)] *
-                 t->b[tb ? mm_at(bs, ob, nb, j, k) : mm_at(bs, ob, nb, k, j)];
-        t->out[o] = s;
+            if ((tri != 1 || tri_keep(i, k, up)) && (tri != 2 || tri_keep(k, j, up)))
+                s += t->a[ta ? mm_at(as, ob, nb, k, i) : mm_at(as, ob, nb, i, k)] *
+                     t->b[tb ? mm_at(bs, ob, nb, j, k) : mm_at(bs, ob, nb, k, j)];
+        t->out[o] = tri == 0 && !tri_keep(i, j, up) ? 0 : s;
     }
 }
+static void eval_matmul(args *t) { matmul_tri(t, -1, 0); }
 
 /* issue 13: gather (table [V, D], ids) -> [..., D]; scatter_add (ids, dy) -> [V, D] */
 static void eval_gather(args *t) {
@@ -334,25 +339,8 @@ static void eval_causal_softmax(args *t) {
     }
 }
 
-/* issue 14 (char_gpt speed): causal_matmul = matmul with a triangle T (tril:
- * keep [i, j] with j <= i, triu: j >= i) on the output (tri 0), op(a) (1) or op(b) (2) */
-static bool tri_keep(int64_t i, int64_t j, int upper) { return upper ? j >= i : j <= i; }
-static void eval_causal_matmul(args *t) {
-    const ir_shape *as = &t->x->shape, *bs = &t->y->shape, *os = &t->n->shape;
-    int ta = t->n->iattr[0] != 0, tb = t->n->iattr[1] != 0, tri = (int)t->n->iattr[2], up = t->n->iattr[3] != 0;
-    int nb = os->rank - 2;
-    int64_t M = os->dim[nb], N = os->dim[nb + 1], K = as->dim[as->rank - 1 - ta], ob[IR_MAX_RANK];
-    for (int64_t o = 0; o < t->len; o++) {
-        int64_t i = o / N % M, j = o % N, rest = o / (M * N);
-        for (int d = nb - 1; d >= 0; d--) ob[d] = rest % os->dim[d], rest /= os->dim[d];
-        double s = 0;
-        for (int64_t k = 0; k < K; k++)
-            if ((tri != 1 || tri_keep(i, k, up)) && (tri != 2 || tri_keep(k, j, up)))
-                s += t->a[ta ? mm_at(as, ob, nb, k, i) : mm_at(as, ob, nb, i, k)] *
-                     t->b[tb ? mm_at(bs, ob, nb, j, k) : mm_at(bs, ob, nb, k, j)];
-        t->out[o] = tri == 0 && !tri_keep(i, j, up) ? 0 : s;
-    }
-}
+/* issue 14 (char_gpt speed): causal_matmul, matmul_tri's triangle from its attributes */
+static void eval_causal_matmul(args *t) { matmul_tri(t, (int)t->n->iattr[2], t->n->iattr[3] != 0); }
 
 /* issue 14: out = act(out + bias [+ residual]), bias along the last axis */
 static void eval_epilogue(ref_eval *e, args *t, int64_t act) {

@@ -509,6 +509,12 @@ static const tcase cases[] = {
     {"matmul bcast rank2 x rank3 trans_b", OP_MATMUL, 2, {"5,7", "4,3,7"}, .iattr = {0, 1}, .ref = ref_matmul},
     {"matmul bcast both", OP_MATMUL, 2, {"2,1,5,7", "1,3,7,4"}, .ref = ref_matmul},
     {"matmul bcast 1-axes trans_a", OP_MATMUL, 2, {"3,1,7,5", "2,7,4"}, .iattr = {1, 0}, .ref = ref_matmul},
+    /* issue 14 (char_gpt speed): shapes that cross gemm_blocked.c's blocks (k blocks of up to 512, the
+     * k block narrowed by a wide n, row blocks of 48, 6 x 16 tiles cut at m and n), every candidate */
+    {"matmul blocked k blocks", OP_MATMUL, 2, {"101,1100", "1100,37"}, .ref = ref_matmul},
+    {"matmul blocked k blocks trans_ab", OP_MATMUL, 2, {"1100,53", "21,1100"}, .iattr = {1, 1}, .ref = ref_matmul},
+    {"matmul blocked wide n", OP_MATMUL, 2, {"50,300", "300,1030"}, .ref = ref_matmul},
+    {"matmul blocked batched trans_a", OP_MATMUL, 2, {"3,130,61", "130,40"}, .iattr = {1, 0}, .ref = ref_matmul},
     /* issue 13: embedding lookup and its gradient (ids drawn from [0, classes): repeats) */
     {"gather", OP_GATHER, 2, {"10,6", "7"}, .dtype = {0, IR_I32}, .fill = {0, R_LABELS}, .ref = ref_gather},
     {"gather ids rank 3", OP_GATHER, 2, {"10,3", "2,3,4"}, .dtype = {0, IR_I32}, .fill = {0, R_LABELS}, .ref = ref_gather},
@@ -934,7 +940,7 @@ static int test_two_threads(int *count) {
  * kernel forced (MGC_KERNELS), on one and two threads, so whichever
  * the measurement picks is checked against the reference ---- */
 static int test_each_candidate(int *count) {
-    const char *names[] = {"openblas", "onednn", "onednn-hwio", "direct", "winograd"};
+    const char *names[] = {"openblas", "onednn", "onednn-hwio", "direct", "winograd", "blocked"};
     int failed = 0;
     for (int t = 1; t <= 2; t++)
         for (size_t m = 0; m < sizeof names / sizeof *names; m++) {

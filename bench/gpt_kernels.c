@@ -116,6 +116,7 @@ static const bcase gemms[] = {
     GEMM("fwd mlp up 2048x128x512", "2048,128", "128,512", 0, 0, 4),
     GEMM("fwd mlp down 2048x512x128", "2048,512", "512,128", 0, 0, 4),
     GEMM("fwd logits 2048x128x256", "2048,128", "128,256", 0, 0, 1),
+    GEMM("(q,k,v as one) 2048x128x384", "2048,128", "128,384", 0, 0, 0), /* not run: for comparison */
     GEMM("dX qkv/out dy W^T", "2048,128", "128,128", 0, 1, 16),
     GEMM("dX mlp up (K 512)", "2048,512", "128,512", 0, 1, 4),
     GEMM("dX mlp down (N 512)", "2048,128", "512,128", 0, 1, 4),

@@ -3,10 +3,19 @@
  * heads; one thread) in thread CPU time, so a loaded machine still gives
  * comparable figures: the best of 5 rounds of about 0.1 s each. Prints ms per
  * call, calls per step and ms per step of each. Run by hand, not a test:
- *   build/bench/gpt_kernels  (or build/tests/bench_gpt_kernels) */
+ *   build/bench/gpt_kernels  (or build/tests/bench_gpt_kernels)
+ * Issue 14 (char_gpt's GEMMs): `bench_gpt_kernels gemm` times each GEMM of
+ * the step (forward, dX = dy W^T, dW = X^T dy) with each matmul candidate
+ * forced (MGC_KERNELS), in ms and GFLOP/s, beside OpenBLAS's one-thread
+ * 1024^3 sgemm measured in the same run; the last column is the step's ms
+ * with the fastest candidate of each shape. */
+#include <cblas.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
+#include "../runtime/cpu/tune.h"
 #include "../tests/kern/harness.h"
 
 typedef struct {
@@ -98,9 +107,85 @@ done:
     return best;
 }
 
-int main(void) {
+/* ---- issue 14: char_gpt's GEMMs, each candidate ---- */
+
+/* 2048 rows (batch 16 x 128 tokens), width 128, MLP 512, vocabulary 256 */
+#define GEMM(name, a, b, ta, tb, calls) {name, OP_MATMUL, 2, {a, b}, .iattr = {ta, tb}, .per_step = calls}
+static const bcase gemms[] = {
+    GEMM("fwd qkv/out 2048x128x128", "2048,128", "128,128", 0, 0, 16),
+    GEMM("fwd mlp up 2048x128x512", "2048,128", "128,512", 0, 0, 4),
+    GEMM("fwd mlp down 2048x512x128", "2048,512", "512,128", 0, 0, 4),
+    GEMM("fwd logits 2048x128x256", "2048,128", "128,256", 0, 0, 1),
+    GEMM("(q,k,v as one) 2048x128x384", "2048,128", "128,384", 0, 0, 0), /* not run: for comparison */
+    GEMM("dX qkv/out dy W^T", "2048,128", "128,128", 0, 1, 16),
+    GEMM("dX mlp up (K 512)", "2048,512", "128,512", 0, 1, 4),
+    GEMM("dX mlp down (N 512)", "2048,128", "512,128", 0, 1, 4),
+    GEMM("dX logits (K 256)", "2048,256", "128,256", 0, 1, 1),
+    GEMM("dW qkv/out X^T dy", "2048,128", "2048,128", 1, 0, 16),
+    GEMM("dW mlp up 128x512", "2048,128", "2048,512", 1, 0, 4),
+    GEMM("dW mlp down 512x128", "2048,512", "2048,128", 1, 0, 4),
+    GEMM("dW logits 128x256", "2048,128", "2048,256", 1, 0, 1),
+};
+
+static double cpu_now(void);
+
+static double sgemm_peak(void) {
+    enum { N = 1024 };
+    float *a = calloc(N * N, sizeof *a), *b = calloc(N * N, sizeof *b), *c = calloc(N * N, sizeof *c);
+    double best = 0;
+    for (int i = 0; a && b && c && i < N * N; i++) a[i] = (float)(i % 7) * 0.1f, b[i] = (float)(i % 5) * 0.1f;
+    for (int r = 0; a && b && c && r < 3; r++) {
+        double t0 = cpu_now();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1, a, N, b, N, 0, c, N);
+        double gf = 2.0 * N * N * N / (cpu_now() - t0) / 1e9;
+        if (gf > best) best = gf;
+    }
+    free(a), free(b), free(c);
+    return best;
+}
+
+static double time_case(const bcase *c, char *err, size_t cap);
+
+static int bench_gemms(void) {
+    static const char *const cand[] = {"openblas", "onednn", "blocked"};
+    enum { NC = sizeof cand / sizeof *cand };
+    char err[256];
+    double total[NC] = {0}, best_total = 0;
+    printf("sgemm 1024^3 (OpenBLAS, 1 thread): %.1f GFLOP/s\n", sgemm_peak());
+    printf("%-28s %5s", "GEMM (char_gpt, 1 thread)", "calls");
+    for (int c = 0; c < NC; c++) printf(" %9s ms %5s", cand[c], "GF/s");
+    printf(" %8s\n", "best ms/step");
+    for (size_t i = 0; i < sizeof gemms / sizeof *gemms; i++) {
+        const bcase *g = &gemms[i];
+        ir_shape a = kh_shape(g->shape[0]), b = kh_shape(g->shape[1]);
+        double flop = 2.0 * (double)(g->iattr[0] ? a.dim[1] : a.dim[0]) * (double)(g->iattr[1] ? b.dim[0] : b.dim[1]) *
+                      (double)(g->iattr[0] ? a.dim[0] : a.dim[1]);
+        double best = -1;
+        printf("%-28s %5d", g->name, g->per_step);
+        for (int c = 0; c < NC; c++) {
+            setenv("MGC_KERNELS", cand[c], 1);
+            cpu_tune_reset();
+            double ms = time_case(g, err, sizeof err);
+            if (ms < 0) return fprintf(stderr, "%s (%s): %s\n", g->name, cand[c], err), 1;
+            printf(" %12.3f %5.1f", ms, flop / ms / 1e6);
+            total[c] += ms * g->per_step;
+            if (best < 0 || ms < best) best = ms;
+        }
+        best_total += best * g->per_step;
+        printf(" %8.2f\n", best * g->per_step);
+    }
+    unsetenv("MGC_KERNELS");
+    cpu_tune_reset();
+    printf("%-28s %5s", "step (75 GEMMs)", "");
+    for (int c = 0; c < NC; c++) printf(" %12.2f %5s", total[c], "");
+    printf(" %8.2f\n", best_total);
+    return 0;
+}
+
+int main(int argc, char **argv) {
     char err[256];
     cpu_kernels_set_threads(1);
+    if (argc > 1 && !strcmp(argv[1], "gemm")) return bench_gemms();
     printf("%-30s %10s %6s %10s\n", "op (char_gpt, 1 thread)", "ms/call", "calls", "ms/step");
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         double ms = time_case(&cases[i], err, sizeof err);

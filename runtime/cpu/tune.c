@@ -181,7 +181,7 @@ static void save_cache(void) {
 }
 
 /* every candidate name of every tuned op, for MGC_KERNELS */
-static const char *const known[] = {"openblas", "onednn", "onednn-hwio", "direct", "winograd"};
+static const char *const known[] = {"openblas", "onednn", "onednn-hwio", "direct", "winograd", "blocked"};
 
 /* whether the launcher started several processes (as runtime/mpi.c reads it) */
 static int launched_several(void) {
@@ -201,8 +201,8 @@ static void load(void) {
         if (!strcmp(env, known[i])) snprintf(forced, sizeof forced, "%s", env);
     if (env && *env && strcmp(env, "auto") && !forced[0])
         fprintf(stderr,
-                "mgc: warning: MGC_KERNELS='%s' is none of auto, openblas, onednn, onednn-hwio, direct, winograd; "
-                "measuring\n",
+                "mgc: warning: MGC_KERNELS='%s' is none of auto, openblas, onednn, onednn-hwio, direct, winograd, "
+                "blocked; measuring\n",
                 env);
     find_path();
     load_cache(0);
@@ -239,7 +239,9 @@ static void key_of(const rt_kernel_args *k, char *s, size_t cap) {
      * has three candidates, so a choice cached among two (before it) is not used */
     if (cpu_conv_direct_applies(k)) n += (size_t)snprintf(s + n, n < cap ? cap - n : 0, " +direct");
     /* likewise a convolution the winograd candidate applies to (ResNet-20 speed) */
-    if (cpu_conv_winograd_applies(k)) snprintf(s + n, n < cap ? cap - n : 0, " +winograd");
+    if (cpu_conv_winograd_applies(k)) n += (size_t)snprintf(s + n, n < cap ? cap - n : 0, " +winograd");
+    /* and a one-thread matmul, which the blocked candidate runs (char_gpt speed) */
+    if (op == OP_MATMUL && cpu_kernels_threads() == 1) snprintf(s + n, n < cap ? cap - n : 0, " +blocked");
 }
 
 static double now(void) {

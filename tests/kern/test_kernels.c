@@ -934,7 +934,7 @@ static int test_two_threads(int *count) {
  * kernel forced (MGC_KERNELS), on one and two threads, so whichever
  * the measurement picks is checked against the reference ---- */
 static int test_each_candidate(int *count) {
-    const char *names[] = {"openblas", "onednn", "onednn-hwio", "direct", "winograd"};
+    const char *names[] = {"openblas", "onednn", "onednn-hwio", "direct", "winograd", "blocked"};
     int failed = 0;
     for (int t = 1; t <= 2; t++)
         for (size_t m = 0; m < sizeof names / sizeof *names; m++) {
@@ -954,6 +954,40 @@ static int test_each_candidate(int *count) {
     unsetenv("MGC_KERNELS");
     cpu_tune_reset();
     cpu_kernels_set_threads(1);
+    return failed;
+}
+
+/* ---- issue 14 (char_gpt's GEMMs): matmul shapes that cross gemm_blocked.c's
+ * blocks (k blocks of up to 512, the k block narrowed by a wide n or a small
+ * C, row blocks of 48, 6 x 16 tiles cut at m and n), on one thread with each
+ * matmul candidate forced and measured. Their inputs come from the shared
+ * generator, whose state is restored after them, so the other cases draw the
+ * inputs they drew before (some sit close to their tolerance) ---- */
+static const tcase blocked_cases[] = {
+    {"matmul blocked k blocks", OP_MATMUL, 2, {"101,1100", "1100,37"}, .ref = ref_matmul},
+    {"matmul blocked k blocks trans_ab", OP_MATMUL, 2, {"1100,53", "21,1100"}, .iattr = {1, 1}, .ref = ref_matmul},
+    {"matmul blocked k blocks trans_b", OP_MATMUL, 2, {"70,700", "45,700"}, .iattr = {0, 1}, .ref = ref_matmul},
+    {"matmul blocked wide n", OP_MATMUL, 2, {"50,300", "300,1030"}, .ref = ref_matmul},
+    {"matmul blocked batched trans_a", OP_MATMUL, 2, {"3,130,61", "130,40"}, .iattr = {1, 0}, .ref = ref_matmul},
+    {"matmul blocked k blocks of 512", OP_MATMUL, 2, {"1100,600", "600,128"}, .ref = ref_matmul},
+};
+
+static int test_blocked(int *count) {
+    const char *modes[] = {"openblas", "onednn", "blocked", "auto"};
+    uint64_t saved = rng;
+    int failed = 0;
+    for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+        setenv("MGC_KERNELS", modes[m], 1);
+        cpu_tune_reset();
+        for (size_t i = 0; i < sizeof blocked_cases / sizeof *blocked_cases; i++) {
+            int bad = run_case(&blocked_cases[i]);
+            if (bad) fprintf(stderr, "  (MGC_KERNELS=%s)\n", modes[m]);
+            failed += bad, ++*count;
+        }
+    }
+    unsetenv("MGC_KERNELS");
+    cpu_tune_reset();
+    rng = saved;
     return failed;
 }
 
@@ -1069,6 +1103,7 @@ int main(void) {
     failed += test_direct(&n); /* issue 14 (speed) */
     failed += test_winograd(&n); /* issue 14 (ResNet-20 speed) */
     failed += test_xent_nan(); /* issue 14 (char_gpt speed) */
+    failed += test_blocked(&n); /* issue 14 (char_gpt's GEMMs) */
     printf("%d kernel cases, %d failed\n", n + 8, failed);
     return failed != 0;
 }

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { KEY_CAP = 512, PATH_CAP = 1024, TIMED_RUNS = 3 };
+enum { KEY_CAP = 512, PATH_CAP = 1024, TIMED_RUNS = 5, TUNE_MAX_CAND = 8 }; /* an op's candidates: 4 at most today */
 
 typedef struct choice {
     char key[KEY_CAP];
@@ -244,29 +244,37 @@ static void key_of(const rt_kernel_args *k, char *s, size_t cap) {
     if (op == OP_MATMUL && cpu_kernels_threads() == 1) snprintf(s + n, n < cap ? cap - n : 0, " +blocked");
 }
 
-static double now(void) {
+/* the clock measure() reads: the calling thread's CPU time when the kernels
+ * run on it alone (one thread per device: time the core spends on other
+ * processes is not counted), else wall time (a team's work is on its threads) */
+static double measure_now(void) {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(cpu_kernels_threads() == 1 ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 /* Times every candidate on k's buffers; returns the fastest's index, the
- * output left as the last run wrote it (*last: that candidate), or -1. */
+ * output left as the last run wrote it (*last: that candidate), or -1.
+ * Interleaved (issue 14, ResNet-20 speed): each candidate runs once to warm
+ * up, then TIMED_RUNS rounds run each in turn and its least time counts, so
+ * a change of the machine's load weighs on all of them alike (one after the
+ * other, a load spike during one candidate's runs decided the choice:
+ * docs/cpu-kernels.md, "Measuring"). */
 static int measure(const rt_kernel_args *k, const cpu_tune_op *op, int *last, char *err, size_t cap) {
+    double least[TUNE_MAX_CAND];
     int best = -1;
-    double best_t = 0;
-    for (int c = 0; c < op->n; c++) {
-        if (op->applies && !op->applies(k, c)) continue;
-        double least = 0;
-        for (int r = 0; r <= TIMED_RUNS; r++) { /* run 0 warms up (and builds primitives) */
-            double t0 = now();
+    if (op->n > TUNE_MAX_CAND)
+        return snprintf(err, cap, "kernel tuner: %d candidates, more than its %d", op->n, (int)TUNE_MAX_CAND), -1;
+    for (int r = 0; r <= TIMED_RUNS; r++) /* round 0 warms up (and builds primitives) */
+        for (int c = 0; c < op->n; c++) {
+            if (op->applies && !op->applies(k, c)) continue;
+            double t0 = measure_now();
             if (op->run(k, c, err, cap)) return -1;
-            double t = now() - t0;
-            if (r == 1 || (r > 1 && t < least)) least = t;
+            double t = measure_now() - t0;
+            *last = c;
+            if (r == 1 || (r > 1 && t < least[c])) least[c] = t;
+            if (r == TIMED_RUNS && (best < 0 || least[c] < least[best])) best = c;
         }
-        *last = c;
-        if (best < 0 || least < best_t) best = c, best_t = least;
-    }
     measured++;
     return best;
 }

@@ -33,7 +33,7 @@ int rt_threads_for(int cores, int local_devices, int local_processes);
 /* issue 14: the cores local device d's threads (compute and comm stream, its
  * OpenMP team) are pinned to: cpus[d*T .. d*T + T), T = threads_per_device,
  * the process's CPUs in order. Returns 0 (no pinning) unless there are 2 or
- * more local devices, devices x T fit in the online CPUs, the process may use
+ * more local devices, devices x T equals the online CPUs, the process may use
  * all of them (no taskset or launcher binding), it is the job's only process
  * on this machine, and MGC_PIN_THREADS is unset or 1. cpus holds
  * local_devices x T entries. */

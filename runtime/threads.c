@@ -41,8 +41,10 @@ int rt_device_cpus(int local_devices, int threads_per_device, int *cpus) {
     cpu_set_t set;
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     if (local_devices < 2 || local_processes() > 1 || sched_getaffinity(0, sizeof set, &set) != 0) return 0;
-    /* a restricted affinity (taskset, numactl, a launcher's binding) is the user's choice: kept */
-    if (CPU_COUNT(&set) != online || (long)local_devices * t > online) return 0;
+    /* a restricted affinity (taskset, numactl, a launcher's binding) is the user's choice: kept;
+     * and only devices that fill the machine own it (two jobs of 2 devices of
+     * 1 thread on 64 cores must not both sit on cores 0 and 1) */
+    if (CPU_COUNT(&set) != online || (long)local_devices * t != online) return 0;
     int n = 0;
     for (int c = 0; c < CPU_SETSIZE && n < local_devices * t; c++)
         if (CPU_ISSET(c, &set)) cpus[n++] = c;

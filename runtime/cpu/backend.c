@@ -135,8 +135,8 @@ static int run_traced(cpu_stream *s, const cpu_work *w, char *msg, size_t cap) {
 static void *stream_main(void *arg) {
     cpu_stream *s = arg;
     char msg[sizeof s->st->b->err];
-    if (s->st->pin_cpus && (s->stream == STREAM_COMPUTE || !getenv("MGC_PIN_COMM_OFF")))
-        rt_pin_self(s->st->pin_cpus + s->device * s->st->pin_per, s->st->pin_per); /* best effort */
+    if (s->st->pin_cpus) /* issue 14: both streams of a device on its cores; best effort */
+        rt_pin_self(s->st->pin_cpus + s->device * s->st->pin_per, s->st->pin_per);
     for (;;) {
         if (s->stream == STREAM_COMPUTE) spin_until(has_work, s);
         pthread_mutex_lock(&s->mu);

@@ -1,8 +1,10 @@
 /* backend.c - the CPU backend: logical devices with an arena, a compute and
  * a comm stream each (a worker thread per stream running its queue in order),
- * events as counters with a condition variable, collectives through
- * runtime/collectives. The first failing item stops all streams' later work
- * until sync() reports it. */
+ * events as counters (a stream waiting for one sleeps on a condition of its
+ * own, which a record of that event signals), collectives through
+ * runtime/collectives; each device's threads pinned to its cores when the
+ * devices fill the machine (issue 14, rt_device_cpus). The first failing
+ * item stops all streams' later work until sync() reports it. */
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>

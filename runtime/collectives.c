@@ -16,7 +16,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -263,13 +262,16 @@ static void fail_timeout(part *p, int j) {
     fail_locked(c, p->s, msg);
 }
 
-/* Spins briefly, then sleeps; -1 once the meeting has failed (or timed out). */
+/* Spins briefly, then sleeps; -1 once the meeting has failed (or timed out).
+ * No sched_yield (issue 14): a participant that yields stays runnable, so when
+ * the others arrive it waits for the scheduler to preempt whatever took its
+ * core (the device's compute stream, a whole time slice), where a sleeper is
+ * woken and runs at once. */
 static int wait_for(part *p, int j, int64_t value) {
     for (int i = 0; i < 256; i++) {
         if (reached(p, j, value)) return 0;
         if (atomic_load(&p->s->failed)) return -1;
-        if (i >= 192) sched_yield();
-        else __builtin_ia32_pause();
+        __builtin_ia32_pause();
     }
     rt_coll *c = p->c;
     double dl = p->deadline;

@@ -30,6 +30,16 @@ typedef struct {
  * (OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS, PMIX_LOCAL_SIZE). */
 int rt_default_threads(int local_devices);
 int rt_threads_for(int cores, int local_devices, int local_processes);
+/* issue 14: the cores local device d's threads (compute and comm stream, its
+ * OpenMP team) are pinned to: cpus[d*T .. d*T + T), T = threads_per_device,
+ * the process's CPUs in order. Returns 0 (no pinning) unless there are 2 or
+ * more local devices, devices x T equals the online CPUs, the process may use
+ * all of them (no taskset or launcher binding), it is the job's only process
+ * on this machine, and MGC_PIN_THREADS is unset or 1. cpus holds
+ * local_devices x T entries. */
+int rt_device_cpus(int local_devices, int threads_per_device, int *cpus);
+/* Pins the calling thread to cpus[0..n); 0 or an errno. */
+int rt_pin_self(const int *cpus, int n);
 
 /* Binds the plan's replicas [first, first + local) to this process's devices
  * (local device d runs replica first + d). Returns NULL with a message in err. */

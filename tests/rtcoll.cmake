@@ -31,3 +31,8 @@ if(MPI_C_FOUND)
            )
   set_tests_properties(rtcoll_mpi rtcoll_mpi_timeout rtcoll_mpi_peer_died PROPERTIES TIMEOUT 60)
 endif()
+
+# issue 14: device threads pinned to cores of their own (and the off switch)
+add_executable(test_rt_pin ${MGC_SRC}/tests/rtcoll/test_pin.c)
+target_link_libraries(test_rt_pin PRIVATE mgc_runtime)
+add_test(NAME rtcoll_pin COMMAND test_rt_pin)

@@ -1,14 +1,17 @@
 /* backend.c - the CPU backend: logical devices with an arena, a compute and
  * a comm stream each (a worker thread per stream running its queue in order),
- * events as counters with a condition variable, collectives through
- * runtime/collectives. The first failing item stops all streams' later work
- * until sync() reports it. */
+ * events as counters (a stream waiting for one sleeps on a condition of its
+ * own, which a record of that event signals), collectives through
+ * runtime/collectives; each device's threads pinned to its cores when the
+ * devices fill the machine (issue 14, rt_device_cpus). The first failing
+ * item stops all streams' later work until sync() reports it. */
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "../session.h"
 #include "cpu_backend_impl.h"
 #include "cpu_kernels.h"
 
@@ -20,7 +23,7 @@ static cpu_state *state(rt_backend *b) { return b->impl; }
 static void halt(cpu_state *st, const char *why) {
     atomic_store(&st->failed, 1);
     pthread_mutex_lock(&st->event_mu);
-    pthread_cond_broadcast(&st->event_cv);
+    for (int k = 0; k < st->n_ready; k++) pthread_cond_signal(&st->streams[k].woken);
     pthread_mutex_unlock(&st->event_mu);
     if (st->coll) rt_coll_abort(st->coll, why);
 }
@@ -34,11 +37,14 @@ static void set_failure(cpu_state *st, const char *msg) {
     halt(st, msg);
 }
 
+/* Wakes only the streams asleep on this event (issue 14: a broadcast to every
+ * sleeper woke the other device's comm stream at each record, for nothing). */
 static int run_record(cpu_state *st, int event, uint64_t generation) {
     if (atomic_load(&st->event_value[event]) < generation) atomic_store(&st->event_value[event], generation);
     if (atomic_load(&st->event_sleepers)) { /* seq_cst: a waiter either sees the value or is counted */
         pthread_mutex_lock(&st->event_mu);
-        pthread_cond_broadcast(&st->event_cv);
+        for (int k = 0; k < st->n_ready; k++)
+            if (st->streams[k].sleeping_on == event) pthread_cond_signal(&st->streams[k].woken);
         pthread_mutex_unlock(&st->event_mu);
     }
     return 0;
@@ -76,12 +82,18 @@ static bool event_done(const void *arg) {
     return atomic_load(&w->st->event_value[w->event]) >= w->generation || atomic_load(&w->st->failed);
 }
 
-static int run_wait(cpu_state *st, int stream, int event, uint64_t generation) {
+/* A compute stream spins before it sleeps, unless the device's threads are
+ * pinned (issue 14): then the event's producer, the device's comm stream,
+ * runs on the same core and needs it. */
+static int run_wait(cpu_stream *s, int event, uint64_t generation) {
+    cpu_state *st = s->st;
     event_wait w = {st, event, generation};
-    if (stream == STREAM_COMPUTE && spin_until(event_done, &w)) return 0;
+    if (s->stream == STREAM_COMPUTE && !st->pin_cpus && spin_until(event_done, &w)) return 0;
     atomic_fetch_add(&st->event_sleepers, 1);
     pthread_mutex_lock(&st->event_mu);
-    while (!event_done(&w)) pthread_cond_wait(&st->event_cv, &st->event_mu);
+    s->sleeping_on = event;
+    while (!event_done(&w)) pthread_cond_wait(&s->woken, &st->event_mu);
+    s->sleeping_on = -1;
     pthread_mutex_unlock(&st->event_mu);
     atomic_fetch_sub(&st->event_sleepers, 1);
     return 0;
@@ -98,7 +110,7 @@ static int run_item(cpu_stream *s, const cpu_work *w, char *msg, size_t cap) {
     case WORK_KERNEL: return cpu_kernel_run(&w->kernel, msg, cap);
     case WORK_COPY: memcpy(w->copy.dst, w->copy.src, w->copy.bytes); return 0;
     case WORK_RECORD: return run_record(st, w->event.event, w->event.generation);
-    case WORK_WAIT: return run_wait(st, s->stream, w->event.event, w->event.generation);
+    case WORK_WAIT: return run_wait(s, w->event.event, w->event.generation);
     case WORK_COLLECTIVE:
         return rt_coll_run(st->coll, s->device, &w->coll, st->b->collective_timeout, msg, cap);
     }
@@ -125,6 +137,8 @@ static int run_traced(cpu_stream *s, const cpu_work *w, char *msg, size_t cap) {
 static void *stream_main(void *arg) {
     cpu_stream *s = arg;
     char msg[sizeof s->st->b->err];
+    if (s->st->pin_cpus) /* issue 14: both streams of a device on its cores; best effort */
+        rt_pin_self(s->st->pin_cpus + s->device * s->st->pin_per, s->st->pin_per);
     for (;;) {
         if (s->stream == STREAM_COMPUTE) spin_until(has_work, s);
         pthread_mutex_lock(&s->mu);
@@ -316,7 +330,7 @@ static void stop_streams(cpu_state *st, int n) {
         cpu_stream *s = &st->streams[k];
         if (s->started) pthread_join(s->thread, NULL);
         pthread_mutex_destroy(&s->mu);
-        pthread_cond_destroy(&s->more), pthread_cond_destroy(&s->idle);
+        pthread_cond_destroy(&s->more), pthread_cond_destroy(&s->idle), pthread_cond_destroy(&s->woken);
         free(s->items), free(s->spans);
     }
 }
@@ -332,8 +346,7 @@ static void cpu_shutdown(rt_backend *b) {
     }
     rt_coll_free(st->coll);
     pthread_mutex_destroy(&st->arena_mu), pthread_mutex_destroy(&st->event_mu), pthread_mutex_destroy(&st->err_mu);
-    pthread_cond_destroy(&st->event_cv);
-    free(st->streams), free(st->arenas), free(st->event_value);
+    free(st->streams), free(st->arenas), free(st->event_value), free(st->pin_cpus);
     free(st);
     b->impl = NULL;
 }
@@ -344,8 +357,10 @@ static int start_streams(rt_backend *b, cpu_state *st) {
         cpu_stream *s = &st->streams[k];
         s->st = st, s->device = k / STREAM_COUNT, s->stream = k % STREAM_COUNT;
         pthread_mutex_init(&s->mu, NULL);
-        pthread_cond_init(&s->more, NULL), pthread_cond_init(&s->idle, NULL);
+        pthread_cond_init(&s->more, NULL), pthread_cond_init(&s->idle, NULL), pthread_cond_init(&s->woken, NULL);
+        s->sleeping_on = -1;
     }
+    st->n_ready = n;
     for (int k = 0; k < n; k++) {
         int rc = pthread_create(&st->streams[k].thread, NULL, stream_main, &st->streams[k]);
         if (rc) {
@@ -372,13 +387,16 @@ static int cpu_init(rt_backend *b) {
     st->coll = rt_coll_new(b->n_devices, b->replica_base, total, b->ip);
     pthread_mutex_init(&st->arena_mu, NULL), pthread_mutex_init(&st->event_mu, NULL);
     pthread_mutex_init(&st->err_mu, NULL);
-    pthread_cond_init(&st->event_cv, NULL);
     if (!st->streams || !st->arenas || !st->event_value || !st->coll) {
         snprintf(b->err, sizeof b->err, "out of memory");
         cpu_shutdown(b);
         return -1;
     }
-    cpu_kernels_set_threads(b->threads_per_device > 0 ? b->threads_per_device : 1);
+    int threads = b->threads_per_device > 0 ? b->threads_per_device : 1;
+    cpu_kernels_set_threads(threads);
+    st->pin_cpus = malloc((size_t)b->n_devices * (size_t)threads * sizeof *st->pin_cpus);
+    if (st->pin_cpus && rt_device_cpus(b->n_devices, threads, st->pin_cpus)) st->pin_per = threads;
+    else free(st->pin_cpus), st->pin_cpus = NULL;
     if (start_streams(b, st)) {
         char msg[sizeof b->err];
         snprintf(msg, sizeof msg, "%s", b->err);

@@ -40,6 +40,8 @@ typedef struct {
     _Atomic bool stop;        /* set under mu */
     pthread_mutex_t mu;
     pthread_cond_t more, idle;
+    pthread_cond_t woken;     /* issue 14: signalled by a record of the event this stream sleeps on */
+    int sleeping_on;          /* that event, -1: none (under st->event_mu) */
     cpu_work *items;          /* ring buffer (cap) */
     size_t head, cap;
     _Atomic size_t count;     /* items queued, with the one running now (changed under mu) */
@@ -58,13 +60,15 @@ struct cpu_state {
     cpu_arena *arenas;        /* (n_devices) */
     pthread_mutex_t arena_mu;
     _Atomic uint64_t *event_value; /* (n_events) the generation last recorded */
-    _Atomic int event_sleepers;    /* waits asleep on event_cv (under event_mu) */
+    _Atomic int event_sleepers;    /* waits asleep on their stream's `woken` (under event_mu) */
     pthread_mutex_t event_mu;
-    pthread_cond_t event_cv;
     _Atomic int failed;       /* first error is in b->err; every stream skips its work */
     pthread_mutex_t err_mu;
     rt_coll *coll;
     int trace_cap;            /* spans per stream while tracing is armed, 0: off */
+    int n_ready;              /* streams whose mutex and conditions exist */
+    int *pin_cpus;            /* issue 14: (n_devices * pin_per) device d's cores, NULL: unpinned */
+    int pin_per;
 };
 
 #endif

@@ -11,6 +11,7 @@
 #pragma GCC optimize("O3")
 #endif
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../ops_math.h"
@@ -86,5 +87,59 @@ int cpu_k_causal_softmax(const rt_kernel_args *k, char *err, size_t cap) {
             if (m < c) memset(out + m, 0, (size_t)(c - m) * sizeof *out);
         }
     }
+    return 0;
+}
+
+/* ---- issue 14 (char_gpt speed): attention's dropout folded in ----
+ * causal_softmax_dropout (x) -> p = dropout(causal_softmax(x)) and
+ * causal_softmax_dropout_grad (x, dp) -> causal_softmax_grad(y, dropout_grad(dp))
+ * with y = causal_softmax(x) recomputed: per row, the softmax as above, then
+ * the mask of the dropout op (the same integer hash of seed, step and global
+ * element replica * numel + index, the same products), so the bits are those
+ * of the two unfused kernels. Only the kept j < min(i + 1, c) hash; the rest
+ * is 0 (as dropout's 0 * factor). Outside training: the softmax alone. */
+
+/* y[j] *= the dropout factor of element base + j, j < n (dropout_apply's formula) */
+CPU_CLONES static void mask_row(float *o, const float *y, int64_t n, uint64_t key, uint64_t base, uint32_t thr, float keep) {
+    for (int64_t j = 0; j < n; j++) o[j] = y[j] * (mg_dropout_bits(key, base + (uint64_t)j) >= thr ? keep : 0.0f);
+}
+
+/* the softmax row of x (n kept of c) into out: scaled_max, exp_sum, scale_row
+ * as cpu_k_causal_softmax; returns the end m of what was written */
+static int64_t softmax_row(float *out, const float *x, int64_t n, int64_t c, float scale) {
+    int64_t m = (n + 15) / 16 * 16 < c ? (n + 15) / 16 * 16 : c;
+    float mx = scaled_max(out, x, n, m, scale);
+    scale_row(out, m, (float)(1.0 / exp_sum(out, m, mx)));
+    return m;
+}
+
+int cpu_k_causal_softmax_dropout(const rt_kernel_args *k, char *err, size_t cap) {
+    const ir_shape *s = &k->node->shape;
+    int64_t r = s->dim[s->rank - 2], c = s->dim[s->rank - 1], rows = c ? ir_shape_numel(s) / c : 0;
+    int64_t numel = ir_shape_numel(s), step = k->step ? *k->step : 0;
+    float scale = (float)k->node->fattr[0], rate = (float)k->node->fattr[1];
+    bool grad = k->node->op == OP_CAUSAL_SOFTMAX_DROPOUT_GRAD, train = k->training && *k->training;
+    float keep = 1.0f / (1.0f - rate); /* dropout_apply's factor */
+    uint32_t thr = mg_dropout_threshold(rate);
+    uint64_t key = mg_dropout_key((uint64_t)k->node->iattr[0], step), base = (uint64_t)k->replica * (uint64_t)numel;
+    float *dyk = NULL; /* grad: the masked dy of a row */
+    if (grad && !(dyk = malloc((size_t)(c ? c : 1) * sizeof *dyk))) return cpu_kerr(k, err, cap, "out of memory");
+    for (int64_t row = 0; row < rows; row++) {
+        int64_t i = row % r, n = i + 1 < c ? i + 1 : c;
+        float *out = (float *)k->out + row * c;
+        const float *x = IN_F32(k, 0) + row * c;
+        int64_t m = softmax_row(out, x, n, c, scale);
+        if (grad) { /* out holds y; dx = causal_softmax_grad(y, dy * mask) in place */
+            const float *dy = IN_F32(k, 1) + row * c;
+            if (train) mask_row(dyk, dy, n, key, base + (uint64_t)(row * c), thr, keep);
+            else memcpy(dyk, dy, (size_t)n * sizeof *dyk);
+            grad_row(out, out, dyk, n, (float)cpu_dot16(out, dyk, n), scale);
+            if (n < c) memset(out + n, 0, (size_t)(c - n) * sizeof *out);
+        } else {
+            if (train) mask_row(out, out, n, key, base + (uint64_t)(row * c), thr, keep);
+            if (m < c) memset(out + m, 0, (size_t)(c - m) * sizeof *out);
+        }
+    }
+    free(dyk);
     return 0;
 }

@@ -1069,6 +1069,7 @@ int main(void) {
     failed += test_direct(&n); /* issue 14 (speed) */
     failed += test_winograd(&n); /* issue 14 (ResNet-20 speed) */
     failed += test_xent_nan(); /* issue 14 (char_gpt speed) */
-    printf("%d kernel cases, %d failed\n", n + 8, failed);
+    failed += test_attention_dropout_bits(); /* issue 14: attention's dropout in causal_softmax */
+    printf("%d kernel cases, %d failed\n", n + 9, failed);
     return failed != 0;
 }

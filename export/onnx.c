@@ -399,7 +399,6 @@ static const char *emit(ox_ctx *c, int i) {
     case OP_GATHER: return ox_op2(&c->b, "Gather", in(c, n, 0), in(c, n, 1));
     case OP_ONE_HOT: return one_hot(c, n);
     case OP_CAUSAL_SOFTMAX: return causal_softmax(c, n); /* issue 14: char_gpt speed */
-    case OP_CAUSAL_SOFTMAX_DROPOUT: return causal_softmax(c, n); /* issue 14: its dropout is the identity outside training */
     case OP_CAUSAL_MATMUL: return causal_matmul(c, n); /* issue 14: attention's causal GEMMs */
     case OP_NORMALIZE: return normalize(c, n);
     case OP_SCALE_SHIFT: /* issue 14, batch norm: (x - mean) * scale + beta (the statistics are training-only) */

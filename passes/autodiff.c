@@ -387,15 +387,6 @@ static void grad_causal_softmax(ad_ctx *c, const ir_node *y, int dy) {
     SEND(0, emit(c, OP_CAUSAL_SOFTMAX_GRAD, 2, (int[]){c->y, dy}, y));
 }
 
-/* ---- issue 14 (char_gpt speed): attention's dropout in causal_softmax ---- */
-
-/* y = causal_softmax_dropout(x)  ->  dx = causal_softmax_dropout_grad(x, dy), same
- * seed, scale and rate (the kernel recomputes the softmax from x and the mask
- * from the seed) */
-static void grad_causal_softmax_dropout(ad_ctx *c, const ir_node *y, int dy) {
-    SEND(0, emit(c, OP_CAUSAL_SOFTMAX_DROPOUT_GRAD, 2, (int[]){X0, dy}, y));
-}
-
 /* y = normalize(x, epsilon)  ->  dx = normalize_grad(x, dy), same epsilon (the
  * kernel recomputes the row's mean and variance from x) */
 static void grad_normalize(ad_ctx *c, const ir_node *y, int dy) {
@@ -501,7 +492,6 @@ static const grad_rule rules[OP_COUNT] = {
     [OP_SCALE_SHIFT] = grad_scale_shift,
     /* issue 14: attention's causal GEMMs */
     [OP_CAUSAL_MATMUL] = grad_causal_matmul,
-    [OP_CAUSAL_SOFTMAX_DROPOUT] = grad_causal_softmax_dropout,
 };
 
 /* ---- which nodes lie between a param and the loss ---- */

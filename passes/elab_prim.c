@@ -444,7 +444,7 @@ value elab_call_prim(elab *c, ir_op op, call *k) {
         return elab_err(c, k->loc, "'%s' needs a window k_h, k_w >= 1", name), ERR;
     if (!conv_attrs(c, n, k->loc, name)) return ERR;
     if (padding && !apply_padding(c, n, padding, name)) return ERR;
-    if ((op == OP_DROPOUT || op == OP_CAUSAL_SOFTMAX_DROPOUT) && n->iattr[0] < 0) n->iattr[0] = call_site_seed(c, k->loc);
+    if (op == OP_DROPOUT && n->iattr[0] < 0) n->iattr[0] = call_site_seed(c, k->loc);
     if (op == OP_CONCAT && n->iattr[0] < 0) n->iattr[0] += node(c, n->in[0])->shape.rank; /* axis: -1 the last */
     if (op == OP_SLICE && !slice_to_end(c, n, k->loc, name)) return ERR;
     value r = elab_finish(c, id);

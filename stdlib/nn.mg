@@ -720,13 +720,9 @@ fn multi_head_attention(x: f32[b, t, d], heads: int, key_dim: int, value_dim: in
     # q k^T and p v as causal matmuls, which skip the masked half (tri 0:
     # the scores' upper triangle is not computed; tri 1: p's is not read),
     # and so do their gradients
-    s = prim.causal_matmul(q, k, trans_b: true)
+    p = prim.causal_softmax(prim.causal_matmul(q, k, trans_b: true), scale: inverse_sqrt(key_dim))
     if dropout > 0 {
-      # issue 14: the dropout in the softmax's kernel each way, its mask bit
-      # for bit prim.dropout's (the backward recomputes the softmax from s)
-      p = prim.causal_softmax_dropout(s, scale: inverse_sqrt(key_dim), rate: dropout, seed: -1)
-    } else {
-      p = prim.causal_softmax(s, scale: inverse_sqrt(key_dim))
+      p = prim.dropout(p, rate: dropout, seed: -1)
     }
     o = prim.transpose(prim.causal_matmul(p, v, tri: 1), perm: [0, 2, 1, 3])   # [b, t, heads, value_dim]
   } else {

@@ -135,8 +135,7 @@ static const cpu_kernel_fn kernels[OP_COUNT] = {
     /* issue 14: char_gpt speed (attention.c) */
     [OP_CAUSAL_SOFTMAX] = cpu_k_causal_softmax, [OP_CAUSAL_SOFTMAX_GRAD] = cpu_k_causal_softmax,
     /* issue 14: attention's dropout in causal_softmax */
-    [OP_CAUSAL_SOFTMAX_DROPOUT] = cpu_k_causal_softmax_dropout,
-    [OP_CAUSAL_SOFTMAX_DROPOUT_GRAD] = cpu_k_causal_softmax_dropout,
+    [OP_CAUSAL_SOFTMAX_DROPOUT_GRAD] = cpu_k_causal_softmax,
     /* issue 14: attention's causal GEMMs (causal_matmul.c) */
     [OP_CAUSAL_MATMUL] = cpu_k_causal_matmul,
     [OP_NORMALIZE] = cpu_k_normalize, [OP_NORMALIZE_GRAD] = cpu_k_normalize, /* normalize.c */

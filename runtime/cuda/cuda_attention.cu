@@ -52,43 +52,31 @@ extern "C" cudaError_t cuda_k_tri_mask(float *out, int64_t batch, int64_t m, int
     return cudaGetLastError();
 }
 
-/* issue 14 (char_gpt speed): causal_softmax_dropout (dp NULL: out = the
- * softmax times dropout's factor of each element) and its gradient (out =
- * causal_softmax_grad(y, dp * factor), y recomputed from x), as the CPU's
- * cpu_k_causal_softmax_dropout; the factor is dropout's (mg_dropout_scale_key
- * of global element base + index at the step in the device word *step), 1
- * when step is NULL (outside training) */
-__global__ static void causal_softmax_dropout_kernel(const float *x, const float *dp, float *out, int64_t rows,
-                                                     int64_t r, int64_t c, float scale, uint64_t seed,
-                                                     const int64_t *step, uint64_t base, float rate) {
+/* issue 14 (char_gpt speed): causal_softmax_dropout_grad: out =
+ * causal_softmax_grad(y, dp * factor), the factor dropout's
+ * (mg_dropout_scale_key of global element base + index at the step in the
+ * device word *step), 1 when step is NULL (outside training), as the CPU's */
+__global__ static void causal_softmax_dropout_grad_kernel(const float *y, const float *dp, float *out, int64_t rows,
+                                                          int64_t r, int64_t c, float scale, uint64_t seed,
+                                                          const int64_t *step, uint64_t base, float rate) {
     uint64_t key = step ? mg_dropout_key(seed, *step) : 0;
     FOR_EACH(row, rows) {
         int64_t i = row % r, n = i + 1 < c ? i + 1 : c, b = row * c;
-        float mx = -FLT_MAX, sum = 0.0f;
-        for (int64_t j = 0; j < n; j++) mx = fmaxf(mx, scale * x[b + j]);
-        for (int64_t j = 0; j < n; j++) sum += mg_exp_shifted(scale * x[b + j], mx);
-        float inv = 1.0f / sum;
-#define CSD_Y(j) (mg_exp_shifted(scale * x[b + (j)], mx) * inv)
-#define CSD_F(j) (step ? mg_dropout_scale_key(key, base + (uint64_t)(b + (j)), rate) : 1.0f)
-        if (dp) {
-            float dot = 0.0f;
-            for (int64_t j = 0; j < n; j++) dot += mg_mul(dp[b + j], CSD_F(j)) * CSD_Y(j);
-            for (int64_t j = 0; j < n; j++)
-                out[b + j] = mg_causal_softmax_grad(CSD_Y(j), mg_mul(dp[b + j], CSD_F(j)), dot, scale);
-        } else {
-            for (int64_t j = 0; j < n; j++) out[b + j] = mg_mul(CSD_Y(j), CSD_F(j));
-        }
-#undef CSD_Y
-#undef CSD_F
+#define CSD_DY(j) mg_mul(dp[b + (j)], step ? mg_dropout_scale_key(key, base + (uint64_t)(b + (j)), rate) : 1.0f)
+        float dot = 0.0f;
+        for (int64_t j = 0; j < n; j++) dot += CSD_DY(j) * y[b + j];
+        for (int64_t j = 0; j < n; j++) out[b + j] = mg_causal_softmax_grad(y[b + j], CSD_DY(j), dot, scale);
+#undef CSD_DY
         for (int64_t j = n; j < c; j++) out[b + j] = 0.0f;
     }
 }
 
-extern "C" cudaError_t cuda_k_causal_softmax_dropout(const float *x, const float *dp, float *out, int64_t rows,
-                                                     int64_t r, int64_t c, float scale, uint64_t seed,
-                                                     const int64_t *step, uint64_t base, float rate, cudaStream_t s) {
+extern "C" cudaError_t cuda_k_causal_softmax_dropout_grad(const float *y, const float *dp, float *out, int64_t rows,
+                                                          int64_t r, int64_t c, float scale, uint64_t seed,
+                                                          const int64_t *step, uint64_t base, float rate,
+                                                          cudaStream_t s) {
     if (rows == 0 || c == 0) return cudaSuccess;
-    MGC_LAUNCH(blocks_for(rows), THREADS, 0, s, causal_softmax_dropout_kernel)(x, dp, out, rows, r, c, scale, seed,
-                                                                               step, base, rate);
+    MGC_LAUNCH(blocks_for(rows), THREADS, 0, s, causal_softmax_dropout_grad_kernel)(y, dp, out, rows, r, c, scale,
+                                                                                    seed, step, base, rate);
     return cudaGetLastError();
 }

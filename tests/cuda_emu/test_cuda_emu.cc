@@ -28,7 +28,7 @@ int failures;
     X(tri_mask) /* issue 14: causal_matmul's output triangle */                                                  \
     X(grad_filter_pool2) /* issue 14: seed CNN speed */                                                          \
     X(relu_pool2) X(relu_pool2_grad_filter) /* issue 14: seed CNN speed, the conv, relu and pool in one pass */ \
-    X(causal_softmax_dropout) /* issue 14: attention's dropout in causal_softmax */
+    X(causal_softmax_dropout_grad) /* issue 14: attention's dropout gradient in causal_softmax_grad */
 
 #define DECLARE(name) void case_##name(void);
 CASES(DECLARE)

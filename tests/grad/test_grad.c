@@ -324,16 +324,6 @@ static int b_causal_softmax_tall(tb *t) {
     int x = param(t, "x", S(2, 6, 4));
     return node(t, OP_CAUSAL_SOFTMAX, 1, &x, NULL, 0, (double[]){-1.3}, 1, NULL);
 }
-/* issue 14 (char_gpt speed): attention's dropout in causal_softmax (seed,
- * scale, rate; a wide and a tall stack) */
-static int b_causal_softmax_dropout(tb *t) {
-    int x = param(t, "x", S(2, 5, 5));
-    return node(t, OP_CAUSAL_SOFTMAX_DROPOUT, 1, &x, (int64_t[]){1234}, 1, (double[]){0.6, 0.3}, 2, NULL);
-}
-static int b_causal_softmax_dropout_tall(tb *t) {
-    int x = param(t, "x", S(3, 6, 4));
-    return node(t, OP_CAUSAL_SOFTMAX_DROPOUT, 1, &x, (int64_t[]){77}, 1, (double[]){-1.3, 0.5}, 2, NULL);
-}
 /* issue 14 (char_gpt speed): causal_matmul, each triangle lower and upper,
  * under each transpose; a triangle's masked half gets gradient 0 */
 static int causal_mm(tb *t, ir_shape sa, ir_shape sb, int ta, int tb_, int tri, int upper) {
@@ -478,8 +468,6 @@ static const grad_case cases[] = {
     /* issue 14: char_gpt speed */
     {"causal_softmax [2,5,5] scale 0.6", OP_CAUSAL_SOFTMAX, b_causal_softmax},
     {"causal_softmax [2,6,4] scale -1.3", OP_CAUSAL_SOFTMAX, b_causal_softmax_tall},
-    {"causal_softmax_dropout [2,5,5] scale 0.6 rate 0.3", OP_CAUSAL_SOFTMAX_DROPOUT, b_causal_softmax_dropout},
-    {"causal_softmax_dropout [3,6,4] scale -1.3 rate 0.5", OP_CAUSAL_SOFTMAX_DROPOUT, b_causal_softmax_dropout_tall},
     {"causal_matmul q k^T (output tril)", OP_CAUSAL_MATMUL, b_cmm_qk},
     {"causal_matmul output triu trans_a", OP_CAUSAL_MATMUL, b_cmm_out_up},
     {"causal_matmul output tril trans_ab", OP_CAUSAL_MATMUL, b_cmm_out_tt},

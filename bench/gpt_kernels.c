@@ -3,7 +3,8 @@
  * heads; one thread) in thread CPU time, so a loaded machine still gives
  * comparable figures: the best of 5 rounds of about 0.1 s each. Prints ms per
  * call, calls per step and ms per step of each. Run by hand, not a test:
- *   build/bench/gpt_kernels  (or build/tests/bench_gpt_kernels)
+ *   build/bench/gpt_kernels [NAME-PART]  (or build/tests/bench_gpt_kernels)
+ * times the cases whose name contains NAME-PART (all without it).
  * Issue 14 (char_gpt's GEMMs): `bench_gpt_kernels gemm` times each GEMM of
  * the step (forward, dX = dy W^T, dW = X^T dy) with each matmul candidate
  * forced (MGC_KERNELS), in ms and GFLOP/s, beside OpenBLAS's one-thread
@@ -37,12 +38,16 @@ static const bcase cases[] = {
     /* issue 14: what multi_head_attention(causal: true) runs instead of softmax and softmax_grad */
     {"causal_softmax 64x128x128", OP_CAUSAL_SOFTMAX, 1, {"16,4,128,128"}, .fattr = {0.1767767}, .per_step = 4},
     {"causal_softmax_grad 64x128x128", OP_CAUSAL_SOFTMAX_GRAD, 2, {"16,4,128,128", "16,4,128,128"},
-     .fattr = {0.1767767}, .per_step = 4},
+     .fattr = {0.1767767}, .per_step = 0},
+    /* issue 14: what the epilogue pass makes of causal_softmax_grad(y, dropout_grad(dp)) (char_gpt's rate 0.1) */
+    {"causal_softmax_dropout_grad 64x128x128", OP_CAUSAL_SOFTMAX_DROPOUT_GRAD, 2, {"16,4,128,128", "16,4,128,128"},
+     .iattr = {42}, .fattr = {0.1767767, 0.1}, .per_step = 4},
+    {"causal_softmax 4x128x128 (in L2)", OP_CAUSAL_SOFTMAX, 1, {"1,4,128,128"}, .fattr = {0.1767767}, .per_step = 0},
     /* issue 14: layer_norm's core (9 layer norms a step) */
     {"normalize 2048x128", OP_NORMALIZE, 1, {"16,128,128"}, .fattr = {1e-5}, .per_step = 9},
     {"normalize_grad 2048x128", OP_NORMALIZE_GRAD, 2, {"16,128,128", "16,128,128"}, .fattr = {1e-5}, .per_step = 9},
     {"dropout 64x128x128", OP_DROPOUT, 1, {"16,4,128,128"}, .iattr = {42}, .fattr = {0.1}, .per_step = 4},
-    {"dropout_grad 64x128x128", OP_DROPOUT_GRAD, 1, {"16,4,128,128"}, .iattr = {42}, .fattr = {0.1}, .per_step = 4},
+    {"dropout_grad 64x128x128", OP_DROPOUT_GRAD, 1, {"16,4,128,128"}, .iattr = {42}, .fattr = {0.1}, .per_step = 0},
     {"dropout 2048x128", OP_DROPOUT, 1, {"16,128,128"}, .iattr = {42}, .fattr = {0.1}, .per_step = 8},
     {"dropout_grad 2048x128", OP_DROPOUT_GRAD, 1, {"16,128,128"}, .iattr = {42}, .fattr = {0.1}, .per_step = 8},
     {"sparse_xent 2048x256", OP_SPARSE_XENT, 2, {"2048,256", "2048"}, .dtype = {0, IR_I32}, .per_step = 2},
@@ -188,6 +193,7 @@ int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "gemm")) return bench_gemms();
     printf("%-30s %10s %6s %10s\n", "op (char_gpt, 1 thread)", "ms/call", "calls", "ms/step");
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        if (argc > 1 && !strstr(cases[i].name, argv[1])) continue; /* a name filter: gpt_kernels softmax */
         double ms = time_case(&cases[i], err, sizeof err);
         if (ms < 0) {
             fprintf(stderr, "%s: %s\n", cases[i].name, err);

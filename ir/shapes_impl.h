@@ -120,6 +120,7 @@ bool rule_matmul_epilogue(rule *r);
 bool rule_conv2d_bn_epilogue(rule *r);
 bool rule_causal_softmax(rule *r);
 bool rule_causal_softmax_grad(rule *r);
+bool rule_causal_softmax_dropout_grad(rule *r);
 bool rule_causal_matmul(rule *r);
 bool rule_normalize(rule *r);
 bool rule_normalize_grad(rule *r);

@@ -125,6 +125,15 @@ bool rule_causal_softmax(rule *r) {
 /* causal_softmax_grad: (y, dy) of one type -> y */
 bool rule_causal_softmax_grad(rule *r) { return rule_grad_pair(r) && rule_causal_softmax(r); }
 
+/* ---- issue 14 (char_gpt speed): causal_softmax_dropout_grad ---- */
+
+/* causal_softmax_dropout_grad: causal_softmax_grad's rule, rate in [0, 1) */
+bool rule_causal_softmax_dropout_grad(rule *r) {
+    if (!(r->n->fattr[1] >= 0 && r->n->fattr[1] < 1))
+        return fail(r, "'%s' needs a dropout rate in [0, 1), got %g", op_name(r), r->n->fattr[1]);
+    return rule_causal_softmax_grad(r);
+}
+
 /* ---- issue 14 (char_gpt speed): causal_matmul ---- */
 
 /* causal_matmul: matmul's rule, tri in {0 output, 1 a, 2 b}, upper in {0, 1},

@@ -8,6 +8,8 @@
  *   relu_grad(y, max_pool2d_grad(y, dy)) -> max_pool2d_relu_grad(y, dy)
  *   act((conv - mean) * scale + beta [+ residual]) -> conv2d_bn_epilogue(x, w, conv, mean,
  *       scale, beta[, residual]; act), batch norm's: the conv outside training only
+ *   causal_softmax_grad(y, dropout_grad(dp)) -> causal_softmax_dropout_grad(y, dp)
+ *       (issue 14, char_gpt speed: attention's dropout gradient masks dp on the fly)
  *
  * The first rule leaves the pre-activation to the activation alone (relu_grad
  * now reads the output; tanh_grad and sigmoid_grad always did), which lets the
@@ -304,6 +306,23 @@ static void fuse_relu_pool2(fuser *f, int y) {
     }
 }
 
+/* ---- issue 14 (char_gpt speed): attention's dropout gradient in causal_softmax_grad ----
+ *   causal_softmax_grad(y, dropout_grad(dp)) -> causal_softmax_dropout_grad(y, dp)
+ *       when nothing else reads the dropout_grad: the mask (dropout's seed and
+ *       rate) applied to dp over the kept triangle only, in the same pass, so
+ *       the [.., t, t] masked gradient is never written nor read again */
+static void fuse_causal_dropout_grad(fuser *f, int i) {
+    const ir_node *n = at(f, i), *g = at(f, n->in[1]);
+    if (g->op != OP_DROPOUT_GRAD || only_user(f, n->in[1]) != i) return;
+    int64_t seed = g->iattr[0];
+    double scale = n->fattr[0], rate = g->fattr[0];
+    if (rewrite(f, i, OP_CAUSAL_SOFTMAX_DROPOUT_GRAD, (int[]){n->in[0], g->in[0]}, 2, (int64_t[IR_MAX_IATTR]){seed},
+                n->loc)) {
+        ir_node *r = at(f, i);
+        r->fattr[0] = scale, r->fattr[1] = rate;
+    }
+}
+
 bool pass_epilogue(ir_module *m, ir_diag *d, const pass_options *o) {
     (void)d;
     if (o->no_fuse) return true;
@@ -325,6 +344,8 @@ bool pass_epilogue(ir_module *m, ir_diag *d, const pass_options *o) {
         if (f.live[i] && at(&f, i)->op == OP_MAX_POOL2D_RELU_GRAD) fuse_bias_grad_pool(&f, i);
     for (int i = 0; i < m->g.n; i++) /* issue 14 (seed CNN speed): after conv2d_grad_filter_pool2 exists */
         if (f.live[i] && at(&f, i)->op == OP_CONV2D_EPILOGUE) fuse_relu_pool2(&f, i);
+    for (int i = 0; i < m->g.n; i++) /* issue 14 (char_gpt speed) */
+        if (f.live[i] && at(&f, i)->op == OP_CAUSAL_SOFTMAX_GRAD) fuse_causal_dropout_grad(&f, i);
     free(f.live), free(f.uses), free(f.user), free(f.relu_of);
     return true;
 }

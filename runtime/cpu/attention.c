@@ -1,90 +1,144 @@
 /* attention.c - issue 14 (char_gpt speed): the causal masked softmax of
- * attention, forward and backward, one kernel each. x [..., r, c] is a stack
- * of r x c matrices; row i keeps columns j < min(i + 1, c) and the others are
- * neither read nor exp'd (Keras adds -1e9 there, whose exp is 0):
+ * attention, forward and backward, one kernel each, and the backward with
+ * attention's dropout gradient folded in. x [..., r, c] is a stack of r x c matrices;
+ * row i keeps columns j < min(i + 1, c) and the others are neither read nor
+ * exp'd (Keras adds -1e9 there, whose exp is 0):
  *   causal_softmax:      y = softmax over the kept j of scale * x, 0 elsewhere;
- *   causal_softmax_grad: (y, dy) -> scale * y * (dy - sum_kept(dy * y)), 0 elsewhere.
- * Each row is a few passes the compiler vectorizes (16 float lanes for the
- * maximum and the sums, combined in double; exp is mg_expf through
- * mg_exp_shifted, as the softmax kernel). */
+ *   causal_softmax_grad: (y, dy) -> scale * y * (dy - sum_kept(dy * y)), 0 elsewhere;
+ *   causal_softmax_dropout_grad: (y, dp) -> causal_softmax_grad(y, dropout_grad(dp)),
+ *     dp masked on the fly as the dropout op masks (its integer hash of seed,
+ *     step and global element replica * numel + index, the same product dp *
+ *     factor), so the bits of the two unfused kernels; only the kept j hash.
+ * One function walks all rows (CPU_CLONES, so everything in it is compiled
+ * for AVX2 or AVX-512 and inlined, no dispatch per row). Each row is 8-lane
+ * vector passes in L1: scale, mask to -inf and the maximum (explicit vectors,
+ * NaN propagates); exp through mg_exp_shifted in a loop the compiler
+ * vectorizes (runtime/ops_math.h, the CUDA kernels' math); sums in 8 float
+ * lanes combined in double. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3")
 #endif
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../ops_math.h"
 #include "kernels_impl.h"
 
-/* y = scale * x over the n kept elements and -inf over [n, m) (m - n < 16:
- * the rest of the last 16-lane block, so no row has a scalar tail unless m is
- * the row's end); returns the maximum (NaN if a kept element is NaN) */
-CPU_CLONES static float scaled_max(float *y, const float *x, int64_t n, int64_t m, float scale) {
-    float mx[16];
-    int64_t j = 0;
-    for (int i = 0; i < 16; i++) mx[i] = -INFINITY;
-    for (; j + 16 <= m; j += 16)
-        for (int i = 0; i < 16; i++) {
-            float v = mg_select(j + i < n, scale * x[j + i], -INFINITY);
-            y[j + i] = v;
-            mx[i] = v > mx[i] || v != v ? v : mx[i];
-        }
-    for (; j < m; j++) {
-        float v = mg_select(j < n, scale * x[j], -INFINITY);
-        y[j] = v;
-        mx[0] = v > mx[0] || v != v ? v : mx[0];
-    }
-    float r = mx[0];
-    for (int i = 1; i < 16; i++) r = mx[i] > r || mx[i] != mx[i] ? mx[i] : r;
-    return r;
-}
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+#define LD8(p) ({ v8f v_; memcpy(&v_, (p), sizeof v_); v_; })
+#define ST8(p, v) do { v8f t_ = (v); memcpy((p), &t_, sizeof t_); } while (0)
+#define SEL8(m, a, b) ((v8f)(((v8i)(a) & (m)) | ((v8i)(b) & ~(m)))) /* m ? a : b per lane */
 
-/* y = exp(y - mx) in place over m elements (the -inf ones become 0); returns the sum */
-CPU_CLONES static double exp_sum(float *y, int64_t m, float mx) {
-    float acc[16] = {0};
-    int64_t j = 0;
-    for (; j + 16 <= m; j += 16)
-        for (int i = 0; i < 16; i++) {
-            float e = mg_exp_shifted(y[j + i], mx);
-            y[j + i] = e;
-            acc[i] += e;
-        }
+typedef struct {
+    const float *x, *dy; /* dy: the gradients' second input, else NULL */
+    float *out;
+    int64_t r, c;
+    float scale;
+    bool dropout;        /* the mask applies (causal_softmax_dropout_grad in training) */
+    uint64_t key, base;  /* dropout's (seed, step) key, replica * numel */
+    uint32_t thr;
+    float keep;
+} rows_job;
+
+/* sum of the 8 lanes in double, in lane order */
+static inline double lanes_sum(v8f a) {
     double s = 0;
-    for (; j < m; j++) s += y[j] = mg_exp_shifted(y[j], mx);
-    for (int i = 0; i < 16; i++) s += acc[i];
+    for (int i = 0; i < 8; i++) s += a[i];
     return s;
 }
 
-CPU_CLONES static void scale_row(float *y, int64_t n, float s) {
-    for (int64_t j = 0; j < n; j++) y[j] *= s;
+/* y[0, m) = scale * x over the n kept, -inf over [n, m); returns the maximum (NaN if a kept one is) */
+static inline float row_scaled_max(float *y, const float *x, int64_t n, int64_t m, float scale) {
+    const v8i lane = {0, 1, 2, 3, 4, 5, 6, 7};
+    const v8f ninf = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    v8f vmx = ninf;
+    int64_t j = 0;
+    for (; j + 8 <= m; j += 8) {
+        v8i kept = lane + (int32_t)j < (int32_t)n;
+        v8f v = SEL8(kept, scale * LD8(x + j), ninf);
+        ST8(y + j, v);
+        vmx = SEL8((v > vmx) | (v != v), v, vmx);
+    }
+    float mx = vmx[0];
+    for (int i = 1; i < 8; i++) mx = vmx[i] > mx || vmx[i] != vmx[i] ? vmx[i] : mx;
+    for (; j < m; j++) {
+        float v = mg_select(j < n, scale * x[j], -INFINITY);
+        y[j] = v;
+        mx = v > mx || v != v ? v : mx;
+    }
+    return mx;
 }
 
-CPU_CLONES static void grad_row(float *dx, const float *y, const float *dy, int64_t n, float dot, float scale) {
-    for (int64_t j = 0; j < n; j++) dx[j] = mg_causal_softmax_grad(y[j], dy[j], dot, scale);
+/* y = softmax of the n kept of x over [0, m) (m: n rounded up to 8 lanes, at
+ * most c; [n, m) come out 0); returns 1 / the sum, not yet applied */
+static inline float row_exp(float *y, const float *x, int64_t n, int64_t m, float scale) {
+    float mx = row_scaled_max(y, x, n, m, scale);
+    for (int64_t j = 0; j < m; j++) y[j] = mg_exp_shifted(y[j], mx);
+    v8f acc = {0};
+    int64_t j = 0;
+    for (; j + 8 <= m; j += 8) acc += LD8(y + j);
+    double s = lanes_sum(acc);
+    for (; j < m; j++) s += y[j];
+    return (float)(1.0 / s);
 }
 
-/* causal_softmax (x) and causal_softmax_grad (y, dy): rows of the last axis,
- * row i of each matrix (i along the axis before) keeping min(i + 1, c) */
+/* sum(a * b) over n: 8 float lanes, combined in double */
+static inline double row_dot(const float *a, const float *b, int64_t n) {
+    v8f acc = {0};
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) acc += LD8(a + j) * LD8(b + j);
+    double s = lanes_sum(acc);
+    for (; j < n; j++) s += (double)a[j] * b[j];
+    return s;
+}
+
+CPU_CLONES static void causal_rows(const rows_job *jb, int64_t row0, int64_t row1) {
+    int64_t c = jb->c;
+    float scale = jb->scale, keep = jb->keep;
+    uint32_t thr = jb->thr;
+    for (int64_t row = row0; row < row1; row++) {
+        int64_t i = row % jb->r, n = i + 1 < c ? i + 1 : c, m = (n + 7) / 8 * 8 < c ? (n + 7) / 8 * 8 : c;
+        float *out = jb->out + row * c;
+        const float *x = jb->x + row * c, *dy = jb->dy ? jb->dy + row * c : NULL;
+        uint64_t at = jb->base + (uint64_t)(row * c);
+        if (dy) { /* causal_softmax_grad (y = in 0, dy); with dropout dy masked into out first */
+            const float *y = x, *d = dy;
+            if (jb->dropout) {
+                for (int64_t j = 0; j < n; j++) out[j] = dy[j] * (mg_dropout_bits(jb->key, at + (uint64_t)j) >= thr ? keep : 0.0f);
+                d = out;
+            }
+            float dot = (float)row_dot(y, d, n);
+            for (int64_t j = 0; j < n; j++) out[j] = mg_causal_softmax_grad(y[j], d[j], dot, scale);
+            m = n;
+        } else { /* causal_softmax */
+            float inv = row_exp(out, x, n, m, scale);
+            for (int64_t j = 0; j < m; j++) out[j] *= inv;
+        }
+        if (m < c) memset(out + m, 0, (size_t)(c - m) * sizeof *out);
+    }
+}
+
+/* causal_softmax (x), causal_softmax_grad (y, dy) and causal_softmax_dropout_grad
+ * (y, dp): rows of the last axis, row i of each matrix (i along the axis
+ * before) keeping min(i + 1, c) */
 int cpu_k_causal_softmax(const rt_kernel_args *k, char *err, size_t cap) {
     (void)err, (void)cap;
     const ir_shape *s = &k->node->shape;
-    int64_t r = s->dim[s->rank - 2], c = s->dim[s->rank - 1], rows = c ? ir_shape_numel(s) / c : 0;
-    float scale = (float)k->node->fattr[0];
-    bool grad = k->node->op == OP_CAUSAL_SOFTMAX_GRAD;
-    for (int64_t row = 0; row < rows; row++) {
-        int64_t i = row % r, n = i + 1 < c ? i + 1 : c;
-        float *out = (float *)k->out + row * c;
-        const float *x = IN_F32(k, 0) + row * c;
-        if (grad) {
-            const float *dy = IN_F32(k, 1) + row * c;
-            grad_row(out, x, dy, n, (float)cpu_dot16(x, dy, n), scale);
-            if (n < c) memset(out + n, 0, (size_t)(c - n) * sizeof *out);
-        } else { /* whole 16-lane blocks up to m; the masked ones in them come out 0 */
-            int64_t m = (n + 15) / 16 * 16 < c ? (n + 15) / 16 * 16 : c;
-            float mx = scaled_max(out, x, n, m, scale);
-            scale_row(out, m, (float)(1.0 / exp_sum(out, m, mx)));
-            if (m < c) memset(out + m, 0, (size_t)(c - m) * sizeof *out);
-        }
+    ir_op op = k->node->op;
+    int64_t c = s->dim[s->rank - 1], numel = ir_shape_numel(s), rows = c ? numel / c : 0;
+    rows_job jb = {.x = IN_F32(k, 0), .out = k->out, .r = s->dim[s->rank - 2], .c = c,
+                   .scale = (float)k->node->fattr[0]};
+    if (op == OP_CAUSAL_SOFTMAX_GRAD || op == OP_CAUSAL_SOFTMAX_DROPOUT_GRAD) jb.dy = IN_F32(k, 1);
+    if (op == OP_CAUSAL_SOFTMAX_DROPOUT_GRAD) {
+        float rate = (float)k->node->fattr[1];
+        jb.dropout = k->training && *k->training;
+        jb.keep = 1.0f / (1.0f - rate); /* dropout_apply's factor */
+        jb.thr = mg_dropout_threshold(rate);
+        jb.key = mg_dropout_key((uint64_t)k->node->iattr[0], k->step ? *k->step : 0);
+        jb.base = (uint64_t)k->replica * (uint64_t)numel;
     }
+    causal_rows(&jb, 0, rows);
     return 0;
 }

@@ -134,6 +134,8 @@ static const cpu_kernel_fn kernels[OP_COUNT] = {
     [OP_CONV2D_BN_EPILOGUE] = cpu_k_conv2d_bn_epilogue,
     /* issue 14: char_gpt speed (attention.c) */
     [OP_CAUSAL_SOFTMAX] = cpu_k_causal_softmax, [OP_CAUSAL_SOFTMAX_GRAD] = cpu_k_causal_softmax,
+    /* issue 14: attention's dropout in causal_softmax */
+    [OP_CAUSAL_SOFTMAX_DROPOUT_GRAD] = cpu_k_causal_softmax,
     /* issue 14: attention's causal GEMMs (causal_matmul.c) */
     [OP_CAUSAL_MATMUL] = cpu_k_causal_matmul,
     [OP_NORMALIZE] = cpu_k_normalize, [OP_NORMALIZE_GRAD] = cpu_k_normalize, /* normalize.c */

@@ -41,7 +41,8 @@ int cpu_k_gather(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_scatter_add(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_all_gather(const rt_kernel_args *k, char *err, size_t cap); /* f32 or i32 */
 
-/* attention.c (issue 14, char_gpt speed): causal_softmax and causal_softmax_grad */
+/* attention.c (issue 14, char_gpt speed): causal_softmax, causal_softmax_grad and
+ * causal_softmax_dropout_grad */
 int cpu_k_causal_softmax(const rt_kernel_args *k, char *err, size_t cap);
 /* causal_matmul.c (issue 14, char_gpt speed): matmul with a triangular matrix */
 int cpu_k_causal_matmul(const rt_kernel_args *k, char *err, size_t cap);

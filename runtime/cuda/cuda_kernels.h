@@ -187,6 +187,12 @@ cudaError_t cuda_k_causal_softmax(const float *x, const float *dy, float *out, i
 /* causal_matmul's output triangle: each of batch [m, m] matrices of out keeps
  * j <= i (upper 0) or j >= i (upper 1), the rest set to 0 */
 cudaError_t cuda_k_tri_mask(float *out, int64_t batch, int64_t m, int upper, cudaStream_t s);
+/* issue 14: causal_softmax_dropout_grad(y, dp), rows as above: causal_softmax_grad(y,
+ * dp times dropout's factor of global element base + index at the step in the
+ * device word *step (issue 15)), no factor when step is NULL (outside training) */
+cudaError_t cuda_k_causal_softmax_dropout_grad(const float *y, const float *dp, float *out, int64_t rows, int64_t r,
+                                               int64_t c, float scale, uint64_t seed, const int64_t *step,
+                                               uint64_t base, float rate, cudaStream_t s);
 /* (cuda_normalize.cu) rows x [rows, c]: dy NULL -> normalize(x, epsilon); else
  * normalize_grad(x, dy, epsilon) */
 cudaError_t cuda_k_normalize(const float *x, const float *dy, float *out, int64_t rows, int64_t c, float epsilon,

@@ -509,6 +509,20 @@ static int op_causal_softmax(const ctx *c) {
     return 0;
 }
 
+/* ---- issue 14, char_gpt speed: causal_softmax_dropout_grad (y, dp) ---- */
+static int op_causal_softmax_dropout_grad(const ctx *c) {
+    TRY(need_f32(c));
+    const ir_shape *s = &c->n->shape;
+    int64_t r = s->dim[s->rank - 2], cols = s->dim[s->rank - 1], rows = cols ? ir_shape_numel(s) / cols : 0;
+    const int64_t *step = NULL;
+    if (c->k->training && *c->k->training) TRY(cuda_step_word(c->b, c->device, c->stream, c->k, &step));
+    uint64_t base = (uint64_t)c->k->replica * (uint64_t)ir_shape_numel(s);
+    CUDA_CHECK(c->b, cuda_k_causal_softmax_dropout_grad(inf(c, 0), inf(c, 1), outf(c), rows, r, cols,
+                                                        (float)c->n->fattr[0], (uint64_t)c->n->iattr[0], step, base,
+                                                        (float)c->n->fattr[1], c->s));
+    return 0;
+}
+
 /* ---- issue 14, char_gpt speed: causal_matmul (matmul with a triangular matrix) ----
  * tri 0: matmul's GEMMs, then the masked triangle of each output set to 0;
  * tri 1, 2: row-major C = T(op(A)) X is column-major C^T = X^T op(T)^T, so
@@ -630,6 +644,7 @@ static int (*const kernels[OP_COUNT])(const ctx *c) = {
     [OP_CONV2D_RELU_POOL2_GRAD_FILTER] = op_relu_pool2_grad_filter,
     /* issue 14: char_gpt speed */
     [OP_CAUSAL_SOFTMAX] = op_causal_softmax, [OP_CAUSAL_SOFTMAX_GRAD] = op_causal_softmax,
+    [OP_CAUSAL_SOFTMAX_DROPOUT_GRAD] = op_causal_softmax_dropout_grad, /* issue 14: with dropout's mask */
     [OP_CAUSAL_MATMUL] = op_causal_matmul, /* issue 14: attention's causal GEMMs */
     [OP_NORMALIZE] = op_normalize, [OP_NORMALIZE_GRAD] = op_normalize,
     /* issue 14: batch norm in training */

@@ -179,6 +179,9 @@ static void elementwise_and_softmax(ir_module *m) {
     int att = input(m, IR_F32, 3, 3, 9, 7, 0), datt = input(m, IR_F32, 3, 3, 9, 7, 0);
     check(m, OP_CAUSAL_SOFTMAX, (int[]){att}, 1, NULL, (double[IR_MAX_FATTR]){0.4}, NULL, 1e-6);
     check(m, OP_CAUSAL_SOFTMAX_GRAD, (int[]){att, datt}, 2, NULL, (double[IR_MAX_FATTR]){0.4}, NULL, 1e-5);
+    /* issue 14: attention's dropout gradient in causal_softmax_grad (the mask at the same step and replica) */
+    check(m, OP_CAUSAL_SOFTMAX_DROPOUT_GRAD, (int[]){att, datt}, 2, (int64_t[]){42}, (double[IR_MAX_FATTR]){0.4, 0.3},
+          NULL, 1e-5);
     check(m, OP_NORMALIZE, (int[]){att}, 1, NULL, (double[IR_MAX_FATTR]){1e-5}, NULL, 1e-5);
     check(m, OP_NORMALIZE_GRAD, (int[]){att, datt}, 2, NULL, (double[IR_MAX_FATTR]){1e-5}, NULL, 1e-4);
     /* issue 14: causal_matmul, each triangle, transposed operands (geam then trmm) and not */

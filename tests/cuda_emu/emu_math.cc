@@ -407,6 +407,45 @@ void case_causal_softmax(void) {
     causal_softmax_one(13, 4, 9, 1.0f);
 }
 
+/* ---- issue 14 (char_gpt speed): causal_softmax_dropout_grad (y, dp) at step 2
+ * of the device word, global elements from 500, against double loops with
+ * dropout's mask (mg_dropout_scale); outside training (no word) no mask ---- */
+static void causal_softmax_dropout_grad_one(int64_t outer, int64_t R, int64_t Cc, float scale, float rate, bool train) {
+    int64_t rows = outer * R, n_el = rows * Cc;
+    dbuf<float> y(n_el), dp(n_el), out(n_el);
+    dbuf<int64_t> word(1);
+    randomize(y, n_el, 47, 0, 1), randomize(dp, n_el, 53);
+    if (!launched_ok(cuda_k_set_step(word, 2, NULL), "cuda_k_set_step")) return;
+    float *want = new float[n_el];
+    for (int64_t row = 0; row < rows; row++) {
+        int64_t i = row % R, n = i + 1 < Cc ? i + 1 : Cc;
+        double dot = 0, d[64];
+        for (int64_t j = 0; j < n; j++) {
+            double f = train ? mg_dropout_scale(7, 2, 500 + (uint64_t)(row * Cc + j), rate) : 1.0;
+            d[j] = (double)dp[row * Cc + j] * f;
+            dot += d[j] * y[row * Cc + j];
+        }
+        for (int64_t j = 0; j < Cc; j++)
+            want[row * Cc + j] = j < n ? (float)(scale * y[row * Cc + j] * (d[j] - dot)) : 0.0f;
+    }
+    for (int64_t k = 0; k < n_el; k++) out[k] = NAN; /* every element must be written */
+    if (launched_ok(cuda_k_causal_softmax_dropout_grad(y, dp, out, rows, R, Cc, scale, 7, train ? word.p : NULL, 500,
+                                                       rate, NULL),
+                    "cuda_k_causal_softmax_dropout_grad")) {
+        char what[112];
+        snprintf(what, sizeof what, "cuda_k_causal_softmax_dropout_grad [%lld, %lld]%s", (long long)R, (long long)Cc,
+                 train ? "" : " eval");
+        same(what, want, out.p, n_el, 1e-5);
+    }
+    delete[] want;
+}
+
+void case_causal_softmax_dropout_grad(void) {
+    causal_softmax_dropout_grad_one(150, 7, 6, 0.35f, 0.3f, true);
+    causal_softmax_dropout_grad_one(13, 4, 9, 1.0f, 0.5f, true);
+    causal_softmax_dropout_grad_one(13, 4, 9, -0.7f, 0.5f, false);
+}
+
 /* ---- issue 14 (char_gpt speed): causal_matmul's output triangle: 37
  * matrices of [11, 11] keep j <= i (then j >= i), the others 0 ---- */
 void case_tri_mask(void) {

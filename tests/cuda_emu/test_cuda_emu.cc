@@ -27,7 +27,8 @@ int failures;
     X(channel_sum_dot) /* issue 14: batch norm's backward reads dy once */                                      \
     X(tri_mask) /* issue 14: causal_matmul's output triangle */                                                  \
     X(grad_filter_pool2) /* issue 14: seed CNN speed */                                                          \
-    X(relu_pool2) X(relu_pool2_grad_filter) /* issue 14: seed CNN speed, the conv, relu and pool in one pass */
+    X(relu_pool2) X(relu_pool2_grad_filter) /* issue 14: seed CNN speed, the conv, relu and pool in one pass */ \
+    X(causal_softmax_dropout_grad) /* issue 14: attention's dropout gradient in causal_softmax_grad */
 
 #define DECLARE(name) void case_##name(void);
 CASES(DECLARE)

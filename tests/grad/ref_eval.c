@@ -339,6 +339,26 @@ static void eval_causal_softmax(args *t) {
     }
 }
 
+/* issue 14 (char_gpt speed): causal_softmax_dropout_grad(y, dp): dy = dp times
+ * dropout's factor (ref_eval_keep of its index) in training, then
+ * scale * y * (dy - sum_kept(dy * y)) over row i's j <= i, 0 above */
+static void eval_causal_softmax_dropout_grad(args *t, int64_t step, bool training) {
+    const ir_shape *s = &t->n->shape;
+    int64_t r = s->dim[s->rank - 2], c = s->dim[s->rank - 1];
+    double scale = t->n->fattr[0], rate = t->n->fattr[1];
+    for (int64_t row = 0; row < t->len / c; row++) {
+        int64_t i = row % r, n = i + 1 < c ? i + 1 : c;
+        const double *y = t->a + row * c, *dp = t->b + row * c;
+        double *o = t->out + row * c, dot = 0;
+        for (int64_t j = 0; j < c; j++) {
+            double f = !training ? 1 : ref_eval_keep(t->n->iattr[0], step, row * c + j, rate) ? 1 / (1 - rate) : 0;
+            o[j] = j < n ? dp[j] * f : 0; /* dy for now */
+            dot += o[j] * y[j];
+        }
+        for (int64_t j = 0; j < c; j++) o[j] = j < n ? scale * y[j] * (o[j] - dot) : 0;
+    }
+}
+
 /* issue 14 (char_gpt speed): causal_matmul, matmul_tri's triangle from its attributes */
 static void eval_causal_matmul(args *t) { matmul_tri(t, (int)t->n->iattr[2], t->n->iattr[3] != 0); }
 
@@ -737,6 +757,7 @@ static void eval_node(ref_eval *e, int i, int64_t step, bool training) {
     case OP_CONV2D_BN_EPILOGUE: eval_bn_epilogue(e, &t, training); return; /* issue 14 */
     /* issue 14: char_gpt speed */
     case OP_CAUSAL_SOFTMAX: case OP_CAUSAL_SOFTMAX_GRAD: eval_causal_softmax(&t); return;
+    case OP_CAUSAL_SOFTMAX_DROPOUT_GRAD: eval_causal_softmax_dropout_grad(&t, step, training); return;
     case OP_NORMALIZE: case OP_NORMALIZE_GRAD: eval_normalize(&t); return;
     case OP_CAUSAL_MATMUL: eval_causal_matmul(&t); return; /* issue 14: attention's causal GEMMs */
     /* issue 14: batch norm in training */

@@ -41,6 +41,7 @@ torch_run() { # threads replicas -> "val_loss tokens/s"
     /usr/bin/python3 -c "import json,sys; r=json.loads(sys.stdin.read()); print(f\"{r['val_loss']:.4f} {r['tokens_per_sec']:.0f}\")"
 }
 
+warm_kernels examples/char_gpt.mg --data "text:$text"
 read -r m1_loss m1_tps < <(taskset -c 0 bash -c "mgc_run cpu:0 one")
 read -r t1_loss t1_tps < <(taskset -c 0 bash -c "$(declare -f torch_run); torch_run 1 1")
 read -r m2_loss m2_tps < <(mgc_run cpu:0,cpu:1 two)

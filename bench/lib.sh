@@ -1,6 +1,7 @@
-# lib.sh - what the throughput benchmarks share (sourced by train.sh and
-# resnet20.sh from the project root, with $tmp set): mgc's images/s from a
-# run's history, a plan's flops per step, OpenBLAS's one-core sgemm rate.
+# lib.sh - what the throughput benchmarks share (sourced by train.sh,
+# resnet20.sh and char_gpt.sh from the project root, with $tmp set): mgc's images/s from a
+# run's history, a plan's flops per step, OpenBLAS's one-core sgemm rate, the
+# kernel tuner's warm-up.
 
 # mgc_ips MODEL DEVICES STEPS [COMMAND PREFIX...] -> images/s of the training
 # steps (the history's, so evaluation time is left out); the plan keeps the
@@ -22,6 +23,19 @@ gflop_per_image() {
     /^inputs/ { for (k = 1; k <= NF; k++) if ($k == "per") batch = $(k - 1) }
     /^work per replica/ { for (k = 1; k <= NF; k++) if ($k == "GFLOP,") gflop = $(k - 1) }
     END { printf "%.6f\n", gflop / batch }'
+}
+
+# warm_kernels MODEL [RUN ARGS...] -> nothing: a 3-step one-core run, so that
+# the kernel tuner's first-use measurements (docs/cpu-kernels.md, cached per
+# machine in ~/.cache/mgc) are made before the timed runs and not counted in
+# them: a one-time cost per machine and shape, as cudnnFind's. Prints its
+# seconds on stderr. Every plan the benches time (1 and 2 devices, one thread
+# a device) uses the same keys.
+warm_kernels() {
+  local model=$1 t0=$SECONDS; shift
+  build/mgc compile "$model" --devices cpu:0 -o "$tmp/warm.mgx" 2>/dev/null
+  taskset -c 0 build/mgc run "$tmp/warm.mgx" --steps 3 "$@" >/dev/null
+  echo "bench: kernel choices measured or read from the cache in $((SECONDS - t0)) s, before the timed runs" >&2
 }
 
 # sgemm_gflops -> OpenBLAS sgemm GFLOP/s on core 0 (bench/sgemm_peak.c)

@@ -19,6 +19,7 @@ model=examples/resnet20.mg
 steps=${SPEED_STEPS:-30}
 
 export OMP_NUM_THREADS=1
+warm_kernels $model
 one=$(mgc_ips $model cpu:0 "$steps" taskset -c 0)
 torch=$(taskset -c 0 /usr/bin/python3 bench/torch_resnet20.py --speed "$steps" 128 1 2>/dev/null)
 two=$(mgc_ips $model cpu:0,cpu:1 "$steps")

@@ -35,6 +35,7 @@ peer() { # script devices [command prefix, e.g. taskset -c 0] -> images/s, "skip
   PYTHONPATH=bench "$@" "$venv/bin/python" "bench/$script" "$steps" 64 "$devices" 2>/dev/null || echo failed
 }
 
+warm_kernels $model
 one=$(mgc_ips $model cpu:0 "$steps" taskset -c 0)
 gflop=$(gflop_per_image $model)
 sgemm=$(sgemm_gflops)

@@ -9,16 +9,7 @@
 
 #include "../../runtime/backend.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                         \
-    do {                                                                         \
-        if (!(cond)) {                                                           \
-            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                        \
-            fputc('\n', stderr);                                                 \
-            failures++;                                                          \
-        }                                                                        \
-    } while (0)
+#include "check.h"
 
 static double now_s(void) {
     struct timespec t;

@@ -12,16 +12,7 @@
 #include "../../runtime/backend.h"
 #include "../../runtime/session.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                         \
-    do {                                                                         \
-        if (!(cond)) {                                                           \
-            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                        \
-            fputc('\n', stderr);                                                 \
-            failures++;                                                          \
-        }                                                                        \
-    } while (0)
+#include "check.h"
 
 /* How many of this process's threads may run on exactly one CPU, per CPU
  * (counts[0..n)); returns the number of threads. */

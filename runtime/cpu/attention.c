@@ -42,10 +42,11 @@ typedef struct {
     float keep;
 } rows_job;
 
-/* sum of the 8 lanes in double, in lane order */
-static inline double lanes_sum(v8f a) {
+/* sum of the 8 lanes in double, in lane order (by pointer: a vector argument
+ * changes the ABI between the AVX2 clone and the portable one, -Wpsabi) */
+static inline double lanes_sum(const v8f *a) {
     double s = 0;
-    for (int i = 0; i < 8; i++) s += a[i];
+    for (int i = 0; i < 8; i++) s += (*a)[i];
     return s;
 }
 
@@ -79,7 +80,7 @@ static inline float row_exp(float *y, const float *x, int64_t n, int64_t m, floa
     v8f acc = {0};
     int64_t j = 0;
     for (; j + 8 <= m; j += 8) acc += LD8(y + j);
-    double s = lanes_sum(acc);
+    double s = lanes_sum(&acc);
     for (; j < m; j++) s += y[j];
     return (float)(1.0 / s);
 }
@@ -89,7 +90,7 @@ static inline double row_dot(const float *a, const float *b, int64_t n) {
     v8f acc = {0};
     int64_t j = 0;
     for (; j + 8 <= n; j += 8) acc += LD8(a + j) * LD8(b + j);
-    double s = lanes_sum(acc);
+    double s = lanes_sum(&acc);
     for (; j < n; j++) s += (double)a[j] * b[j];
     return s;
 }

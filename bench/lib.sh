@@ -41,6 +41,26 @@ warm_kernels() {
 # sgemm_gflops -> OpenBLAS sgemm GFLOP/s on core 0 (bench/sgemm_peak.c)
 sgemm_gflops() { OPENBLAS_NUM_THREADS=1 taskset -c 0 build/tests/sgemm_peak; }
 
+# mgc_rounds MODEL STEPS ROUNDS -> ROUNDS lines "sgemm one two ceiling": OpenBLAS's
+# one-core rate, mgc on one core, on 2 devices and the 2-core ceiling, taken one
+# after the other in each round. This VM's speed moves by up to 30% within
+# minutes, so a ratio of runs taken minutes apart measures the host; the
+# benches report the median over the rounds of each ratio taken within a round.
+mgc_rounds() {
+  local model=$1 steps=$2 rounds=$3 r
+  for ((r = 0; r < rounds; r++)); do
+    echo "$(sgemm_gflops) $(mgc_ips "$model" cpu:0 "$steps" taskset -c 0) $(mgc_ips "$model" cpu:0,cpu:1 "$steps")" \
+         "$(ceiling "$model" "$steps")"
+  done
+}
+
+# median_columns FILE -> the median of each column of FILE's lines
+median_columns() {
+  /usr/bin/python3 -c "import statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+print(' '.join(f'{statistics.median(float(r[c]) for r in rows):g}' for c in range(len(rows[0]))))" "$1"
+}
+
 # ceiling MODEL STEPS -> images/s of two independent one-device runs at once,
 # one per core, with no communication: what two cores allow
 ceiling() {

@@ -9,12 +9,16 @@
 # (bench/jax_cnn.py) run on 1 and 2 logical devices in a venv this script makes
 # (build/bench-venv, tensorflow-cpu and jax from PyPI); without PyPI they are
 # reported as skipped. The step's flop rate (mgc inspect's count) is set beside
-# OpenBLAS's sgemm rate on one core measured in the same run.
-#   bench/train.sh [STEPS]     (default 300; needs build/mgc, build/tests/sgemm_peak)
+# OpenBLAS's sgemm rate on one core measured in the same run. mgc's runs and
+# sgemm are taken in ROUNDS rounds (bench/lib.sh, mgc_rounds): mgc's figures are
+# the medians, its ratios to the ceiling and to sgemm the medians of each
+# round's ratio.
+#   bench/train.sh [STEPS] [ROUNDS]     (defaults 300 and 3; needs build/mgc, build/tests/sgemm_peak)
 # MGC_COMPILE_FLAGS adds compile options to every mgc plan (e.g. --no-fuse, issue 14; bench/lib.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=${1:-300}
+rounds=${2:-3}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=1
 
@@ -36,18 +40,17 @@ peer() { # script devices [command prefix, e.g. taskset -c 0] -> images/s, "skip
 }
 
 warm_kernels $model
-one=$(mgc_ips $model cpu:0 "$steps" taskset -c 0)
+mgc_rounds $model "$steps" "$rounds" > "$tmp/rounds"
+read -r sgemm one two ceiling < <(median_columns "$tmp/rounds")
 gflop=$(gflop_per_image $model)
-sgemm=$(sgemm_gflops)
 torch=$(taskset -c 0 /usr/bin/python3 bench/torch_cnn.py "$steps" 64 1)
 tf1=$(peer tf_cnn.py 1 taskset -c 0)
 jax1=$(peer jax_cnn.py 1 taskset -c 0)
-two=$(mgc_ips $model cpu:0,cpu:1 "$steps")
 ddp=$(/usr/bin/python3 bench/torch_cnn.py "$steps" 64 1 2)
 tf2=$(peer tf_cnn.py 2)
 jax2=$(peer jax_cnn.py 2)
-ceiling=$(ceiling $model "$steps")
 printf "%-40s %10s\n" "run (seed CNN, Adam, batch 64/replica)" "images/s"
+printf "%-40s %10s\n" "(mgc: the median of $rounds rounds)" ""
 printf "%-40s %10s\n" "pytorch $(/usr/bin/python3 -c 'import torch;print(torch.__version__)'), 1 thread, 1 core" "$torch"
 printf "%-40s %10s\n" "tensorflow MirroredStrategy, 1 device" "$tf1"
 printf "%-40s %10s\n" "jax, 1 device" "$jax1"
@@ -57,11 +60,13 @@ printf "%-40s %10s\n" "pytorch DDP, 2 processes, 2 cores" "$ddp"
 printf "%-40s %10s\n" "tensorflow MirroredStrategy, 2 devices" "$tf2"
 printf "%-40s %10s\n" "jax, 2 devices (sharded jit)" "$jax2"
 printf "%-40s %10s\n" "2 x mgc cpu:0 at once, 1 core each" "$ceiling"
-/usr/bin/python3 - "$torch" "$one" "$two" "$ceiling" "$ddp" "$tf1" "$tf2" "$jax1" "$jax2" "$gflop" "$sgemm" <<'PY'
-import sys
+/usr/bin/python3 - "$torch" "$one" "$two" "$ceiling" "$ddp" "$tf1" "$tf2" "$jax1" "$jax2" "$gflop" "$sgemm" "$tmp/rounds" <<'PY'
+import statistics, sys
 t, one, two, ceiling, ddp = map(float, sys.argv[1:6])
 tf1, tf2, jax1, jax2 = (float(v) if v not in ("skipped", "failed") else None for v in sys.argv[6:10])
 gflop, sgemm = map(float, sys.argv[10:12])
+rounds = [list(map(float, l.split())) for l in open(sys.argv[12])]  # sgemm one two ceiling
+each = lambda f: f"{statistics.median(map(f, rounds)):.0%} (each round: {', '.join(f'{f(r):.0%}' for r in rounds)})"
 ratio = lambda a, b: f"{a / b:.2f}x" if b else "n/a"
 print(f"mgc / pytorch (1 core):        {one / t:.2f}x   (target >= 4x)")
 print(f"mgc / tensorflow (1 device):   {ratio(one, tf1)}   (target >= 2x)")
@@ -71,8 +76,7 @@ print(f"mgc / jax (2 devices):         {ratio(two, jax2)}")
 print(f"mgc / pytorch DDP (2 cores):   {two / ddp:.2f}x")
 print(f"mgc 2 devices / 1 device:      {two / one:.2f}x")
 print(f"2-core ceiling / 1 device:     {ceiling / one:.2f}x   (no communication: what the machine allows)")
-print(f"mgc 2 devices / ceiling:       {two / ceiling:.0%}   (target >= 90%)")
-rate = one * gflop
-print(f"mgc step flop rate (1 core):   {rate:.1f} GFLOP/s ({1000 * gflop:.2f} MFLOP an image); sgemm {sgemm:.1f} GFLOP/s: "
-      f"{rate / sgemm:.0%}   (target >= 60%)")
+print(f"mgc 2 devices / ceiling:       {each(lambda r: r[2] / r[3])}   (target >= 90%)")
+print(f"mgc step flop rate (1 core):   {one * gflop:.1f} GFLOP/s ({1000 * gflop:.2f} MFLOP an image); "
+      f"sgemm {sgemm:.1f} GFLOP/s: {each(lambda r: r[1] * gflop / r[0])}   (target >= 60%)")
 PY

@@ -7,7 +7,8 @@
  * thread per device (oneDNN 2.6 has Winograd on AVX-512 only). F(4, 3)'s
  * interpolation points are 0, 1, -1, 1/2, -2 (and infinity), not Lavin's
  * 0, +-1, +-2: its float error is about a third (Barabasz et al. 2018; the
- * worst kern_kernels case went from 1.03 of the tolerance to 0.63).
+ * worst kern_kernels case went from 1.03 of the tolerance to 0.63). Not for
+ * fewer than 4 channels in or out (WG_MIN_CHANNELS).
  *
  * An output tile of m x m pixels reads a (m + 2) x (m + 2) input tile d; per
  * channel Y = A^T [(G g G^T) (x) (B^T d B)] A. In NHWC the tile transforms
@@ -54,6 +55,12 @@ enum { BLOCK_BYTES = 1 << 18 };
 /* channel counts (in and out) up to which the products run on mm_small, not
  * OpenBLAS (measured faster at 16, 32 and 64; more not measured) */
 enum { WG_SMALL = 64 };
+/* channels in and out below which it does not apply: with fewer, the products
+ * (GEMMs over the channels) are a sliver beside the per-channel transforms, and
+ * no sum over channels averages the transforms' float error. At one channel in
+ * it measured 2-3x slower than oneDNN (docs/cpu-kernels.md), and its error on
+ * such cases sat within 2x of the kern tolerance. */
+enum { WG_MIN_CHANNELS = 4 };
 
 int cpu_conv_winograd_applies(const rt_kernel_args *k) {
     ir_op op = k->node->op;
@@ -62,6 +69,7 @@ int cpu_conv_winograd_applies(const rt_kernel_args *k) {
     if (cpu_kernels_threads() != 1 || IN_NUMEL(k, 0) <= 0 || IN_NUMEL(k, 1) <= 0 || OUT_NUMEL(k) <= 0) return 0;
     const ir_shape *w = op == OP_CONV2D_GRAD_FILTER ? &k->node->shape : IN_SHAPE(k, 1);
     if (w->rank != 4 || w->dim[0] != 3 || w->dim[1] != 3) return 0;
+    if (w->dim[2] < WG_MIN_CHANNELS || w->dim[3] < WG_MIN_CHANNELS) return 0;
     ir_conv g = ir_conv_of(k->node, w);
     return g.groups == 1 && g.stride[0] == 1 && g.stride[1] == 1 && g.dilation[0] == 1 && g.dilation[1] == 1;
 }

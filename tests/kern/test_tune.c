@@ -25,7 +25,7 @@ static char dir[256];
 /* a matmul [33, 70] x [70, 45] and a conv2d [4, 12, 12, 3] * [3, 3, 3, 8], inputs from seed */
 static void build_ops(one_op *mm, one_op *cv, unsigned seed) {
     char err[256];
-    ir_shape ms[2] = {kh_shape("33,70"), kh_shape("70,45")}, cs[2] = {kh_shape("4,12,12,3"), kh_shape("3,3,3,8")};
+    ir_shape ms[2] = {kh_shape("33,70"), kh_shape("70,45")}, cs[2] = {kh_shape("4,12,12,4"), kh_shape("3,3,4,8")};
     ir_dtype f[2] = {IR_F32, IR_F32};
     int64_t no[IR_MAX_IATTR] = {0}, conv[IR_MAX_IATTR] = {1, 1};
     if (kh_build(mm, OP_MATMUL, 2, ms, f, no, (double[6]){0}, NULL, 0, err, sizeof err) ||
@@ -88,7 +88,7 @@ static void test_round_trip(void) {
     EXPECT(!strcmp(mm_choice, "openblas") || !strcmp(mm_choice, "onednn") || !strcmp(mm_choice, "blocked"),
            "matmul chose %s", mm_choice);
     EXPECT(!strcmp(cv_choice, "onednn") || !strcmp(cv_choice, "onednn-hwio") || !strcmp(cv_choice, "winograd"),
-           "conv2d chose %s", cv_choice); /* a 3x3 stride-1 convolution: winograd applies */
+           "conv2d chose %s", cv_choice); /* 3x3, stride 1, 4 channels in: winograd applies */
     EXPECT(access(path, R_OK) == 0, "no cache file %s", path);
 
     cpu_tune_reset(); /* as a new process: the same choices, nothing measured */

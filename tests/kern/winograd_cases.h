@@ -2,12 +2,12 @@
  * conv2d, conv2d_epilogue, conv2d_grad_input and conv2d_grad_filter
  * (runtime/cpu/conv_winograd.c) forced by MGC_KERNELS=winograd against the
  * double reference, then measured (auto): whole and partial 4x4 tiles,
- * padding 0, 1 and asymmetric, channel counts 1, 3, 5, 13, 16, 17, 24, 32,
- * 64 (the micro-kernel's products) and 72 (OpenBLAS's), one output channel, batch > 1
- * and several blocks of tiles, the last partial; each forced run twice, bit for bit; the worst error as a share
+ * padding 0, 1 and asymmetric, channel counts 4, 5, 10, 13, 16, 17, 24, 32,
+ * 64 (the micro-kernel's products) and 72 (OpenBLAS's), batch > 1 and several
+ * blocks of tiles, the last partial; each forced run twice, bit for bit; the worst error as a share
  * of the tolerance printed. Nodes it must not run (stride 2, a 5x5 or 3x2
- * filter, dilation, groups, two threads) are not its (applies 0) and still
- * give the reference under MGC_KERNELS=winograd. WG_VERBOSE=1 prints each
+ * filter, dilation, groups, fewer than 4 channels in or out, two threads) are
+ * not its (applies 0) and still give the reference under MGC_KERNELS=winograd. WG_VERBOSE=1 prints each
  * case's error. Included by test_kernels.c after run_case. */
 #ifndef MGC_KERN_WINOGRAD_CASES_H
 #define MGC_KERN_WINOGRAD_CASES_H
@@ -16,12 +16,11 @@
 #define WG_EPI(pt, pl, pb, pr, act) .iattr = {1, 1, pt, pl, pb, pr, 1, 1, 1, act}
 
 static const tcase winograd_cases[] = {
-    /* ResNet-20's layers (batch 4 and 2): 28x28 (whole tiles), 14x14 (a partial row and column), 7x7 */
-    {"winograd conv2d 28x28 1->16 same", OP_CONV2D, 2, {"4,28,28,1", "3,3,1,16"}, WG_SAME, .ref = ref_conv},
+    /* ResNet-20's layers after the first (batch 2 and 3): 28x28 (whole tiles), 14x14 (a partial row and column), 7x7 */
     {"winograd conv2d 28x28 16->16 same", OP_CONV2D, 2, {"2,28,28,16", "3,3,16,16"}, WG_SAME, .ref = ref_conv},
     {"winograd conv2d 14x14 32->32 same", OP_CONV2D, 2, {"3,14,14,32", "3,3,32,32"}, WG_SAME, .ref = ref_conv},
     {"winograd conv2d 7x7 64->64 same", OP_CONV2D, 2, {"2,7,7,64", "3,3,64,64"}, WG_SAME, .ref = ref_conv},
-    {"winograd conv2d valid 5->3", OP_CONV2D, 2, {"2,9,11,5", "3,3,5,3"}, CONV(1, 1, 0, 0, 0, 0), .ref = ref_conv},
+    {"winograd conv2d valid 5->4", OP_CONV2D, 2, {"2,9,11,5", "3,3,5,4"}, CONV(1, 1, 0, 0, 0, 0), .ref = ref_conv},
     {"winograd conv2d asymmetric 13->10", OP_CONV2D, 2, {"2,6,5,13", "3,3,13,10"}, CONV(1, 1, 2, 0, 1, 2),
      .ref = ref_conv},
     {"winograd conv2d 1x1 image padded", OP_CONV2D, 2, {"3,1,1,4", "3,3,4,5"}, WG_SAME, .ref = ref_conv},
@@ -31,27 +30,25 @@ static const tcase winograd_cases[] = {
      .given = "3,14,14,32", .ref = ref_conv},
     {"winograd conv2d_grad_input 7x7 64->64 same", OP_CONV2D_GRAD_INPUT, 2, {"2,7,7,64", "3,3,64,64"}, WG_SAME,
      .given = "2,7,7,64", .ref = ref_conv},
-    {"winograd conv2d_grad_input valid 5->3", OP_CONV2D_GRAD_INPUT, 2, {"2,7,9,3", "3,3,5,3"}, CONV(1, 1, 0, 0, 0, 0),
+    {"winograd conv2d_grad_input valid 5->4", OP_CONV2D_GRAD_INPUT, 2, {"2,7,9,4", "3,3,5,4"}, CONV(1, 1, 0, 0, 0, 0),
      .given = "2,9,11,5", .ref = ref_conv},
     {"winograd conv2d_grad_input asymmetric 13->10", OP_CONV2D_GRAD_INPUT, 2, {"2,7,5,10", "3,3,13,10"},
      CONV(1, 1, 2, 0, 1, 2), .given = "2,6,5,13", .ref = ref_conv},
-    {"winograd conv2d_grad_filter 28x28 1->16 same", OP_CONV2D_GRAD_FILTER, 2, {"4,28,28,1", "4,28,28,16"}, WG_SAME,
-     .given = "3,3,1,16", .ref = ref_conv},
     {"winograd conv2d_grad_filter 28x28 16->16 same", OP_CONV2D_GRAD_FILTER, 2, {"2,28,28,16", "2,28,28,16"}, WG_SAME,
      .given = "3,3,16,16", .ref = ref_conv},
     {"winograd conv2d_grad_filter 14x14 32->32 same", OP_CONV2D_GRAD_FILTER, 2, {"3,14,14,32", "3,14,14,32"}, WG_SAME,
      .given = "3,3,32,32", .ref = ref_conv},
     {"winograd conv2d_grad_filter 7x7 64->64 same", OP_CONV2D_GRAD_FILTER, 2, {"2,7,7,64", "2,7,7,64"}, WG_SAME,
      .given = "3,3,64,64", .ref = ref_conv},
-    {"winograd conv2d_grad_filter valid 5->3", OP_CONV2D_GRAD_FILTER, 2, {"2,9,11,5", "2,7,9,3"},
-     CONV(1, 1, 0, 0, 0, 0), .given = "3,3,5,3", .ref = ref_conv},
+    {"winograd conv2d_grad_filter valid 5->4", OP_CONV2D_GRAD_FILTER, 2, {"2,9,11,5", "2,7,9,4"},
+     CONV(1, 1, 0, 0, 0, 0), .given = "3,3,5,4", .ref = ref_conv},
     {"winograd conv2d_grad_filter asymmetric 13->10", OP_CONV2D_GRAD_FILTER, 2, {"2,6,5,13", "2,7,5,10"},
      CONV(1, 1, 2, 0, 1, 2), .given = "3,3,13,10", .ref = ref_conv},
     {"winograd conv2d_epilogue 14x14 relu", OP_CONV2D_EPILOGUE, 3, {"2,14,14,16", "3,3,16,32", "32"},
      WG_EPI(1, 1, 1, 1, EPI_RELU), .ref = ref_conv2d_epilogue},
-    {"winograd conv2d_epilogue residual tanh", OP_CONV2D_EPILOGUE, 4, {"2,9,8,3", "3,3,3,5", "5", "2,9,8,5"},
+    {"winograd conv2d_epilogue residual tanh", OP_CONV2D_EPILOGUE, 4, {"2,9,8,4", "3,3,4,5", "5", "2,9,8,5"},
      WG_EPI(1, 1, 1, 1, EPI_TANH), .ref = ref_conv2d_epilogue},
-    {"winograd conv2d_epilogue valid sigmoid", OP_CONV2D_EPILOGUE, 3, {"2,9,8,3", "3,3,3,4", "4"},
+    {"winograd conv2d_epilogue valid sigmoid", OP_CONV2D_EPILOGUE, 3, {"2,9,8,4", "3,3,4,4", "4"},
      WG_EPI(0, 0, 0, 0, EPI_SIGMOID), .ref = ref_conv2d_epilogue},
     /* mm_small (up to 64 channels): 24 and 17 channels take its 16-, 8- and 1-wide column paths, 9x7 (3 x 2
      * tiles of 2 images) its 6-row block and a 4-row rest */
@@ -67,18 +64,11 @@ static const tcase winograd_cases[] = {
      .given = "3,9,10,64", .ref = ref_conv},
     {"winograd conv2d_grad_filter 64->64 two blocks", OP_CONV2D_GRAD_FILTER, 2, {"3,9,10,64", "3,9,10,64"},
      WG_SAME, .given = "3,3,64,64", .ref = ref_conv},
-    /* mnist_cnn's first layer (a device's batch of 32, valid; 1568 tiles): 29 blocks of 55 tiles of one
-     * channel in */
-    {"winograd conv2d_epilogue 1->32 valid relu", OP_CONV2D_EPILOGUE, 3, {"32,28,28,1", "3,3,1,32", "32"},
+    /* a device's batch of 32 (valid; 1568 tiles): 29 blocks of 55 tiles of four channels in */
+    {"winograd conv2d_epilogue 4->32 valid relu", OP_CONV2D_EPILOGUE, 3, {"32,28,28,4", "3,3,4,32", "32"},
      WG_EPI(0, 0, 0, 0, EPI_RELU), .ref = ref_conv2d_epilogue},
-    {"winograd conv2d_grad_filter 1->32 valid", OP_CONV2D_GRAD_FILTER, 2, {"32,28,28,1", "32,26,26,32"},
-     CONV(1, 1, 0, 0, 0, 0), .given = "3,3,1,32", .ref = ref_conv},
-    /* one output channel (a lone column of mm_small), three in */
-    {"winograd conv2d 3->1", OP_CONV2D, 2, {"2,10,9,3", "3,3,3,1"}, WG_SAME, .ref = ref_conv},
-    {"winograd conv2d_grad_input 3->1", OP_CONV2D_GRAD_INPUT, 2, {"2,10,9,1", "3,3,3,1"}, WG_SAME,
-     .given = "2,10,9,3", .ref = ref_conv},
-    {"winograd conv2d_grad_filter 3->1", OP_CONV2D_GRAD_FILTER, 2, {"2,10,9,3", "2,10,9,1"}, WG_SAME,
-     .given = "3,3,3,1", .ref = ref_conv},
+    {"winograd conv2d_grad_filter 4->32 valid", OP_CONV2D_GRAD_FILTER, 2, {"32,28,28,4", "32,26,26,32"},
+     CONV(1, 1, 0, 0, 0, 0), .given = "3,3,4,32", .ref = ref_conv},
     /* OpenBLAS's products (more than 64 channels in or out) */
     {"winograd conv2d 72->8 (OpenBLAS)", OP_CONV2D, 2, {"2,6,7,72", "3,3,72,8"}, WG_SAME, .ref = ref_conv},
     {"winograd conv2d_grad_input 72->8 (OpenBLAS)", OP_CONV2D_GRAD_INPUT, 2, {"2,6,7,8", "3,3,72,8"}, WG_SAME,
@@ -92,15 +82,25 @@ static const tcase winograd_cases[] = {
 
 /* not the candidate's: each still gives the reference under MGC_KERNELS=winograd (oneDNN's) */
 static const tcase winograd_not_cases[] = {
-    {"winograd-not conv2d stride 2", OP_CONV2D, 2, {"2,9,8,3", "3,3,3,5"}, CONV(2, 2, 1, 1, 1, 1), .ref = ref_conv},
-    {"winograd-not conv2d 5x5", OP_CONV2D, 2, {"2,9,8,3", "5,5,3,4"}, CONV(1, 1, 2, 2, 2, 2), .ref = ref_conv},
-    {"winograd-not conv2d 3x2", OP_CONV2D, 2, {"2,9,8,3", "3,2,3,4"}, CONV(1, 1, 0, 0, 0, 0), .ref = ref_conv},
-    {"winograd-not conv2d dilated", OP_CONV2D, 2, {"2,9,8,3", "3,3,3,4"}, CONVX(1, 1, 0, 0, 0, 0, 2, 2, 1),
+    {"winograd-not conv2d stride 2", OP_CONV2D, 2, {"2,9,8,4", "3,3,4,5"}, CONV(2, 2, 1, 1, 1, 1), .ref = ref_conv},
+    {"winograd-not conv2d 5x5", OP_CONV2D, 2, {"2,9,8,4", "5,5,4,4"}, CONV(1, 1, 2, 2, 2, 2), .ref = ref_conv},
+    {"winograd-not conv2d 3x2", OP_CONV2D, 2, {"2,9,8,4", "3,2,4,4"}, CONV(1, 1, 0, 0, 0, 0), .ref = ref_conv},
+    {"winograd-not conv2d dilated", OP_CONV2D, 2, {"2,9,8,4", "3,3,4,4"}, CONVX(1, 1, 0, 0, 0, 0, 2, 2, 1),
      .ref = ref_conv},
-    {"winograd-not conv2d groups 2", OP_CONV2D, 2, {"2,6,7,4", "3,3,2,6"}, CONVX(1, 1, 1, 1, 1, 1, 1, 1, 2),
+    {"winograd-not conv2d groups 2", OP_CONV2D, 2, {"2,6,7,8", "3,3,4,6"}, CONVX(1, 1, 1, 1, 1, 1, 1, 1, 2),
      .ref = ref_conv},
-    {"winograd-not conv2d_grad_filter stride 2", OP_CONV2D_GRAD_FILTER, 2, {"2,9,8,3", "2,5,4,5"},
-     CONV(2, 2, 1, 1, 1, 1), .given = "3,3,3,5", .ref = ref_conv},
+    {"winograd-not conv2d_grad_filter stride 2", OP_CONV2D_GRAD_FILTER, 2, {"2,9,8,4", "2,5,4,5"},
+     CONV(2, 2, 1, 1, 1, 1), .given = "3,3,4,5", .ref = ref_conv},
+    /* fewer than 4 channels in or out (WG_MIN_CHANNELS): ResNet-20's and mnist_cnn's first layers, 3 in, 1 out */
+    {"winograd-not conv2d 28x28 1->16 same", OP_CONV2D, 2, {"4,28,28,1", "3,3,1,16"}, WG_SAME, .ref = ref_conv},
+    {"winograd-not conv2d_grad_filter 28x28 1->16 same", OP_CONV2D_GRAD_FILTER, 2, {"4,28,28,1", "4,28,28,16"},
+     WG_SAME, .given = "3,3,1,16", .ref = ref_conv},
+    {"winograd-not conv2d_epilogue 1->32 valid relu", OP_CONV2D_EPILOGUE, 3, {"32,28,28,1", "3,3,1,32", "32"},
+     WG_EPI(0, 0, 0, 0, EPI_RELU), .ref = ref_conv2d_epilogue},
+    {"winograd-not conv2d 3->5", OP_CONV2D, 2, {"2,9,8,3", "3,3,3,5"}, WG_SAME, .ref = ref_conv},
+    {"winograd-not conv2d_grad_input 5->3", OP_CONV2D_GRAD_INPUT, 2, {"2,9,8,3", "3,3,5,3"}, WG_SAME,
+     .given = "2,9,8,5", .ref = ref_conv},
+    {"winograd-not conv2d 4->1", OP_CONV2D, 2, {"2,10,9,4", "3,3,4,1"}, WG_SAME, .ref = ref_conv},
 };
 
 /* whether the candidate applies to case c's node; -1 if it does not build */

@@ -17,24 +17,9 @@ static double now_s(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static rt_backend *start(int devices, int events, double timeout) {
-    rt_backend *b = rt_backend_cpu();
-    b->n_devices = devices, b->n_events = events, b->replica_total = devices, b->collective_timeout = timeout;
-    if (b->i->init(b)) {
-        fprintf(stderr, "init: %s\n", b->err);
-        exit(1);
-    }
-    return b;
-}
-
-static void stop(rt_backend *b) {
-    b->i->shutdown(b);
-    free(b);
-}
-
 /* Copies on one stream run in submission order. */
 static void test_order(void) {
-    rt_backend *b = start(1, 1, 5);
+    rt_backend *b = start_cpu(1, 1, 5, 0);
     int *x = b->i->alloc(b, 0, 1000 * sizeof(int));
     CHECK(((uintptr_t)x & 63) == 0 && x[999] == 0, "arena block %p not aligned or not zeroed", (void *)x);
     int vals[1000];
@@ -48,12 +33,12 @@ static void test_order(void) {
     for (int k = 0; k < 1000; k++) zeros += x[k] == 0;
     CHECK(zeros == 1000, "only %d of 1000 chained copies saw their predecessor", zeros);
     b->i->dealloc(b, 0, x);
-    stop(b);
+    stop_cpu(b);
 }
 
 /* comm waits for an event that compute records only later. */
 static void test_event_wait(void) {
-    rt_backend *b = start(2, 4, 5);
+    rt_backend *b = start_cpu(2, 4, 5, 0);
     int x = 1, y = 0, v = 7, z = 0;
     b->i->wait(b, 0, STREAM_COMM, 2, 1);
     b->i->download(b, 0, STREAM_COMM, &y, &x, sizeof x);
@@ -77,12 +62,12 @@ static void test_event_wait(void) {
     CHECK(b->i->record(b, 0, STREAM_COMM, 4, 1) == -1 && !strcmp(b->err, "cpu backend: no event 4 (4 events)"), "%s",
           b->err);
     CHECK(b->i->launch(b, 2, STREAM_COMM, NULL) == -1, "device 2 accepted");
-    stop(b);
+    stop_cpu(b);
 }
 
 /* A failing kernel stops later work on every stream; sync reports it once. */
 static void test_error(void) {
-    rt_backend *b = start(2, 1, 5);
+    rt_backend *b = start_cpu(2, 1, 5, 0);
     ir_node node = {.op = OP_INPUT, .dtype = IR_F32};
     rt_kernel_args k = {.node = &node};
     int x = 0, one = 1;
@@ -96,12 +81,12 @@ static void test_error(void) {
     CHECK(x == 0, "work after the failure ran");
     b->i->upload(b, 1, STREAM_COMPUTE, &x, &one, sizeof one);
     CHECK(b->i->sync(b) == 0 && x == 1, "the backend did not recover: %s", b->err);
-    stop(b);
+    stop_cpu(b);
 }
 
 static void test_collective(void) {
     enum { N = 4, COUNT = 100001 };
-    rt_backend *b = start(N, 1, 5);
+    rt_backend *b = start_cpu(N, 1, 5, 0);
     float *buf[N];
     for (int d = 0; d < N; d++) {
         buf[d] = b->i->alloc(b, d, COUNT * sizeof(float));
@@ -117,13 +102,13 @@ static void test_collective(void) {
     CHECK(b->i->sync(b) == 0, "%s", b->err);
     for (int d = 0; d < N; d++)
         CHECK(buf[d][7] == 1.25f + 2 && buf[d][5] == 1.25f && buf[d][COUNT - 1] == 1.25f + 0, "cpu:%d has %g %g", d, buf[d][7], buf[d][5]);
-    stop(b);
+    stop_cpu(b);
 }
 
 /* cpu:1 and cpu:3 never issue the collective: sync fails within ~timeout,
  * and shutdown does not hang. */
 static void test_timeout(void) {
-    rt_backend *b = start(4, 1, 0.5);
+    rt_backend *b = start_cpu(4, 1, 0.5, 0);
     float buf[4][8] = {{0}};
     int x = 0, one = 1;
     for (int d = 0; d < 4; d += 2) {
@@ -141,7 +126,7 @@ static void test_timeout(void) {
     CHECK(took >= 0.45 && took < 1.0, "took %.2f s", took);
     CHECK(x == 0, "work after the failed collective ran");
     t0 = now_s();
-    stop(b);
+    stop_cpu(b);
     CHECK(now_s() - t0 < 0.2, "shutdown took %.2f s", now_s() - t0);
 }
 

@@ -40,21 +40,6 @@ static int pinned_threads(int *counts, int n) {
     return threads;
 }
 
-static rt_backend *start(int devices) {
-    rt_backend *b = rt_backend_cpu();
-    b->n_devices = devices, b->n_events = 1, b->replica_total = devices, b->threads_per_device = 1;
-    if (b->i->init(b)) {
-        fprintf(stderr, "init: %s\n", b->err);
-        exit(1);
-    }
-    return b;
-}
-
-static void stop(rt_backend *b) {
-    b->i->shutdown(b);
-    free(b);
-}
-
 int main(void) {
     int online = (int)sysconf(_SC_NPROCESSORS_ONLN), cpus[1024], counts[1024];
     cpu_set_t all;
@@ -87,21 +72,21 @@ int main(void) {
 
     /* the backend: each device's compute and comm thread on its own CPU */
     rt_device_cpus(online, 1, cpus);
-    rt_backend *b = start(online);
+    rt_backend *b = start_cpu(online, 1, 0, 1);
     usleep(20000); /* the threads pin themselves first thing */
     pinned_threads(counts, 1024);
     for (int d = 0; d < online; d++)
         CHECK(counts[cpus[d]] == STREAM_COUNT, "cpu %d runs %d pinned threads, want device %d's %d", cpus[d],
               counts[cpus[d]], d, STREAM_COUNT);
-    stop(b);
+    stop_cpu(b);
     setenv("MGC_PIN_THREADS", "0", 1);
-    b = start(online);
+    b = start_cpu(online, 1, 0, 1);
     usleep(20000);
     int threads = pinned_threads(counts, 1024), pinned = 0;
     for (int k = 0; k < 1024; k++) pinned += counts[k];
     CHECK(threads >= 1 + online * STREAM_COUNT && pinned == 0, "MGC_PIN_THREADS=0: %d of %d threads pinned", pinned,
           threads);
-    stop(b);
+    stop_cpu(b);
     if (failures) {
         fprintf(stderr, "%d checks failed\n", failures);
         return 1;

@@ -179,6 +179,17 @@ int ir_add(ir_module *m, ir_op op, const int *in, int n_in, ir_loc loc) {
 
 ir_node *ir_node_at(ir_module *m, int i) { return &m->g.nodes[i]; }
 
+void ir_module_renumber(ir_module *m, const int *map) {
+    for (int k = 0; k < m->n_inputs; k++) m->inputs[k] = map[m->inputs[k]];
+    if (m->loss >= 0) m->loss = map[m->loss];
+    for (int k = 0; k < m->n_metrics; k++) m->metrics[k].node = map[m->metrics[k].node];
+    for (int k = 0; k < m->n_outputs; k++) m->outputs[k].node = map[m->outputs[k].node];
+    for (int k = 0; k < m->n_params; k++) {
+        m->params[k] = map[m->params[k]];
+        if (m->grads && m->grads[k] >= 0) m->grads[k] = map[m->grads[k]];
+    }
+}
+
 /* ---- elementwise fusion (issue 14) ---- */
 
 const ir_fused *ir_fused_add(ir_module *m, const ir_fused *p) {

@@ -319,6 +319,9 @@ const char *ir_intern(ir_module *m, const char *s); /* NULL stays NULL */
  * offset -1, programs 0. Returns its index. */
 int ir_add(ir_module *m, ir_op op, const int *in, int n_in, ir_loc loc);
 ir_node *ir_node_at(ir_module *m, int i);
+/* After a pass renumbered the graph's nodes (map[old] = new index), points
+ * the module's inputs, loss, metrics, outputs, params and grads at them. */
+void ir_module_renumber(ir_module *m, const int *map);
 
 /* Shape and dtype rule of node i from its inputs and attributes. Writes the
  * result into the node. On a mismatch returns false and writes a one-line

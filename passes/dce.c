@@ -56,14 +56,7 @@ static void compact(ir_module *m, const bool *live, int *map) {
         map[i] = j++;
     }
     m->g.n = j;
-    for (int k = 0; k < m->n_inputs; k++) m->inputs[k] = map[m->inputs[k]];
-    if (m->loss >= 0) m->loss = map[m->loss];
-    for (int k = 0; k < m->n_metrics; k++) m->metrics[k].node = map[m->metrics[k].node];
-    for (int k = 0; k < m->n_outputs; k++) m->outputs[k].node = map[m->outputs[k].node];
-    for (int k = 0; k < m->n_params; k++) {
-        m->params[k] = map[m->params[k]];
-        if (m->grads && m->grads[k] >= 0) m->grads[k] = map[m->grads[k]];
-    }
+    ir_module_renumber(m, map);
 }
 
 bool pass_dce(ir_module *m, ir_diag *d, const pass_options *o) {

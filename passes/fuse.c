@@ -214,14 +214,7 @@ static void rebuild(fuser *F, const group *groups, const ir_fused *progs, const 
     }
     for (int i = 0; i < old.n; i++) free(old.nodes[i].in);
     free(old.nodes);
-    for (int k = 0; k < m->n_inputs; k++) m->inputs[k] = map[m->inputs[k]];
-    if (m->loss >= 0) m->loss = map[m->loss];
-    for (int k = 0; k < m->n_metrics; k++) m->metrics[k].node = map[m->metrics[k].node];
-    for (int k = 0; k < m->n_outputs; k++) m->outputs[k].node = map[m->outputs[k].node];
-    for (int k = 0; k < m->n_params; k++) {
-        m->params[k] = map[m->params[k]];
-        if (m->grads && m->grads[k] >= 0) m->grads[k] = map[m->grads[k]];
-    }
+    ir_module_renumber(m, map);
     free(map);
 }
 

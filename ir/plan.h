@@ -29,4 +29,8 @@ ir_module *mgx_read_mem(const void *data, size_t size, const char *name, char *e
  * "NAME: invalid plan: ..." in err. */
 int mgx_check_runnable(const ir_module *m, const char *name, char *err, size_t cap);
 
+/* A message quoting names read from a file stays one line: control bytes
+ * become '?' (a name may hold anything, even a newline). */
+void mgx_one_line(char *msg);
+
 #endif

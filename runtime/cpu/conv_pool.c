@@ -192,6 +192,26 @@ static inline __attribute__((always_inline)) void window_y(const float *p, const
     *y0 = relu8(a + bv), *y1 = relu8(b + bv), *y2 = relu8(c + bv), *y3 = relu8(d + bv);
 }
 
+/* window_y for two vectors of channels, c0 .. c0 + 15 (w: [2, 9, 8]), into
+ * y (the first) and u (the second): the same sums, each x loaded once for both */
+static inline __attribute__((always_inline)) void window_y2(const float *p, const float *w, const float *bias,
+                                                            int64_t W, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
+                                                            v8 *y, v8 *u) {
+    const float *q1 = p + sw, *q2 = p + sh * W, *q3 = q2 + sw;
+    v8 a = {0}, b = {0}, c = {0}, d = {0}, e = {0}, f = {0}, g = {0}, h = {0};
+    for (int r = 0; r < 3; r++)
+        for (int s = 0; s < 3; s++) {
+            int64_t o = r * dh * W + s * dw;
+            v8 wv = load8(w + (r * 3 + s) * 8), wu = load8(w + 72 + (r * 3 + s) * 8);
+            float x0 = p[o], x1 = q1[o], x2 = q2[o], x3 = q3[o];
+            a += x0 * wv, e += x0 * wu, b += x1 * wv, f += x1 * wu;
+            c += x2 * wv, g += x2 * wu, d += x3 * wv, h += x3 * wu;
+        }
+    v8 bv = load8(bias), bu = load8(bias + 8);
+    y[0] = relu8(a + bv), y[1] = relu8(b + bv), y[2] = relu8(c + bv), y[3] = relu8(d + bv);
+    u[0] = relu8(e + bu), u[1] = relu8(f + bu), u[2] = relu8(g + bu), u[3] = relu8(h + bu);
+}
+
 /* windows [pw0, pw1) of row ph of image b pooled, every channel, into o (at
  * window pw0) */
 static inline __attribute__((always_inline)) void pool_row(const cgeom *G, int64_t b, int64_t ph, int64_t pw0,
@@ -202,11 +222,10 @@ static inline __attribute__((always_inline)) void pool_row(const cgeom *G, int64
     for (int64_t pw = pw0; pw < pw1; pw++, p += 2 * sw, o += C) {
         int64_t c0 = 0;
         for (; c0 + 16 <= C; c0 += 16) { /* two vectors: eight independent sums */
-            v8 y0, y1, y2, y3, u0, u1, u2, u3;
-            window_y(p, w + 9 * c0, bias + c0, W, sh, sw, dh, dw, &y0, &y1, &y2, &y3);
-            window_y(p, w + 9 * c0 + 72, bias + c0 + 8, W, sh, sw, dh, dw, &u0, &u1, &u2, &u3);
-            store8(o + c0, max8(max8(y0, y1), max8(y2, y3)));
-            store8(o + c0 + 8, max8(max8(u0, u1), max8(u2, u3)));
+            v8 y[4], u[4];
+            window_y2(p, w + 9 * c0, bias + c0, W, sh, sw, dh, dw, y, u);
+            store8(o + c0, max8(max8(y[0], y[1]), max8(y[2], y[3])));
+            store8(o + c0 + 8, max8(max8(u[0], u[1]), max8(u[2], u[3])));
         }
         if (c0 < C) {
             v8 y0, y1, y2, y3;
@@ -244,11 +263,11 @@ static inline __attribute__((always_inline)) void grad_g(const cgeom *G, int64_t
     for (int64_t ph = ph0; ph < ph1; ph++) {
         const float *p = window_x(G, b, ph, pw0), *d = dy + (ph * PW + pw0) * C + c0;
         for (int64_t pw = pw0; pw < pw1; pw++, p += 2 * sw, d += C, g += 32 * nv) {
-            v8 y0, y1, y2, y3, u0, u1, u2, u3;
-            window_y(p, w, bias, W, sh, sw, dh, dw, &y0, &y1, &y2, &y3);
-            if (nv == 2) window_y(p, w + 72, bias + 8, W, sh, sw, dh, dw, &u0, &u1, &u2, &u3);
-            window_g(&y0, &y1, &y2, &y3, d, g);
-            if (nv == 2) window_g(&u0, &u1, &u2, &u3, d + 8, g + 32);
+            v8 y[4], u[4];
+            if (nv == 2) window_y2(p, w, bias, W, sh, sw, dh, dw, y, u);
+            else window_y(p, w, bias, W, sh, sw, dh, dw, &y[0], &y[1], &y[2], &y[3]);
+            window_g(&y[0], &y[1], &y[2], &y[3], d, g);
+            if (nv == 2) window_g(&u[0], &u[1], &u[2], &u[3], d + 8, g + 32);
         }
     }
 }

@@ -252,17 +252,20 @@ static inline __attribute__((always_inline)) void window_g(const v8 *y0, const v
 /* dy times x summed into a tap's sums, the window's four pixels in order */
 #define TAP4(a, o) (a += p[o] * g0, a += q1[o] * g1, a += q2[o] * g2, a += q3[o] * g3)
 
-/* the gradients of image b's windows inside x, channels c0 .. c0 + 8 nv - 1
- * (nv 1 or 2: eight independent sums), into g [windows, nv, 4, 8]: y made
- * again (window_y), window_g; no sum carried from window to window */
-static inline __attribute__((always_inline)) void grad_g(const cgeom *G, int64_t b, const float *dy, int64_t c0,
-                                                         int nv, float *g, int64_t sh, int64_t sw, int64_t dh,
-                                                         int64_t dw) {
-    const int64_t C = G->C, W = G->W, PW = G->OW / 2, ph0 = G->ph0, ph1 = G->ph1, pw0 = G->pw0, pw1 = G->pw1;
+enum { RB = 2 }; /* rows of windows a pass of the filter gradient: their gradients g stay in L1 */
+
+/* the gradients of image b's windows inside x on rows [r0, r1), channels c0
+ * .. c0 + 8 nv - 1 (nv 1 or 2: eight independent sums), into g (at the
+ * vector; a window every gs floats, [nv, 4, 8] of it): y made again
+ * (window_y), window_g; no sum carried from window to window */
+static inline __attribute__((always_inline)) void grad_g(const cgeom *G, int64_t b, int64_t r0, int64_t r1,
+                                                         const float *dy, int64_t c0, int nv, float *g, int64_t gs,
+                                                         int64_t sh, int64_t sw, int64_t dh, int64_t dw) {
+    const int64_t C = G->C, W = G->W, PW = G->OW / 2, pw0 = G->pw0, pw1 = G->pw1;
     const float *w = G->wv + 9 * c0, *bias = G->bias + c0;
-    for (int64_t ph = ph0; ph < ph1; ph++) {
+    for (int64_t ph = r0; ph < r1; ph++) {
         const float *p = window_x(G, b, ph, pw0), *d = dy + (ph * PW + pw0) * C + c0;
-        for (int64_t pw = pw0; pw < pw1; pw++, p += 2 * sw, d += C, g += 32 * nv) {
+        for (int64_t pw = pw0; pw < pw1; pw++, p += 2 * sw, d += C, g += gs) {
             v8 y[4], u[4];
             if (nv == 2) window_y2(p, w, bias, W, sh, sw, dh, dw, y, u);
             else window_y(p, w, bias, W, sh, sw, dh, dw, &y[0], &y[1], &y[2], &y[3]);
@@ -272,48 +275,71 @@ static inline __attribute__((always_inline)) void grad_g(const cgeom *G, int64_t
     }
 }
 
-/* dy times x summed into a tap's sums, the window's four pixels in order */
-#define TAP4(a, o) (a += p[o] * g0, a += q1[o] * g1, a += q2[o] * g2, a += q3[o] * g3)
-
-/* the filter gradient of image b's windows inside x from their gradients g
- * (grad_g's, a window every gs floats), one vector of channels, added to acc
- * [9, C] (at the vector): the nine taps' float sums in registers, a window at
- * a time */
-static inline __attribute__((always_inline)) void grad_taps(const cgeom *G, int64_t b, const float *g, int64_t gs,
-                                                            float *acc, int64_t sh, int64_t sw, int64_t dh,
-                                                            int64_t dw) {
-    const int64_t C = G->C, W = G->W, ph0 = G->ph0, ph1 = G->ph1, pw0 = G->pw0, pw1 = G->pw1;
-    v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0}, a8 = {0};
-    const int64_t o1 = dw, o2 = 2 * dw, o3 = dh * W, o6 = 2 * dh * W;
-    for (int64_t ph = ph0; ph < ph1; ph++) {
-        const float *p = window_x(G, b, ph, pw0);
-        for (int64_t pw = pw0; pw < pw1; pw++, p += 2 * sw, g += gs) {
-            const float *q1 = p + sw, *q2 = p + sh * W, *q3 = q2 + sw;
-            v8 g0 = load8(g), g1 = load8(g + 8), g2 = load8(g + 16), g3 = load8(g + 24);
-            TAP4(a0, 0), TAP4(a1, o1), TAP4(a2, o2);
-            TAP4(a3, o3), TAP4(a4, o3 + o1), TAP4(a5, o3 + o2);
-            TAP4(a6, o6), TAP4(a7, o6 + o1), TAP4(a8, o6 + o2);
-        }
+/* the window's pixel k's gradient, vector j (< nb), times x into the taps s = 0, 1, 2 of its row */
+#define TAPS3(j, a, c, e)                                                                                              \
+    if (nb > j) {                                                                                                      \
+        v8 gv = load8(gk + 32 * j);                                                                                    \
+        a += x0 * gv, c += x1 * gv, e += x2 * gv;                                                                      \
     }
-    v8 sums[9] = {a0, a1, a2, a3, a4, a5, a6, a7, a8};
-    for (int t = 0; t < 9; t++) store8(acc + t * C, load8(acc + t * C) + sums[t]);
+/* a tap's float sums (nb vectors) added to acc at o */
+#define FLUSH(o, a0, a1, a2, a3)                                                                                       \
+    {                                                                                                                  \
+        v8 s_[4] = {a0, a1, a2, a3};                                                                                   \
+        for (int j = 0; j < nb; j++) store8((o) + 8 * j, load8((o) + 8 * j) + s_[j]);                                  \
+    }
+
+/* the filter gradient of image b's windows inside x on rows [r0, r1) from
+ * their gradients g (grad_g's, a window every gs floats), nb (1 .. 4)
+ * vectors of channels, added to acc [3, 3, 1, C] (at the first vector): a
+ * filter row r at a time, its three taps x nb vectors summed in registers
+ * (the old conv_direct.c blocking), each window's pixels in order */
+static inline __attribute__((always_inline)) void grad_rows(const cgeom *G, int64_t b, int64_t r0, int64_t r1,
+                                                            const float *g, int64_t gs, int nb, float *acc,
+                                                            int64_t sh, int64_t sw, int64_t dh, int64_t dw) {
+    const int64_t C = G->C, W = G->W, pw0 = G->pw0, pw1 = G->pw1;
+    for (int64_t r = 0; r < 3; r++) {
+        v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, c0 = {0}, c1 = {0}, c2 = {0}, c3 = {0};
+        v8 e0 = {0}, e1 = {0}, e2 = {0}, e3 = {0};
+        const float *gw = g;
+        for (int64_t ph = r0; ph < r1; ph++) {
+            const float *p = window_x(G, b, ph, pw0) + r * dh * W;
+            for (int64_t pw = pw0; pw < pw1; pw++, p += 2 * sw, gw += gs)
+#pragma GCC unroll 4
+                for (int k = 0; k < 4; k++) {
+                    const float *xk = p + (k / 2) * sh * W + (k % 2) * sw, *gk = gw + 8 * k;
+                    float x0 = xk[0], x1 = xk[dw], x2 = xk[2 * dw];
+                    TAPS3(0, a0, c0, e0)
+                    TAPS3(1, a1, c1, e1)
+                    TAPS3(2, a2, c2, e2)
+                    TAPS3(3, a3, c3, e3)
+                }
+        }
+        float *o = acc + r * 3 * C;
+        FLUSH(o, a0, a1, a2, a3)
+        FLUSH(o + C, c0, c1, c2, c3)
+        FLUSH(o + 2 * C, e0, e1, e2, e3)
+    }
 }
 
-/* the filter gradient of image b's windows inside x added to acc [3, 3, 1, C]:
- * two vectors of channels at a time, their windows' gradients into g, then
- * each vector's taps from it */
+/* the filter gradient of image b's windows inside x added to acc [3, 3, 1, C],
+ * RB rows of windows at a time: their gradients into g ([RB, OW / 2, C / 8,
+ * 4, 8]) two vectors of channels at a time, then the taps from it four
+ * vectors at a time */
 static inline __attribute__((always_inline)) void grad_windows(const cgeom *G, int64_t b, const float *dy, float *acc,
                                                                float *g, int64_t sh, int64_t sw, int64_t dh,
                                                                int64_t dw) {
-    int64_t c0 = 0;
-    for (; c0 + 16 <= G->C; c0 += 16) {
-        grad_g(G, b, dy, c0, 2, g, sh, sw, dh, dw);
-        grad_taps(G, b, g, 64, acc + c0, sh, sw, dh, dw);
-        grad_taps(G, b, g + 32, 64, acc + c0 + 8, sh, sw, dh, dw);
-    }
-    if (c0 < G->C) {
-        grad_g(G, b, dy, c0, 1, g, sh, sw, dh, dw);
-        grad_taps(G, b, g, 32, acc + c0, sh, sw, dh, dw);
+    const int64_t C = G->C, gs = 4 * C;
+    for (int64_t r0 = G->ph0; r0 < G->ph1; r0 += RB) {
+        int64_t r1 = r0 + RB < G->ph1 ? r0 + RB : G->ph1, c0 = 0;
+        for (; c0 + 16 <= C; c0 += 16) grad_g(G, b, r0, r1, dy, c0, 2, g + 4 * c0, gs, sh, sw, dh, dw);
+        if (c0 < C) grad_g(G, b, r0, r1, dy, c0, 1, g + 4 * c0, gs, sh, sw, dh, dw);
+        for (c0 = 0; c0 < C; c0 += 32) {
+            int64_t nb = (C - c0) / 8 < 4 ? (C - c0) / 8 : 4;
+            if (nb == 4) grad_rows(G, b, r0, r1, g + 4 * c0, gs, 4, acc + c0, sh, sw, dh, dw);
+            else if (nb == 3) grad_rows(G, b, r0, r1, g + 4 * c0, gs, 3, acc + c0, sh, sw, dh, dw);
+            else if (nb == 2) grad_rows(G, b, r0, r1, g + 4 * c0, gs, 2, acc + c0, sh, sw, dh, dw);
+            else grad_rows(G, b, r0, r1, g + 4 * c0, gs, 1, acc + c0, sh, sw, dh, dw);
+        }
     }
 }
 
@@ -355,7 +381,7 @@ int cpu_k_conv2d_relu_pool2(const rt_kernel_args *k, char *err, size_t cap) {
 
 /* the filter gradient of image b into acc [KH, KW, CG, C] (float sums, zeroed
  * here): the windows outside x's interior a channel at a time, then those
- * inside a vector at a time; y: room for [4, C], gb for [OH / 2, OW / 2, 2, 4, 8] */
+ * inside a vector at a time; y: room for [4, C], gb for [RB, OW / 2, C / 8, 4, 8] */
 POOL_CLONES static void grad_image(const cgeom *G, int64_t b, const float *dy, float *acc, float *y, float *gb) {
     const ir_conv *g = &G->g;
     const int64_t C = G->C, PH = G->OH / 2, PW = G->OW / 2;
@@ -375,7 +401,7 @@ int cpu_k_conv2d_relu_pool2_grad_filter(const rt_kernel_args *k, char *err, size
     cgeom G = cgeom_of(k);
     const int64_t taps = G.KH * G.KW * G.CG * G.C, img = (G.OH / 2) * (G.OW / 2) * G.C;
     float *acc = malloc((size_t)taps * sizeof *acc), *y = malloc((size_t)(4 * G.C) * sizeof *y),
-          *gb = malloc((size_t)(img / G.C * 64) * sizeof *gb);
+          *gb = malloc((size_t)(RB * (G.OW / 2) * 4 * G.C) * sizeof *gb);
     double *sum = calloc((size_t)taps, sizeof *sum);
     if (!acc || !y || !gb || !sum || pack_w(&G)) {
         free(acc), free(y), free(gb), free(sum);

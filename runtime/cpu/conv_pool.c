@@ -10,11 +10,13 @@
  * gradient finds are the forward's, bit for bit.
  *
  * The windows whose taps all fall inside x, for one input channel, groups 1,
- * 3x3 filters and channels a multiple of 8: a vector of 8 channels at a time,
- * each of the four elements a sum from 0 over the taps (r, s ascending), +
- * bias, relu; the filter gradient's 9 taps summed in registers over the
- * image's windows. Any other window or geometry: the same rule a pixel and a
- * channel at a time (pixel_any), into the image's sums in memory.
+ * 3x3 filters and channels a multiple of 8: vectors of 8 channels, two at a
+ * time, each of the four elements a sum from 0 over the taps (r, s
+ * ascending), + bias, relu; the filter gradient takes the windows' gradients
+ * two rows of windows at a time (in L1) and sums a filter row's 3 taps x 32
+ * channels in registers from them. Any other window or geometry: the same
+ * rule a pixel and a channel at a time (pixel_any), into the image's sums in
+ * memory.
  * Deterministic: float sums within an image in a fixed order, double across
  * images. */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -249,9 +251,6 @@ static inline __attribute__((always_inline)) void window_g(const v8 *y0, const v
     store8(g + 16, (v8)(rest & e)), store8(g + 24, (v8)(rest & ~e));
 }
 
-/* dy times x summed into a tap's sums, the window's four pixels in order */
-#define TAP4(a, o) (a += p[o] * g0, a += q1[o] * g1, a += q2[o] * g2, a += q3[o] * g3)
-
 enum { RB = 2 }; /* rows of windows a pass of the filter gradient: their gradients g stay in L1 */
 
 /* the gradients of image b's windows inside x on rows [r0, r1), channels c0
@@ -276,10 +275,10 @@ static inline __attribute__((always_inline)) void grad_g(const cgeom *G, int64_t
 }
 
 /* the window's pixel k's gradient, vector j (< nb), times x into the taps s = 0, 1, 2 of its row */
-#define TAPS3(j, a, c, e)                                                                                              \
+#define TAPS3(j, a, t, u)                                                                                              \
     if (nb > j) {                                                                                                      \
         v8 gv = load8(gk + 32 * j);                                                                                    \
-        a += x0 * gv, c += x1 * gv, e += x2 * gv;                                                                      \
+        a += x0 * gv, t += x1 * gv, u += x2 * gv;                                                                      \
     }
 /* a tap's float sums (nb vectors) added to acc at o */
 #define FLUSH(o, a0, a1, a2, a3)                                                                                       \
@@ -298,8 +297,8 @@ static inline __attribute__((always_inline)) void grad_rows(const cgeom *G, int6
                                                             int64_t sh, int64_t sw, int64_t dh, int64_t dw) {
     const int64_t C = G->C, W = G->W, pw0 = G->pw0, pw1 = G->pw1;
     for (int64_t r = 0; r < 3; r++) {
-        v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, c0 = {0}, c1 = {0}, c2 = {0}, c3 = {0};
-        v8 e0 = {0}, e1 = {0}, e2 = {0}, e3 = {0};
+        v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, t0 = {0}, t1 = {0}, t2 = {0}, t3 = {0}; /* taps s = 0, 1 */
+        v8 u0 = {0}, u1 = {0}, u2 = {0}, u3 = {0};                                         /* s = 2 */
         const float *gw = g;
         for (int64_t ph = r0; ph < r1; ph++) {
             const float *p = window_x(G, b, ph, pw0) + r * dh * W;
@@ -308,16 +307,16 @@ static inline __attribute__((always_inline)) void grad_rows(const cgeom *G, int6
                 for (int k = 0; k < 4; k++) {
                     const float *xk = p + (k / 2) * sh * W + (k % 2) * sw, *gk = gw + 8 * k;
                     float x0 = xk[0], x1 = xk[dw], x2 = xk[2 * dw];
-                    TAPS3(0, a0, c0, e0)
-                    TAPS3(1, a1, c1, e1)
-                    TAPS3(2, a2, c2, e2)
-                    TAPS3(3, a3, c3, e3)
+                    TAPS3(0, a0, t0, u0)
+                    TAPS3(1, a1, t1, u1)
+                    TAPS3(2, a2, t2, u2)
+                    TAPS3(3, a3, t3, u3)
                 }
         }
         float *o = acc + r * 3 * C;
         FLUSH(o, a0, a1, a2, a3)
-        FLUSH(o + C, c0, c1, c2, c3)
-        FLUSH(o + 2 * C, e0, e1, e2, e3)
+        FLUSH(o + C, t0, t1, t2, t3)
+        FLUSH(o + 2 * C, u0, u1, u2, u3)
     }
 }
 

@@ -172,8 +172,8 @@ static void grad_image_any(const geom *G, int64_t CX, int64_t CG, const float *x
 
 /* the filter gradient w [KH, KW, CG, C] of x [N, H, W, CX] through the 2x2
  * pool of y [N, OH, OW, C], y's image b at y_of(ctx, b, buf) (buf: room for
- * one image); conv2d_grad_filter_pool2's (y read) and conv2d_relu_pool2's
- * (y made again, conv_pool.c) */
+ * one image); conv2d_grad_filter_pool2's (y read; conv2d_relu_pool2's filter
+ * gradient, y made again, is conv_pool.c's own, a pool window at a time) */
 int cpu_grad_filter_pool2_images(const rt_kernel_args *k, const ir_shape *x, const ir_shape *y, const ir_shape *w,
                                  const float *xs, const float *dy, cpu_pool2_y_fn y_of, void *ctx, char *err,
                                  size_t cap) {

@@ -1,18 +1,24 @@
 /* conv_pool.c - conv2d_relu_pool2 and its filter gradient (issue 14, seed CNN
  * speed; docs/epilogue.md, rule 6): the seed CNN's first convolution (3x3x1x32
  * over 28x28 images), its bias, relu and 2x2 stride-2 max-pool in one pass.
- * The forward makes two rows of y = relu(conv2d(x, w) + bias) at a time in a
- * buffer that stays in L1 and pools them, so y ([64, 26, 26, 32], 5.5 MB) is
- * never written to memory, nor read back by max_pool2d; the filter gradient
- * makes y again an image at a time (86 KB, in L2) and hands it to
- * conv_direct.c's filter gradient through the pool, so the backward reads no
- * y either. Both make y with the same function, so the window maxima the
- * gradient finds are the forward's.
+ * Both kernels walk y = relu(conv2d(x, w) + bias) a pool window at a time and
+ * make the window's four elements in registers: the forward keeps their
+ * maximum, the filter gradient finds the window's first maximum and passes
+ * dy (where that maximum is > 0) straight into the taps. y ([64, 26, 26, 32],
+ * 5.5 MB), its pool gradient and the dense [N, OH, OW, C] gradient are never
+ * written. Both make y with the same functions, so the window maxima the
+ * gradient finds are the forward's, bit for bit.
  *
- * y: one input channel, groups 1, channels a multiple of 8: two output pixels x
- * 8-channel vectors summed in registers over the taps (r, s ascending), then
- * + bias, relu; any other geometry, and the pixels whose taps reach into the
- * padding: a plain loop over the taps in the same order. Deterministic. */
+ * The windows whose taps all fall inside x, for one input channel, groups 1,
+ * 3x3 filters and channels a multiple of 8: vectors of 8 channels, two at a
+ * time, each of the four elements a sum from 0 over the taps (r, s
+ * ascending), + bias, relu; the filter gradient takes the windows' gradients
+ * two rows of windows at a time (in L1) and sums a filter row's 3 taps x 32
+ * channels in registers from them. Any other window or geometry: the same
+ * rule a pixel and a channel at a time (pixel_any), into the image's sums in
+ * memory.
+ * Deterministic: float sums within an image in a fixed order, double across
+ * images. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3")
 #endif
@@ -23,6 +29,7 @@
 #include "kernels_impl.h"
 
 typedef float v8 __attribute__((vector_size(32)));
+typedef int vi8 __attribute__((vector_size(32)));
 
 /* compiled for x86-64-v3 (AVX2 with FMA) and plain x86-64, chosen at load time */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -31,39 +38,71 @@ typedef float v8 __attribute__((vector_size(32)));
 #define POOL_CLONES
 #endif
 
-typedef int vi8 __attribute__((vector_size(32)));
-
+/* macros, not functions, since a vector argument changes the ABI between the clones */
 #define load8(p) ({ v8 v_; memcpy(&v_, (p), sizeof v_); v_; })
-/* mg_relu lane by lane (x > 0 ? x : 0: NaN and -0 give +0), stored at p; macros, not
- * functions, since a vector argument changes the ABI between the clones */
-#define store_relu(p, v) ({ v8 v_ = (v), z_ = {0}; vi8 r_ = (vi8)v_ & (v_ > z_); memcpy((p), &r_, sizeof r_); })
+#define store8(p, v) ({ v8 v_ = (v); memcpy((p), &v_, sizeof v_); })
+/* mg_relu lane by lane (x > 0 ? x : 0: NaN and -0 give +0) */
+#define relu8(v) ({ v8 v_ = (v), z_ = {0}; (v8)((vi8)v_ & (v_ > z_)); })
+/* the larger of a and b lane by lane, for values that are no NaN (y, after relu) */
+#define max8(a, b) ({ v8 a_ = (a), b_ = (b), r_; for (int e_ = 0; e_ < 8; e_++) r_[e_] = a_[e_] > b_[e_] ? a_[e_] : b_[e_]; r_; })
 
-enum { VB = 4, PB = 2 }; /* vectors of channels (32) x pixels per register block */
-
-/* x [N, H, W, CX], w [KH, KW, CG, C], bias [C] -> y [N, OH, OW, C] */
+/* x [N, H, W, CX], w [KH, KW, CG, C], bias [C] -> y [N, OH, OW, C], pooled [N, OH / 2, OW / 2, C] */
 typedef struct {
     const float *x, *w, *bias;
+    float *wv;                  /* reg: w [3, 3, 1, C] as [C / 8, 9, 8], a vector's taps together */
     int64_t N, H, W, CX, OH, OW, C, KH, KW, CG;
     ir_conv g;
-    int fast;       /* one input channel, groups 1, C % 8 == 0 */
-    int64_t lo, hi; /* the ow whose taps all fall inside x's width */
+    int reg;                    /* one input channel, groups 1, 3x3, C % 8 == 0: windows in registers */
+    int k33;                    /* reg with stride 1 and dilation 1 (the seed CNN's) */
+    int64_t ph0, ph1, pw0, pw1; /* reg: the windows whose taps all fall inside x, [ph0, ph1) x [pw0, pw1) */
 } cgeom;
+
+/* the windows p in [0, P) both of whose positions o = 2p, 2p + 1 have their
+ * taps o * stride - pad + t * dil, t in [0, K), inside [0, X): [*p0, *p1) */
+static void inside(int64_t P, int64_t X, int64_t K, int64_t stride, int64_t pad, int64_t dil, int64_t *p0,
+                   int64_t *p1) {
+    int64_t a = pad <= 0 ? 0 : (pad + stride - 1) / stride, z = X - 1 + pad - (K - 1) * dil;
+    int64_t b = z < 0 ? 0 : z / stride + 1; /* positions [a, b) */
+    *p0 = (a + 1) / 2, *p1 = b / 2;
+    if (*p0 > P) *p0 = P;
+    if (*p1 > P) *p1 = P;
+    if (*p1 < *p0) *p1 = *p0;
+}
 
 static cgeom cgeom_of(const rt_kernel_args *k) {
     const ir_shape *x = IN_SHAPE(k, 0), *w = IN_SHAPE(k, 1);
-    cgeom G = {IN_F32(k, 0), IN_F32(k, 1), IN_F32(k, 2), x->dim[0], x->dim[1], x->dim[2], x->dim[3], 0, 0,
-               w->dim[3], w->dim[0], w->dim[1], w->dim[2], ir_conv_of(k->node, w), 0, 0, 0};
+    cgeom G = {IN_F32(k, 0), IN_F32(k, 1), IN_F32(k, 2), NULL, x->dim[0], x->dim[1], x->dim[2], x->dim[3], 0, 0,
+               w->dim[3], w->dim[0], w->dim[1], w->dim[2], ir_conv_of(k->node, w), 0, 0, 0, 0, 0, 0};
     const ir_conv *g = &G.g;
     G.OH = (G.H + g->pad[0] + g->pad[2] - g->window[0]) / g->stride[0] + 1;
     G.OW = (G.W + g->pad[1] + g->pad[3] - g->window[1]) / g->stride[1] + 1;
-    G.fast = g->groups == 1 && G.CX == 1 && G.C % 8 == 0;
-    /* ow * sw - pl >= 0 and ow * sw - pl + (KW - 1) * dw < W */
-    int64_t a = g->pad[1] <= 0 ? 0 : (g->pad[1] + g->stride[1] - 1) / g->stride[1];
-    int64_t z = G.W - 1 + g->pad[1] - (G.KW - 1) * g->dilation[1], b = z < 0 ? 0 : z / g->stride[1] + 1;
-    G.lo = a < G.OW ? a : G.OW, G.hi = b < G.OW ? b : G.OW;
-    if (G.hi < G.lo) G.hi = G.lo;
+    G.reg = g->groups == 1 && G.CX == 1 && G.C % 8 == 0 && G.KH == 3 && G.KW == 3;
+    G.k33 = G.reg && g->stride[0] == 1 && g->stride[1] == 1 && g->dilation[0] == 1 && g->dilation[1] == 1;
+    if (G.reg) {
+        inside(G.OH / 2, G.H, G.KH, g->stride[0], g->pad[0], g->dilation[0], &G.ph0, &G.ph1);
+        inside(G.OW / 2, G.W, G.KW, g->stride[1], g->pad[1], g->dilation[1], &G.pw0, &G.pw1);
+    }
     return G;
 }
+
+/* cgeom.wv made for the register path (G->reg), else left NULL; -1 out of memory */
+static int pack_w(cgeom *G) {
+    if (!G->reg) return 0;
+    const int64_t C = G->C;
+    float *wv = malloc((size_t)(9 * C) * sizeof *wv);
+    if (!wv) return -1;
+    for (int64_t j = 0; j < C / 8; j++)
+        for (int64_t t = 0; t < 9; t++)
+            for (int64_t e = 0; e < 8; e++) wv[(j * 9 + t) * 8 + e] = G->w[t * C + 8 * j + e];
+    G->wv = wv;
+    return 0;
+}
+
+static int in_regs(const cgeom *G, int64_t ph, int64_t pw) {
+    return G->reg && ph >= G->ph0 && ph < G->ph1 && pw >= G->pw0 && pw < G->pw1;
+}
+
+/* ---- any window: a pixel and a channel at a time ---- */
 
 /* y at (b, oh, ow), every channel, a tap at a time (the padding skipped) */
 static void pixel_any(const cgeom *G, int64_t b, int64_t oh, int64_t ow, float *y) {
@@ -86,134 +125,294 @@ static void pixel_any(const cgeom *G, int64_t b, int64_t oh, int64_t ow, float *
     }
 }
 
-/* y at (b, oh, ow .. ow + np - 1), channels c0 .. c0 + 8 nb, every tap inside
- * x (one input channel): np x nb vectors in registers */
-static inline __attribute__((always_inline)) void block_fast(const cgeom *G, int64_t b, int64_t oh, int64_t ow,
-                                                             int np, int64_t c0, int nb, float *y) {
+/* window (ph, pw) of image b: its four pixels of y into y [4, C], row-major */
+static void window_any(const cgeom *G, int64_t b, int64_t ph, int64_t pw, float *y) {
+    for (int k = 0; k < 4; k++) pixel_any(G, b, 2 * ph + k / 2, 2 * pw + k % 2, y + k * G->C);
+}
+
+/* the window's maximum, the pool's: the first of the four in row-major order
+ * (strict > from -inf, as pool.c) */
+static int first_max(const float *y, int64_t C, int64_t c) {
+    int arg = 0;
+    for (int k = 1; k < 4; k++) arg = y[k * C + c] > y[arg * C + c] ? k : arg;
+    return arg;
+}
+
+/* the filter gradient of window (ph, pw) of image b into acc [KH, KW, CG, C]:
+ * each channel's dy (where the window's maximum is > 0) times x under its
+ * first maximum's taps, 0 times x under the other three's; y: room for [4, C] */
+static void window_any_grad(const cgeom *G, int64_t b, int64_t ph, int64_t pw, const float *dy, float *acc,
+                            float *y) {
     const ir_conv *g = &G->g;
-    const int64_t C = G->C, sw = g->stride[1], dw = g->dilation[1];
-    v8 acc[PB][VB] = {{{0}}};
-    for (int64_t r = 0; r < G->KH; r++) {
-        const float *xr = G->x + (b * G->H + oh * g->stride[0] - g->pad[0] + r * g->dilation[0]) * G->W + ow * sw -
-                          g->pad[1];
-        const float *wr = G->w + r * G->KW * C + c0;
-        for (int64_t s = 0; s < G->KW; s++) {
-            v8 wv[VB];
-            for (int j = 0; j < nb; j++) wv[j] = load8(wr + s * C + 8 * j);
-            for (int p = 0; p < np; p++) {
-                float xv = xr[p * sw + s * dw];
-                for (int j = 0; j < nb; j++) acc[p][j] += xv * wv[j];
+    const int64_t C = G->C, per = C / g->groups, CG = G->CG;
+    window_any(G, b, ph, pw, y);
+    for (int64_t c = 0; c < C; c++) {
+        int arg = first_max(y, C, c);
+        float d = mg_relu_grad(y[arg * C + c], dy[c]);
+        for (int k = 0; k < 4; k++) {
+            float gk = k == arg ? d : 0.0f;
+            int64_t oh = 2 * ph + k / 2, ow = 2 * pw + k % 2;
+            for (int64_t r = 0; r < G->KH; r++) {
+                int64_t ih = oh * g->stride[0] - g->pad[0] + r * g->dilation[0];
+                if (ih < 0 || ih >= G->H) continue;
+                for (int64_t s = 0; s < G->KW; s++) {
+                    int64_t iw = ow * g->stride[1] - g->pad[1] + s * g->dilation[1];
+                    if (iw < 0 || iw >= G->W) continue;
+                    const float *xp = G->x + ((b * G->H + ih) * G->W + iw) * G->CX + c / per * CG;
+                    float *a = acc + (r * G->KW + s) * CG * C + c;
+                    for (int64_t ci = 0; ci < CG; ci++) a[ci * C] += xp[ci] * gk;
+                }
             }
         }
     }
-    for (int j = 0; j < nb; j++) {
-        v8 bv = load8(G->bias + c0 + 8 * j);
-        for (int p = 0; p < np; p++) {
-            v8 v = acc[p][j] + bv;
-            float *o = y + p * C + c0 + 8 * j;
-            for (int e = 0; e < 8; e++) o[e] = mg_relu(v[e]);
-        }
-    }
 }
 
-/* block_fast's common case, three pixels x 32 channels, its 12 sums named so
- * that they stay in registers (an array of them went through the stack);
- * kh, kw, sw, dw constants where the caller knows them (3x3, stride 1) */
-static inline __attribute__((always_inline)) void block_3x32(const cgeom *G, int64_t b, int64_t oh, int64_t ow,
-                                                             int64_t c0, float *y, int64_t kh, int64_t kw,
-                                                             int64_t sw, int64_t dw) {
+/* ---- the windows inside x: a vector of 8 channels in registers ---- */
+
+/* x under the first tap of window (ph, pw)'s first pixel, image b */
+static inline const float *window_x(const cgeom *G, int64_t b, int64_t ph, int64_t pw) {
     const ir_conv *g = &G->g;
-    const int64_t C = G->C;
-    v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
-    v8 d0 = {0}, d1 = {0}, d2 = {0}, d3 = {0};
-    for (int64_t r = 0; r < kh; r++) {
-        const float *xr = G->x + (b * G->H + oh * g->stride[0] - g->pad[0] + r * g->dilation[0]) * G->W + ow * sw -
-                          g->pad[1];
-        const float *wr = G->w + r * kw * C + c0;
-        for (int64_t s = 0; s < kw; s++) {
-            const float *wp = wr + s * C;
-            v8 w0 = load8(wp), w1 = load8(wp + 8), w2 = load8(wp + 16), w3 = load8(wp + 24);
-            float x0 = xr[s * dw], x1 = xr[sw + s * dw], x2 = xr[2 * sw + s * dw];
-            a0 += x0 * w0, a1 += x0 * w1, a2 += x0 * w2, a3 += x0 * w3;
-            b0 += x1 * w0, b1 += x1 * w1, b2 += x1 * w2, b3 += x1 * w3;
-            d0 += x2 * w0, d1 += x2 * w1, d2 += x2 * w2, d3 += x2 * w3;
-        }
-    }
-    const float *bias = G->bias + c0;
-    v8 e0 = load8(bias), e1 = load8(bias + 8), e2 = load8(bias + 16), e3 = load8(bias + 24);
-    store_relu(y, a0 + e0), store_relu(y + 8, a1 + e1), store_relu(y + 16, a2 + e2), store_relu(y + 24, a3 + e3);
-    y += C;
-    store_relu(y, b0 + e0), store_relu(y + 8, b1 + e1), store_relu(y + 16, b2 + e2), store_relu(y + 24, b3 + e3);
-    y += C;
-    store_relu(y, d0 + e0), store_relu(y + 8, d1 + e1), store_relu(y + 16, d2 + e2), store_relu(y + 24, d3 + e3);
+    return G->x + (b * G->H + 2 * ph * g->stride[0] - g->pad[0]) * G->W + 2 * pw * g->stride[1] - g->pad[1];
 }
 
-/* row oh of image b of y into y [OW, C] */
-POOL_CLONES static void conv_row(const cgeom *G, int64_t b, int64_t oh, float *y) {
-    const ir_conv *g = &G->g;
-    int64_t ih0 = oh * g->stride[0] - g->pad[0], ih1 = ih0 + (G->KH - 1) * g->dilation[0];
-    int inside = G->fast && ih0 >= 0 && ih1 < G->H;
-    const int64_t sw = g->stride[1], dw = g->dilation[1];
-    int k33 = G->KH == 3 && G->KW == 3 && sw == 1 && dw == 1;
-    for (int64_t ow = 0; ow < G->OW;) {
-        if (!inside || ow < G->lo || ow >= G->hi) {
-            pixel_any(G, b, oh, ow, y + ow * G->C);
-            ow++;
-            continue;
+/* the window's four pixels of y, channels c0 .. c0 + 7 (w: their 9 taps
+ * [9, 8] from cgeom.wv, bias at c0), p from window_x: each a sum from 0 over
+ * the 3x3 taps (r, s ascending), + bias, relu; sh .. dw constants where the
+ * caller knows them (1 for the seed CNN) */
+static inline __attribute__((always_inline)) void window_y(const float *p, const float *w, const float *bias,
+                                                           int64_t W, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
+                                                           v8 *y0, v8 *y1, v8 *y2, v8 *y3) {
+    const float *q1 = p + sw, *q2 = p + sh * W, *q3 = q2 + sw;
+    v8 a = {0}, b = {0}, c = {0}, d = {0};
+    for (int r = 0; r < 3; r++)
+        for (int s = 0; s < 3; s++) {
+            int64_t o = r * dh * W + s * dw;
+            v8 wv = load8(w + (r * 3 + s) * 8);
+            a += p[o] * wv, b += q1[o] * wv, c += q2[o] * wv, d += q3[o] * wv;
         }
-        int np = G->hi - ow >= 3 ? 3 : G->hi - ow >= PB ? PB : 1;
-        if (np < 3 && G->hi - G->lo >= 3) ow = G->hi - 3, np = 3; /* the last three again: the same sums */
-        for (int64_t c0 = 0; c0 < G->C; c0 += 8 * VB) {
-            int nb = (int)((G->C - c0) / 8 < VB ? (G->C - c0) / 8 : VB);
-            float *o = y + ow * G->C + c0;
-            if (np == 3 && nb == VB && k33) block_3x32(G, b, oh, ow, c0, o, 3, 3, 1, 1); /* the seed CNN's */
-            else if (np == 3 && nb == VB) block_3x32(G, b, oh, ow, c0, o, G->KH, G->KW, sw, dw); /* registers */
-            else if (np == 3) block_fast(G, b, oh, ow, 1, c0, nb, o - c0), block_fast(G, b, oh, ow + 1, PB, c0, nb, o - c0 + G->C);
-            else block_fast(G, b, oh, ow, np, c0, nb, o - c0);
+    v8 bv = load8(bias);
+    *y0 = relu8(a + bv), *y1 = relu8(b + bv), *y2 = relu8(c + bv), *y3 = relu8(d + bv);
+}
+
+/* window_y for two vectors of channels, c0 .. c0 + 15 (w: [2, 9, 8]), into
+ * y (the first) and u (the second): the same sums, each x loaded once for both */
+static inline __attribute__((always_inline)) void window_y2(const float *p, const float *w, const float *bias,
+                                                            int64_t W, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
+                                                            v8 *y, v8 *u) {
+    const float *q1 = p + sw, *q2 = p + sh * W, *q3 = q2 + sw;
+    v8 a = {0}, b = {0}, c = {0}, d = {0}, e = {0}, f = {0}, g = {0}, h = {0};
+    for (int r = 0; r < 3; r++)
+        for (int s = 0; s < 3; s++) {
+            int64_t o = r * dh * W + s * dw;
+            v8 wv = load8(w + (r * 3 + s) * 8), wu = load8(w + 72 + (r * 3 + s) * 8);
+            float x0 = p[o], x1 = q1[o], x2 = q2[o], x3 = q3[o];
+            a += x0 * wv, e += x0 * wu, b += x1 * wv, f += x1 * wu;
+            c += x2 * wv, g += x2 * wu, d += x3 * wv, h += x3 * wu;
         }
-        ow += np;
+    v8 bv = load8(bias), bu = load8(bias + 8);
+    y[0] = relu8(a + bv), y[1] = relu8(b + bv), y[2] = relu8(c + bv), y[3] = relu8(d + bv);
+    u[0] = relu8(e + bu), u[1] = relu8(f + bu), u[2] = relu8(g + bu), u[3] = relu8(h + bu);
+}
+
+/* windows [pw0, pw1) of row ph of image b pooled, every channel, into o (at
+ * window pw0) */
+static inline __attribute__((always_inline)) void pool_row(const cgeom *G, int64_t b, int64_t ph, int64_t pw0,
+                                                           int64_t pw1, float *o, int64_t sh, int64_t sw, int64_t dh,
+                                                           int64_t dw) {
+    const float *p = window_x(G, b, ph, pw0), *w = G->wv, *bias = G->bias;
+    const int64_t C = G->C, W = G->W;
+    for (int64_t pw = pw0; pw < pw1; pw++, p += 2 * sw, o += C) {
+        int64_t c0 = 0;
+        for (; c0 + 16 <= C; c0 += 16) { /* two vectors: eight independent sums */
+            v8 y[4], u[4];
+            window_y2(p, w + 9 * c0, bias + c0, W, sh, sw, dh, dw, y, u);
+            store8(o + c0, max8(max8(y[0], y[1]), max8(y[2], y[3])));
+            store8(o + c0 + 8, max8(max8(u[0], u[1]), max8(u[2], u[3])));
+        }
+        if (c0 < C) {
+            v8 y0, y1, y2, y3;
+            window_y(p, w + 9 * c0, bias + c0, W, sh, sw, dh, dw, &y0, &y1, &y2, &y3);
+            store8(o + c0, max8(max8(y0, y1), max8(y2, y3)));
+        }
     }
 }
 
-/* conv2d_relu_pool2: (x, w, bias) -> [N, OH/2, OW/2, C], two rows of y at a
- * time; the pool as max_pool2d's (pool.c): the maximum of the four in
- * row-major order */
-int cpu_k_conv2d_relu_pool2(const rt_kernel_args *k, char *err, size_t cap) {
-    cgeom G = cgeom_of(k);
-    const int64_t C = G.C, PW = G.OW / 2;
-    float *rows = malloc((size_t)(2 * G.OW * C) * sizeof *rows);
-    if (!rows) return cpu_kerr(k, err, cap, "out of memory");
-    float *out = k->out;
-    for (int64_t b = 0; b < G.N; b++)
-        for (int64_t ph = 0; ph < G.OH / 2; ph++) {
-            conv_row(&G, b, 2 * ph, rows);
-            conv_row(&G, b, 2 * ph + 1, rows + G.OW * C);
-            const float *r0 = rows, *r1 = rows + G.OW * C;
-            float *o = out + ((b * (G.OH / 2) + ph) * PW) * C;
-            for (int64_t pw = 0; pw < PW; pw++, r0 += 2 * C, r1 += 2 * C, o += C)
-                for (int64_t c = 0; c < C; c++) {
-                    float m = r0[c], v = r0[C + c];
-                    m = v > m ? v : m, v = r1[c];
-                    m = v > m ? v : m, v = r1[C + c];
-                    o[c] = v > m ? v : m;
+/* the window's gradient, channels c0 .. c0 + 7, into g [4, 8]: dy (at c0;
+ * where the window's maximum is > 0, mg_relu_grad) to the first of its four
+ * pixels holding the maximum, row-major (first_max's), 0 to the other three */
+static inline __attribute__((always_inline)) void window_g(const v8 *y0, const v8 *y1, const v8 *y2, const v8 *y3,
+                                                           const float *dy, float *g) {
+    v8 m = max8(max8(*y0, *y1), max8(*y2, *y3)), z = {0};
+    vi8 rest = (vi8)load8(dy) & (m > z), e = *y0 == m;
+    store8(g, (v8)(rest & e));
+    rest &= ~e, e = *y1 == m;
+    store8(g + 8, (v8)(rest & e));
+    rest &= ~e, e = *y2 == m;
+    store8(g + 16, (v8)(rest & e)), store8(g + 24, (v8)(rest & ~e));
+}
+
+enum { RB = 2 }; /* rows of windows a pass of the filter gradient: their gradients g stay in L1 */
+
+/* the gradients of image b's windows inside x on rows [r0, r1), channels c0
+ * .. c0 + 8 nv - 1 (nv 1 or 2: eight independent sums), into g (at the
+ * vector; a window every gs floats, [nv, 4, 8] of it): y made again
+ * (window_y), window_g; no sum carried from window to window */
+static inline __attribute__((always_inline)) void grad_g(const cgeom *G, int64_t b, int64_t r0, int64_t r1,
+                                                         const float *dy, int64_t c0, int nv, float *g, int64_t gs,
+                                                         int64_t sh, int64_t sw, int64_t dh, int64_t dw) {
+    const int64_t C = G->C, W = G->W, PW = G->OW / 2, pw0 = G->pw0, pw1 = G->pw1;
+    const float *w = G->wv + 9 * c0, *bias = G->bias + c0;
+    for (int64_t ph = r0; ph < r1; ph++) {
+        const float *p = window_x(G, b, ph, pw0), *d = dy + (ph * PW + pw0) * C + c0;
+        for (int64_t pw = pw0; pw < pw1; pw++, p += 2 * sw, d += C, g += gs) {
+            v8 y[4], u[4];
+            if (nv == 2) window_y2(p, w, bias, W, sh, sw, dh, dw, y, u);
+            else window_y(p, w, bias, W, sh, sw, dh, dw, &y[0], &y[1], &y[2], &y[3]);
+            window_g(&y[0], &y[1], &y[2], &y[3], d, g);
+            if (nv == 2) window_g(&u[0], &u[1], &u[2], &u[3], d + 8, g + 32);
+        }
+    }
+}
+
+/* the window's pixel k's gradient, vector j (< nb), times x into the taps s = 0, 1, 2 of its row */
+#define TAPS3(j, a, t, u)                                                                                              \
+    if (nb > j) {                                                                                                      \
+        v8 gv = load8(gk + 32 * j);                                                                                    \
+        a += x0 * gv, t += x1 * gv, u += x2 * gv;                                                                      \
+    }
+/* a tap's float sums (nb vectors) added to acc at o */
+#define FLUSH(o, a0, a1, a2, a3)                                                                                       \
+    {                                                                                                                  \
+        v8 s_[4] = {a0, a1, a2, a3};                                                                                   \
+        for (int j = 0; j < nb; j++) store8((o) + 8 * j, load8((o) + 8 * j) + s_[j]);                                  \
+    }
+
+/* the filter gradient of image b's windows inside x on rows [r0, r1) from
+ * their gradients g (grad_g's, a window every gs floats), nb (1 .. 4)
+ * vectors of channels, added to acc [3, 3, 1, C] (at the first vector): a
+ * filter row r at a time, its three taps x nb vectors summed in registers
+ * (the old conv_direct.c blocking), each window's pixels in order */
+static inline __attribute__((always_inline)) void grad_rows(const cgeom *G, int64_t b, int64_t r0, int64_t r1,
+                                                            const float *g, int64_t gs, int nb, float *acc,
+                                                            int64_t sh, int64_t sw, int64_t dh, int64_t dw) {
+    const int64_t C = G->C, W = G->W, pw0 = G->pw0, pw1 = G->pw1;
+    for (int64_t r = 0; r < 3; r++) {
+        v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, t0 = {0}, t1 = {0}, t2 = {0}, t3 = {0}; /* taps s = 0, 1 */
+        v8 u0 = {0}, u1 = {0}, u2 = {0}, u3 = {0};                                         /* s = 2 */
+        const float *gw = g;
+        for (int64_t ph = r0; ph < r1; ph++) {
+            const float *p = window_x(G, b, ph, pw0) + r * dh * W;
+            for (int64_t pw = pw0; pw < pw1; pw++, p += 2 * sw, gw += gs)
+#pragma GCC unroll 4
+                for (int k = 0; k < 4; k++) {
+                    const float *xk = p + (k / 2) * sh * W + (k % 2) * sw, *gk = gw + 8 * k;
+                    float x0 = xk[0], x1 = xk[dw], x2 = xk[2 * dw];
+                    TAPS3(0, a0, t0, u0)
+                    TAPS3(1, a1, t1, u1)
+                    TAPS3(2, a2, t2, u2)
+                    TAPS3(3, a3, t3, u3)
                 }
         }
-    free(rows);
+        float *o = acc + r * 3 * C;
+        FLUSH(o, a0, a1, a2, a3)
+        FLUSH(o + C, t0, t1, t2, t3)
+        FLUSH(o + 2 * C, u0, u1, u2, u3)
+    }
+}
+
+/* the filter gradient of image b's windows inside x added to acc [3, 3, 1, C],
+ * RB rows of windows at a time: their gradients into g ([RB, OW / 2, C / 8,
+ * 4, 8]) two vectors of channels at a time, then the taps from it four
+ * vectors at a time */
+static inline __attribute__((always_inline)) void grad_windows(const cgeom *G, int64_t b, const float *dy, float *acc,
+                                                               float *g, int64_t sh, int64_t sw, int64_t dh,
+                                                               int64_t dw) {
+    const int64_t C = G->C, gs = 4 * C;
+    for (int64_t r0 = G->ph0; r0 < G->ph1; r0 += RB) {
+        int64_t r1 = r0 + RB < G->ph1 ? r0 + RB : G->ph1, c0 = 0;
+        for (; c0 + 16 <= C; c0 += 16) grad_g(G, b, r0, r1, dy, c0, 2, g + 4 * c0, gs, sh, sw, dh, dw);
+        if (c0 < C) grad_g(G, b, r0, r1, dy, c0, 1, g + 4 * c0, gs, sh, sw, dh, dw);
+        for (c0 = 0; c0 < C; c0 += 32) {
+            int64_t nb = (C - c0) / 8 < 4 ? (C - c0) / 8 : 4;
+            if (nb == 4) grad_rows(G, b, r0, r1, g + 4 * c0, gs, 4, acc + c0, sh, sw, dh, dw);
+            else if (nb == 3) grad_rows(G, b, r0, r1, g + 4 * c0, gs, 3, acc + c0, sh, sw, dh, dw);
+            else if (nb == 2) grad_rows(G, b, r0, r1, g + 4 * c0, gs, 2, acc + c0, sh, sw, dh, dw);
+            else grad_rows(G, b, r0, r1, g + 4 * c0, gs, 1, acc + c0, sh, sw, dh, dw);
+        }
+    }
+}
+
+/* ---- the kernels ---- */
+
+/* every pooled window of the batch into out [N, OH / 2, OW / 2, C]; y: room for [4, C] */
+POOL_CLONES static void pool_all(const cgeom *G, float *out, float *y) {
+    const ir_conv *g = &G->g;
+    const int64_t C = G->C, PH = G->OH / 2, PW = G->OW / 2;
+    for (int64_t b = 0; b < G->N; b++)
+        for (int64_t ph = 0; ph < PH; ph++) {
+            float *o = out + (b * PH + ph) * PW * C;
+            int in = G->reg && ph >= G->ph0 && ph < G->ph1 && G->pw0 < G->pw1; /* windows [pw0, pw1) in registers */
+            for (int64_t pw = 0; pw < PW; pw++)
+                if (!in || pw < G->pw0 || pw >= G->pw1) {
+                    window_any(G, b, ph, pw, y);
+                    for (int64_t c = 0; c < C; c++) o[pw * C + c] = y[first_max(y, C, c) * C + c];
+                }
+            if (in && G->k33) pool_row(G, b, ph, G->pw0, G->pw1, o + G->pw0 * C, 1, 1, 1, 1); /* the seed CNN's */
+            else if (in)
+                pool_row(G, b, ph, G->pw0, G->pw1, o + G->pw0 * C, g->stride[0], g->stride[1], g->dilation[0],
+                         g->dilation[1]);
+        }
+}
+
+/* conv2d_relu_pool2: (x, w, bias) -> [N, OH/2, OW/2, C], the maximum of each
+ * window of y = relu(conv2d(x, w) + bias) */
+int cpu_k_conv2d_relu_pool2(const rt_kernel_args *k, char *err, size_t cap) {
+    cgeom G = cgeom_of(k);
+    float *y = malloc((size_t)(4 * G.C) * sizeof *y);
+    if (!y || pack_w(&G)) {
+        free(y);
+        return cpu_kerr(k, err, cap, "out of memory");
+    }
+    pool_all(&G, k->out, y);
+    free(y), free(G.wv);
     return 0;
 }
 
-/* y's image b, made again into buf */
-static const float *y_again(void *ctx, int64_t b, float *buf) {
-    const cgeom *G = ctx;
-    for (int64_t oh = 0; oh < G->OH; oh++) conv_row(G, b, oh, buf + oh * G->OW * G->C);
-    return buf;
+/* the filter gradient of image b into acc [KH, KW, CG, C] (float sums, zeroed
+ * here): the windows outside x's interior a channel at a time, then those
+ * inside a vector at a time; y: room for [4, C], gb for [RB, OW / 2, C / 8, 4, 8] */
+POOL_CLONES static void grad_image(const cgeom *G, int64_t b, const float *dy, float *acc, float *y, float *gb) {
+    const ir_conv *g = &G->g;
+    const int64_t C = G->C, PH = G->OH / 2, PW = G->OW / 2;
+    memset(acc, 0, (size_t)(G->KH * G->KW * G->CG * C) * sizeof *acc);
+    for (int64_t ph = 0; ph < PH; ph++)
+        for (int64_t pw = 0; pw < PW; pw++)
+            if (!in_regs(G, ph, pw)) window_any_grad(G, b, ph, pw, dy + (ph * PW + pw) * C, acc, y);
+    if (!G->reg || G->ph0 == G->ph1 || G->pw0 == G->pw1) return;
+    if (G->k33) grad_windows(G, b, dy, acc, gb, 1, 1, 1, 1); /* the seed CNN's */
+    else grad_windows(G, b, dy, acc, gb, g->stride[0], g->stride[1], g->dilation[0], g->dilation[1]);
 }
 
-/* conv2d_relu_pool2_grad_filter: (x, w, bias, dy) -> dw, conv_direct.c's
- * filter gradient through the pool with y made again an image at a time */
+/* conv2d_relu_pool2_grad_filter: (x, w, bias, dy) -> dw, the filter gradient
+ * through the pool's windows of y = relu(conv2d(x, w) + bias) made again;
+ * float sums within an image, double across images */
 int cpu_k_conv2d_relu_pool2_grad_filter(const rt_kernel_args *k, char *err, size_t cap) {
     cgeom G = cgeom_of(k);
-    ir_shape y = ir_shape_make(4, (int64_t[4]){G.N, G.OH, G.OW, G.C});
-    return cpu_grad_filter_pool2_images(k, IN_SHAPE(k, 0), &y, IN_SHAPE(k, 1), G.x, IN_F32(k, 3), y_again, &G, err,
-                                        cap);
+    const int64_t taps = G.KH * G.KW * G.CG * G.C, img = (G.OH / 2) * (G.OW / 2) * G.C;
+    float *acc = malloc((size_t)taps * sizeof *acc), *y = malloc((size_t)(4 * G.C) * sizeof *y),
+          *gb = malloc((size_t)(RB * (G.OW / 2) * 4 * G.C) * sizeof *gb);
+    double *sum = calloc((size_t)taps, sizeof *sum);
+    if (!acc || !y || !gb || !sum || pack_w(&G)) {
+        free(acc), free(y), free(gb), free(sum);
+        return cpu_kerr(k, err, cap, "out of memory");
+    }
+    const float *dy = IN_F32(k, 3);
+    for (int64_t b = 0; b < G.N; b++) {
+        grad_image(&G, b, dy + b * img, acc, y, gb);
+        for (int64_t i = 0; i < taps; i++) sum[i] += (double)acc[i];
+    }
+    float *out = k->out;
+    for (int64_t i = 0; i < taps; i++) out[i] = (float)sum[i];
+    free(acc), free(y), free(gb), free(sum), free(G.wv);
+    return 0;
 }

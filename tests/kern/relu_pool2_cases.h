@@ -61,6 +61,30 @@ static void ref_conv2d_relu_pool2_grad_filter(const one_op *t, double **in, doub
     RELU_POOL2_PAIR("dilation 2, 24 channels", "2,12,14,1", "3,2,1,24", "24", "2,4,6,24",                           \
                     RELU_POOL2_CONV(1, 1, 0, 0, 0, 0, 2, 2, 1))                                                         \
     RELU_POOL2_PAIR("channels, groups, padding", "2,12,10,4", "3,3,2,6", "6", "2,6,5,6",                              \
-                    RELU_POOL2_CONV(1, 1, 1, 1, 1, 1, 1, 1, 2))
+                    RELU_POOL2_CONV(1, 1, 1, 1, 1, 1, 1, 1, 2))                                                         \
+    RELU_POOL2_WINDOWS
+
+/* the windows in registers (3x3, one input channel, channels a multiple of 8):
+ * two vectors of channels at a time and one left over (40, 24), one vector (8),
+ * a pair (16); windows in the padding beside them (a pixel at a time); odd
+ * counts of windows, odd input sizes, batch 1 and 3; exact ties and exact zeros
+ * of y (small integers: relu's 0 and the window's first maximum); stride 2 and
+ * dilation 2 (their own sums in registers) */
+#define RELU_POOL2_WINDOWS                                                                                             \
+    RELU_POOL2_PAIR("ties, 40 channels, batch 3", "3,10,8,1", "3,3,1,40", "40", "3,4,3,40",                          \
+                    .fill = {R_SMALL_INT, R_SMALL_INT, R_SIGNED}, RELU_POOL2_CONV(1, 1, 0, 0, 0, 0, 1, 1, 1))           \
+    RELU_POOL2_PAIR("zeros of y, 16 channels", "2,8,8,1", "3,3,1,16", "16", "2,3,3,16",                              \
+                    .fill = {R_SMALL_INT, R_SIGNED, R_SIGNED}, RELU_POOL2_CONV(1, 1, 0, 0, 0, 0, 1, 1, 1))              \
+    RELU_POOL2_PAIR("same padding, 8 channels, batch 1", "1,12,10,1", "3,3,1,8", "8", "1,6,5,8",                     \
+                    RELU_POOL2_CONV(1, 1, 1, 1, 1, 1, 1, 1, 1))                                                         \
+    RELU_POOL2_PAIR("odd sizes, padding top and right, 24 channels", "3,15,13,1", "3,3,1,24", "24", "3,7,6,24",       \
+                    RELU_POOL2_CONV(1, 1, 1, 0, 0, 1, 1, 1, 1))                                                         \
+    RELU_POOL2_PAIR("ties, padding top and right, 32 channels, batch 1", "1,9,11,1", "3,3,1,32", "32",                \
+                    "1,4,5,32", .fill = {R_SMALL_INT, R_SMALL_INT, R_SIGNED},                                          \
+                    RELU_POOL2_CONV(1, 1, 1, 0, 0, 1, 1, 1, 1))                                                         \
+    RELU_POOL2_PAIR("dilation 2, 3x3, 8 channels", "2,14,12,1", "3,3,1,8", "8", "2,5,4,8",                           \
+                    RELU_POOL2_CONV(1, 1, 0, 0, 0, 0, 2, 2, 1))                                                         \
+    RELU_POOL2_PAIR("stride 2, 3x3, 24 channels", "1,17,21,1", "3,3,1,24", "24", "1,4,5,24",                         \
+                    .fill = {R_SMALL_INT, R_SMALL_INT, R_SIGNED}, RELU_POOL2_CONV(2, 2, 0, 0, 0, 0, 1, 1, 1))
 
 #endif

@@ -170,28 +170,27 @@ static void grad_image_any(const geom *G, int64_t CX, int64_t CG, const float *x
         }
 }
 
-/* the filter gradient w [KH, KW, CG, C] of x [N, H, W, CX] through the 2x2
- * pool of y [N, OH, OW, C], y's image b at y_of(ctx, b, buf) (buf: room for
- * one image); conv2d_grad_filter_pool2's (y read; conv2d_relu_pool2's filter
- * gradient, y made again, is conv_pool.c's own, a pool window at a time) */
-int cpu_grad_filter_pool2_images(const rt_kernel_args *k, const ir_shape *x, const ir_shape *y, const ir_shape *w,
-                                 const float *xs, const float *dy, cpu_pool2_y_fn y_of, void *ctx, char *err,
-                                 size_t cap) {
+/* conv2d_grad_filter_pool2: (x, y, dy) -> the filter gradient w [KH, KW, CG, C]
+ * of x [N, H, W, CX] through the 2x2 pool of y [N, OH, OW, C], an image's pool
+ * gradient at a time (conv2d_relu_pool2's filter gradient, y made again, is
+ * conv_pool.c's own, a pool window at a time) */
+int cpu_k_conv2d_grad_filter_pool2(const rt_kernel_args *k, char *err, size_t cap) {
+    const ir_shape *x = IN_SHAPE(k, 0), *y = IN_SHAPE(k, 1), *w = &k->node->shape;
+    const float *xs = IN_F32(k, 0), *ys = IN_F32(k, 1), *dy = IN_F32(k, 2);
     geom G = {x->dim[0], x->dim[1], x->dim[2], y->dim[1], y->dim[2], w->dim[0], w->dim[1], w->dim[3],
               ir_conv_of(k->node, w)};
     const int64_t CX = x->dim[3], CG = w->dim[2], taps = G.KH * G.KW * CG * G.C, img = G.OH * G.OW * G.C;
     int direct = G.g.groups == 1 && CX == 1 && G.C % 8 == 0;
-    float *dx = malloc((size_t)img * sizeof *dx), *yb = malloc((size_t)img * sizeof *yb),
-          *acc = direct ? NULL : malloc((size_t)taps * sizeof *acc);
+    float *dx = malloc((size_t)img * sizeof *dx), *acc = direct ? NULL : malloc((size_t)taps * sizeof *acc);
     double *sum = calloc((size_t)taps, sizeof *sum);
-    if (!dx || !yb || !sum || (!direct && !acc)) {
-        free(dx), free(yb), free(acc), free(sum);
+    if (!dx || !sum || (!direct && !acc)) {
+        free(dx), free(acc), free(sum);
         return cpu_kerr(k, err, cap, "out of memory");
     }
     geom one = G;
     one.N = 1;
     for (int64_t b = 0; b < G.N; b++) {
-        cpu_pool_grad_2x2(y_of(ctx, b, yb), dy + b * (img / 4), dx, 1, G.OH, G.OW, G.C, 1);
+        cpu_pool_grad_2x2(ys + b * img, dy + b * (img / 4), dx, 1, G.OH, G.OW, G.C, 1);
         const float *xb = xs + b * G.H * G.W * CX;
         if (direct) {
             grad_all(&one, xb, dx, sum);
@@ -202,25 +201,7 @@ int cpu_grad_filter_pool2_images(const rt_kernel_args *k, const ir_shape *x, con
     }
     float *out = k->out;
     for (int64_t i = 0; i < taps; i++) out[i] = (float)sum[i];
-    free(dx), free(yb), free(acc), free(sum);
+    free(dx), free(acc), free(sum);
     return 0;
 }
 
-/* y's image b where it is: conv2d_grad_filter_pool2 reads y whole */
-typedef struct {
-    const float *y;
-    int64_t img; /* floats an image */
-} y_whole;
-
-static const float *y_image(void *ctx, int64_t b, float *buf) {
-    (void)buf;
-    const y_whole *p = ctx;
-    return p->y + b * p->img;
-}
-
-int cpu_k_conv2d_grad_filter_pool2(const rt_kernel_args *k, char *err, size_t cap) {
-    const ir_shape *y = IN_SHAPE(k, 1);
-    y_whole ctx = {IN_F32(k, 1), y->dim[1] * y->dim[2] * y->dim[3]};
-    return cpu_grad_filter_pool2_images(k, IN_SHAPE(k, 0), y, &k->node->shape, IN_F32(k, 0), IN_F32(k, 2), y_image,
-                                        &ctx, err, cap);
-}

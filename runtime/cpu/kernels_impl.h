@@ -108,12 +108,7 @@ int cpu_k_max_pool_grad_2x2(const rt_kernel_args *k, char *err, size_t cap);
 /* issue 14 (seed CNN speed): pool.c's 2x2 stride-2 gradient; conv_direct.c's filter gradient through it */
 void cpu_pool_grad_2x2(const float *x, const float *dy, float *dx, int64_t n, int64_t H, int64_t W, int64_t C, int relu);
 int cpu_k_conv2d_grad_filter_pool2(const rt_kernel_args *k, char *err, size_t cap);
-/* issue 14 (seed CNN speed): that filter gradient with y given an image at a time (conv_direct.c);
- * conv2d_relu_pool2 and its filter gradient, a pool window at a time (conv_pool.c) */
-typedef const float *(*cpu_pool2_y_fn)(void *ctx, int64_t b, float *buf);
-int cpu_grad_filter_pool2_images(const rt_kernel_args *k, const ir_shape *x, const ir_shape *y, const ir_shape *w,
-                                 const float *xs, const float *dy, cpu_pool2_y_fn y_of, void *ctx, char *err,
-                                 size_t cap);
+/* issue 14 (seed CNN speed): conv2d_relu_pool2 and its filter gradient, a pool window at a time (conv_pool.c) */
 int cpu_k_conv2d_relu_pool2(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_conv2d_relu_pool2_grad_filter(const rt_kernel_args *k, char *err, size_t cap);
 

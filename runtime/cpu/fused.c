@@ -36,8 +36,9 @@ enum { TILE = 512 };
 MG_FUSED_OPS(DEF_FUSED)
 #undef DEF_FUSED
 
-/* issue 14 (char_gpt speed): erf, gelu and their gradients compiled with FMA,
- * as activations.c's unfused kernels are (CPU_FMA_CLONES), taken before fns */
+/* issue 14 (char_gpt speed): erf and its gradient compiled with FMA, gelu and
+ * its gradient gelu.c's, as activations.c's unfused kernels (CPU_FMA_CLONES),
+ * taken before fns */
 #define DEF_FUSED_FMA(E, EXPR)                                                                      \
     CPU_FMA_CLONES static void fma_##E(float *o, const float *x, const float *y, int64_t n, float alpha) { \
         (void)alpha;                                                                                \
@@ -48,10 +49,14 @@ MG_FUSED_OPS(DEF_FUSED)
         }                                                                                           \
     }
 DEF_FUSED_FMA(ERF, mg_erf(a))
-DEF_FUSED_FMA(GELU, mg_gelu(a))
 DEF_FUSED_FMA(ERF_GRAD, mg_erf_grad(a, b))
-DEF_FUSED_FMA(GELU_GRAD, mg_gelu_grad(a, b))
 #undef DEF_FUSED_FMA
+static void fma_GELU(float *o, const float *x, const float *y, int64_t n, float alpha) {
+    (void)y, (void)alpha, cpu_gelu(o, x, n);
+}
+static void fma_GELU_GRAD(float *o, const float *x, const float *y, int64_t n, float alpha) {
+    (void)alpha, cpu_gelu_grad(o, x, y, n);
+}
 
 typedef void (*fused_fn)(float *o, const float *x, const float *y, int64_t n, float alpha);
 static const fused_fn fns[OP_COUNT] = {

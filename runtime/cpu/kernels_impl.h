@@ -26,6 +26,12 @@
 #define CPU_FMA_CLONES
 #endif
 
+/* gelu.c (issue 14, char_gpt speed): o = gelu(x) and o = gelu_grad(x, dy)
+ * over n elements, 8 lanes at a time, the bits of ops_math.h's mg_gelu and
+ * mg_gelu_grad (activations.c's kernels and fused.c's instructions) */
+void cpu_gelu(float *o, const float *x, int64_t n);
+void cpu_gelu_grad(float *o, const float *x, const float *dy, int64_t n);
+
 /* sum(dy * y) over n elements in 16 float lanes combined in double: the
  * softmax gradients' row dot (reduce.c; attention.c's causal softmax) */
 double cpu_dot16(const float *y, const float *dy, int64_t n);

@@ -202,9 +202,10 @@ MG_HD static inline float mg_erf_grad(float x, float dy) { return dy * 1.1283791
 #define MG_GELU_ROW(...) {__VA_ARGS__},
 #define MG_GELU_W 0.775f
 /* always inlined, so a caller compiled for FMA contracts these as its own code
- * (runtime/cpu/gelu.c's lanes and its scalar tail give the same bits) */
+ * (runtime/cpu/gelu.c's lanes and its scalar tail give the same bits); nvcc
+ * has its own inlining (__forceinline__ would repeat the inline) */
 #if defined(__CUDACC__)
-#define MG_GELU_INLINE __forceinline__
+#define MG_GELU_INLINE
 #elif defined(__GNUC__)
 #define MG_GELU_INLINE __attribute__((always_inline))
 #else

@@ -53,6 +53,13 @@ static const bcase cases[] = {
     {"sparse_xent 2048x256", OP_SPARSE_XENT, 2, {"2048,256", "2048"}, .dtype = {0, IR_I32}, .per_step = 2},
     {"sparse_xent_grad 2048x256", OP_SPARSE_XENT_GRAD, 3, {"2048,256", "2048", "2048"}, .dtype = {0, IR_I32, 0},
      .per_step = 1},
+    /* issue 14 (char_gpt's non-GEMM time): the bias gradients, column sums over the 2048 rows */
+    {"reduce_sum 2048x512 -> 512", OP_REDUCE_SUM, 1, {"16,128,512"}, .iattr = {3, 1}, .per_step = 4},
+    {"reduce_sum 2048x128 -> 128", OP_REDUCE_SUM, 1, {"16,128,128"}, .iattr = {3, 1}, .per_step = 22},
+    {"reduce_sum 2048x128 -> 128 (axis 1)", OP_REDUCE_SUM, 1, {"2048,128"}, .iattr = {1, 1}, .per_step = 16},
+    /* attention's heads split and merged (perm 0, 2, 1, 3; 16 a step) */
+    {"transpose 16x128x4x32 -> 16x4x128x32", OP_TRANSPOSE, 1, {"16,128,4,32"}, .iattr = {0x3120}, .per_step = 16},
+    {"transpose 16x4x128x32 -> 16x128x4x32", OP_TRANSPOSE, 1, {"16,4,128,32"}, .iattr = {0x3120}, .per_step = 16},
     /* for scale: the GEMMs of a block (forward) */
     {"matmul 2048x128x128", OP_MATMUL, 2, {"2048,128", "128,128"}, .per_step = 16},
     {"matmul 2048x128x512", OP_MATMUL, 2, {"2048,128", "128,512"}, .per_step = 4},

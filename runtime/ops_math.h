@@ -100,8 +100,7 @@ MG_HD static inline float mg_expf(float x) {
  * both computed, one selected. Max error 8.6e-8 absolute against erf(), checked <= 1e-7
  * (tests/kern/test_vecmath.c: [-6, 6] in steps of 3.1e-5, every float of [0.9, 0.95]). */
 /* its core, with e^(-x^2) given as e (computed for |x| capped at 3.92 by mg_erf_v;
- * uncapped by mg_gelu_grad, which needs the same exponential for the normal
- * density: beyond 3.92 both make 1 - e Q round to 1, as erf does) */
+ * beyond 3.92 1 - e Q rounds to 1, as erf does) */
 MG_HD static inline float mg_erf_e(float x, float e) {
     float ax = mg_bits_float(mg_float_bits(x) & 0x7fffffff), s = x * x;
     float p = 8.282101771328598e-05f;
@@ -130,7 +129,7 @@ MG_HD static inline float mg_erf_e(float x, float e) {
     return mg_select(ax < 0.921875f, small, big);
 }
 /* mg_expf for x in [-87, 0] or NaN, with the same bits there (issue 14: erf's
- * e^(-b^2), b <= 3.92, and gelu_grad's): no clamps, and 2^n as one
+ * e^(-b^2), b <= 3.92): no clamps, and 2^n as one
  * exponent-field factor (n >= -126, normal, so p 2^n is rounded once either
  * way; tests/kern/test_vecmath.c compares the bits) */
 MG_HD static inline float mg_expf_neg(float x) {
@@ -153,8 +152,7 @@ MG_HD static inline float mg_erf_v(float x) {
 #define MG_SELU_SCALE 1.05070098735548049342f
 MG_HD static inline float mg_abs(float x) { return fabsf(x); }
 MG_HD static inline float mg_erf(float x) { return mg_erf_v(x); }
-/* x * Phi(x) = x (1 + erf(x / sqrt 2)) / 2 */
-MG_HD static inline float mg_gelu(float x) { return 0.5f * x * (1.0f + mg_erf_v(x * 0.70710678118654752440f)); }
+/* x * Phi(x): below, with its gradient (issue 14, char_gpt speed) */
 /* log(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|) */
 MG_HD static inline float mg_softplus(float x) { return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x))); }
 MG_HD static inline float mg_elu(float x, float alpha) { return x > 0.0f ? x : alpha * expm1f(x); }
@@ -167,13 +165,71 @@ MG_HD static inline float mg_pow(float a, float b) { return powf(a, b); }
 /* (x, dy) -> dx */
 MG_HD static inline float mg_abs_grad(float x, float dy) { return x > 0.0f ? dy : x < 0.0f ? -dy : 0.0f; }
 MG_HD static inline float mg_erf_grad(float x, float dy) { return dy * 1.12837916709551257390f * mg_expf(-x * x); }
-/* d/dx x Phi(x) = Phi(x) + x phi(x) */
-/* (issue 14, char_gpt speed: one exponential, e^(-u^2) with u = x / sqrt 2, serves
- * erf and the density e^(-x^2 / 2)) */
-MG_HD static inline float mg_gelu_grad(float x, float dy) {
-    float u = x * 0.70710678118654752440f, e = mg_exp_le0(-u * u); /* 0 for |x| > 13.2 */
-    float cdf = 0.5f * (1.0f + mg_erf_e(u, e));
-    return dy * (cdf + x * 0.39894228040143267794f * e);
+/* ---- issue 14 (char_gpt speed): gelu(x) = x Phi(x) and gelu'(x) = Phi(x) +
+ * x phi(x) by piecewise polynomials of z = |x|, no exponential, no division:
+ * H(z) = Phi(-z) = erfc(z / sqrt 2) / 2 and K(z) = H(z) - z phi(z), each on 8
+ * intervals of 0.775 over [0, 6.2) a polynomial in t = z - the interval's
+ * centre (H degree 7, K degree 8; scripts/fit_gelu.py), 0 beyond 6.2 (H(6.2) =
+ * 2.8e-10, K(6.2) = -1.1e-8); then Phi(x) = 1 - H(|x|) for x >= 0 and H(|x|)
+ * below, gelu'(x) likewise 1 - K or K. The CPU kernels run the same operations
+ * 8 lanes at a time, the interval's coefficients picked from registers
+ * (runtime/cpu/gelu.c, the bits of these functions); CUDA runs these. Max
+ * error against double over every float of 2^-10 <= |x| <= 12 (FMA code):
+ * gelu 1.05e-7 |x|, gelu' 1.02e-7 absolute, about an ulp of results near 1
+ * (docs/cpu-kernels.md; tests/kern/test_vecmath.c checks a sweep). A row per
+ * power of t, a column per interval. ---- */
+/* H: degree 7, max error 1.2e-08 in double (float coefficients) */
+#define MG_GELU_H_COEF(X) \
+    X(3.491930366e-01f, 1.225162148e-01f, 2.634212561e-02f, 3.338889219e-03f, 2.437795047e-04f, 1.010760843e-05f, 2.358224123e-07f, 3.077131883e-09f) \
+    X(-3.700871766e-01f, -2.029812485e-01f, -6.106040254e-02f, -1.007431000e-02f, -9.116390138e-04f, -4.524620090e-05f, -1.231658189e-06f, -1.838815500e-08f) \
+    X(7.170413435e-02f, 1.179828569e-01f, 5.915237963e-02f, 1.366324350e-02f, 1.589660882e-03f, 9.643443627e-05f, 3.102980372e-06f, 5.348576693e-08f) \
+    X(5.241927132e-02f, -1.188802067e-02f, -2.802585065e-02f, -1.067484450e-02f, -1.696037478e-03f, -1.294720714e-04f, -5.004606010e-06f, -1.005373420e-07f) \
+    X(-1.702011563e-02f, -1.620890573e-02f, 3.712503938e-03f, 4.962968174e-03f, 1.214109361e-03f, 1.217808676e-04f, 5.760946806e-06f, 1.356838766e-07f) \
+    X(-6.540902425e-03f, 5.548743065e-03f, 2.765429905e-03f, -1.090240898e-03f, -5.925123696e-04f, -8.448027802e-05f, -5.063957360e-06f, -1.431594114e-07f) \
+    X(2.599219093e-03f, 1.086683595e-03f, -1.347693731e-03f, -1.826603984e-04f, 1.791128743e-04f, 4.500692012e-05f, 3.744442893e-06f, 1.364570323e-07f) \
+    X(6.121565821e-04f, -8.142164443e-04f, 4.244904267e-05f, 1.933547028e-04f, -1.806898035e-05f, -1.671945574e-05f, -2.014051461e-06f, -9.259476030e-08f)
+/* K: degree 8, max error 1e-08 in double (float coefficients) */
+#define MG_GELU_K_COEF(X) \
+    X(2.057842612e-01f, -1.134494916e-01f, -9.196240455e-02f, -2.398767695e-02f, -2.935560886e-03f, -1.827543456e-04f, -5.968699043e-06f, -1.038083823e-07f) \
+    X(-6.846034527e-01f, -1.316523850e-01f, 1.070942357e-01f, 5.397468805e-02f, 9.264672175e-03f, 7.315819385e-04f, 2.879195017e-05f, 5.844898396e-07f) \
+    X(2.760506868e-01f, 3.124886751e-01f, 1.455700211e-02f, -4.587661102e-02f, -1.297593024e-02f, -1.366321812e-03f, -6.631524593e-05f, -1.591796376e-06f) \
+    X(1.832822412e-01f, -1.229225099e-01f, -8.330266923e-02f, 1.113480609e-02f, 1.014833804e-02f, 1.560422010e-03f, 9.654854512e-05f, 2.786216328e-06f) \
+    X(-9.782045335e-02f, -4.877505824e-02f, 4.535584152e-02f, 1.001884975e-02f, -4.257863853e-03f, -1.191323390e-03f, -9.896651318e-05f, -3.508845111e-06f) \
+    X(-3.298432380e-02f, 4.085630178e-02f, 4.641423875e-04f, -9.290052578e-03f, 2.623379114e-04f, 6.130411639e-04f, 7.505370741e-05f, 3.360823257e-06f) \
+    X(2.053987980e-02f, 7.640359108e-04f, -8.969062939e-03f, 2.523292322e-03f, 7.806107169e-04f, -1.889483974e-04f, -4.287038610e-05f, -2.550716090e-06f) \
+    X(3.931062296e-03f, -6.443658844e-03f, 2.390814712e-03f, 5.510352785e-04f, -4.534545296e-04f, 4.507743597e-06f, 1.825744948e-05f, 1.653870299e-06f) \
+    X(-2.898054430e-03f, 8.281821501e-04f, 6.245778641e-04f, -5.291654961e-04f, 8.854432235e-05f, 2.500339724e-05f, -5.007696473e-06f, -7.946292726e-07f)
+#define MG_GELU_ROW(...) {__VA_ARGS__},
+#define MG_GELU_W 0.775f
+/* always inlined, so a caller compiled for FMA contracts these as its own code
+ * (runtime/cpu/gelu.c's lanes and its scalar tail give the same bits); nvcc
+ * has its own inlining (__forceinline__ would repeat the inline) */
+#if defined(__CUDACC__)
+#define MG_GELU_INLINE
+#elif defined(__GNUC__)
+#define MG_GELU_INLINE __attribute__((always_inline))
+#else
+#define MG_GELU_INLINE
+#endif
+/* x >= 0 ? 1 - P(|x|) : P(|x|), P of nc coefficient rows c; a NaN x gives P = 0 */
+MG_HD static inline MG_GELU_INLINE float mg_gelu_piece(const float (*c)[8], int nc, float x) {
+    float z = mg_bits_float(mg_float_bits(x) & 0x7fffffff);
+    int in = z < 6.2f;
+    float zc = mg_select(in, z, 6.1999f);
+    int i = (int)(zc * (1.0f / MG_GELU_W));
+    float t = zc - ((float)i * MG_GELU_W + 0.5f * MG_GELU_W);
+    float p = c[nc - 1][i];
+    for (int k = nc - 2; k >= 0; k--) p = p * t + c[k][i];
+    p = mg_select(in, p, 0.0f);
+    return mg_select(x >= 0.0f, 1.0f - p, p);
+}
+MG_HD static inline MG_GELU_INLINE float mg_gelu(float x) {
+    static const float c[][8] = {MG_GELU_H_COEF(MG_GELU_ROW)};
+    return x * mg_gelu_piece(c, (int)(sizeof c / sizeof *c), x);
+}
+MG_HD static inline MG_GELU_INLINE float mg_gelu_grad(float x, float dy) {
+    static const float c[][8] = {MG_GELU_K_COEF(MG_GELU_ROW)};
+    return dy * mg_select(x != x, x, mg_gelu_piece(c, (int)(sizeof c / sizeof *c), x)); /* NaN stays */
 }
 MG_HD static inline float mg_elu_grad(float x, float dy, float alpha) { return x > 0.0f ? dy : dy * alpha * expf(x); }
 MG_HD static inline float mg_selu_grad(float x, float dy) { return MG_SELU_SCALE * mg_elu_grad(x, dy, MG_SELU_ALPHA); }

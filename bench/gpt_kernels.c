@@ -11,9 +11,12 @@
  * 1024^3 sgemm measured in the same run; the last column is the step's ms
  * with the fastest candidate of each shape. `bench_gpt_kernels gemm cnn`: the
  * same for the seed CNN's dense layers (batch 64); a last argument times
- * only the GEMMs whose name contains it (`gemm cnn dX`, `gemm fwd`). `thin` (K <= 512 only)
- * shows "-" where it does not apply; forced there, openblas runs, and its
- * total counts that. */
+ * only the GEMMs whose name contains it (`gemm cnn dX`, `gemm fwd`). The
+ * candidates run in turn, GEMM_ROUNDS (10) rounds of 0.05 s each, each
+ * one's least time counts; GEMM_EVICT=KIB reads and writes KIB of other
+ * memory before each timed call (untimed). `thin` (K <= 512 only) shows "-"
+ * where it does not apply; forced there, openblas runs, and its total
+ * counts that. */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>

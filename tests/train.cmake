@@ -148,3 +148,12 @@ add_test(NAME train_fused_vs_unfused_char_gpt
          COMMAND test_equivalence ${CMAKE_CURRENT_SOURCE_DIR}/train/char_gpt_small.mg ${MGC_SRC}/stdlib
                  --synthetic 256 --zero-gradient key/bias --fused-vs-unfused)
 set_tests_properties(train_fused_vs_unfused_char_gpt PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+
+# issue 14 (the seed CNN's dense layer): the seed CNN's 1 == 2 == 4 devices with
+# the thin GEMM forced (gemm_thin.c, one thread a device here: the dense
+# layer's gradients and the logits layer's GEMMs; the forward, K = 5408, falls
+# back to openblas)
+add_test(NAME train_equivalence_mnist_cnn_thin
+         COMMAND test_equivalence ${MGC_SRC}/examples/mnist_cnn.mg ${MGC_SRC}/stdlib)
+set_tests_properties(train_equivalence_mnist_cnn_thin PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+                     ENVIRONMENT MGC_KERNELS=thin)

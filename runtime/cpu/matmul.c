@@ -32,9 +32,13 @@ static int openblas_matmul(const rt_kernel_args *k) {
 }
 
 /* issue 14: the candidates, OpenBLAS first (the default); char_gpt speed:
- * gemm_blocked.c's one-thread register-blocked GEMM third */
+ * gemm_blocked.c's one-thread register-blocked GEMM third; the seed CNN's
+ * dense layer: gemm_thin.c's one-thread GEMM of K <= 512 fourth */
 static int run_candidate(const rt_kernel_args *k, int c, char *err, size_t cap) {
-    return c == 0 ? openblas_matmul(k) : c == 1 ? cpu_dnnl_matmul(k, err, cap) : cpu_blocked_matmul(k, err, cap);
+    return c == 0   ? openblas_matmul(k)
+           : c == 1 ? cpu_dnnl_matmul(k, err, cap)
+           : c == 2 ? cpu_blocked_matmul(k, err, cap)
+                    : cpu_thin_matmul(k, err, cap);
 }
 
 /* issue 14 (speed): with more than one thread per device, OpenBLAS's thread
@@ -43,9 +47,11 @@ static int run_candidate(const rt_kernel_args *k, int c, char *err, size_t cap) 
  * 4,700-6,800 images/s with OpenBLAS GEMMs against 18,500-18,800 with oneDNN's
  * alone (11,000-12,000 on 1 thread; docs/cpu-kernels.md). So OpenBLAS is a
  * candidate on one thread only. */
-static int applies(const rt_kernel_args *k, int c) { return (void)k, c == 1 || cpu_kernels_threads() == 1; }
+static int applies(const rt_kernel_args *k, int c) {
+    return c == 3 ? cpu_thin_applies(k) : c == 1 || cpu_kernels_threads() == 1;
+}
 
-static const char *const names[] = {"openblas", "onednn", "blocked"};
-static const cpu_tune_op matmul_op = {names, 3, run_candidate, applies};
+static const char *const names[] = {"openblas", "onednn", "blocked", "thin"};
+static const cpu_tune_op matmul_op = {names, 4, run_candidate, applies};
 
 int cpu_k_matmul(const rt_kernel_args *k, char *err, size_t cap) { return cpu_tune_run(k, &matmul_op, err, cap); }

@@ -181,7 +181,7 @@ static void save_cache(void) {
 }
 
 /* every candidate name of every tuned op, for MGC_KERNELS */
-static const char *const known[] = {"openblas", "onednn", "onednn-hwio", "direct", "winograd", "blocked"};
+static const char *const known[] = {"openblas", "onednn", "onednn-hwio", "direct", "winograd", "blocked", "thin"};
 
 /* whether the launcher started several processes (as runtime/mpi.c reads it) */
 static int launched_several(void) {
@@ -202,7 +202,7 @@ static void load(void) {
     if (env && *env && strcmp(env, "auto") && !forced[0])
         fprintf(stderr,
                 "mgc: warning: MGC_KERNELS='%s' is none of auto, openblas, onednn, onednn-hwio, direct, winograd, "
-                "blocked; measuring\n",
+                "blocked, thin; measuring\n",
                 env);
     find_path();
     load_cache(0);
@@ -241,7 +241,9 @@ static void key_of(const rt_kernel_args *k, char *s, size_t cap) {
     /* likewise a convolution the winograd candidate applies to (ResNet-20 speed) */
     if (cpu_conv_winograd_applies(k)) n += (size_t)snprintf(s + n, n < cap ? cap - n : 0, " +winograd");
     /* and a one-thread matmul, which the blocked candidate runs (char_gpt speed) */
-    if (op == OP_MATMUL && cpu_kernels_threads() == 1) snprintf(s + n, n < cap ? cap - n : 0, " +blocked");
+    if (op == OP_MATMUL && cpu_kernels_threads() == 1) n += (size_t)snprintf(s + n, n < cap ? cap - n : 0, " +blocked");
+    /* and a one-thread matmul of K <= 512, which the thin candidate runs (the seed CNN's dense layer) */
+    if (op == OP_MATMUL && cpu_thin_applies(k)) snprintf(s + n, n < cap ? cap - n : 0, " +thin");
 }
 
 /* the clock measure() reads: the calling thread's CPU time when the kernels

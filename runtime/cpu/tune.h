@@ -77,5 +77,11 @@ int cpu_conv_winograd(const rt_kernel_args *k, char *err, size_t cap);
  * matmul and matmul_epilogue's GEMM, a register-blocked one-thread sgemm
  * (any shape, transposes, batch); a candidate on one thread only */
 int cpu_blocked_matmul(const rt_kernel_args *k, char *err, size_t cap);
+/* gemm_thin.c (issue 14, the seed CNN's dense layer): the "thin" candidate
+ * of matmul and matmul_epilogue's GEMM, a one-thread sgemm for K <= 512
+ * (no k blocks, op(a) read in place, op(b) packed); _applies says whether k
+ * is such a node */
+int cpu_thin_applies(const rt_kernel_args *k);
+int cpu_thin_matmul(const rt_kernel_args *k, char *err, size_t cap);
 
 #endif

@@ -1083,6 +1083,7 @@ static int test_all_gather_block(void) {
 #include "pool_exact.h" /* issue 14 (speed): pool.c's max-pool gradient against epilogue.c's, bit for bit */
 #include "direct_cases.h" /* issue 14 (speed): the direct convolution candidate */
 #include "winograd_cases.h" /* issue 14 (ResNet-20 speed): the Winograd convolution candidate */
+#include "thin_cases.h" /* issue 14 (the seed CNN's dense layer): the thin GEMM candidate */
 
 /* issue 14 (char_gpt speed): ATTENTION_DROPOUT_CASES on their own draws, the
  * table's stream left as it was */
@@ -1118,6 +1119,7 @@ int main(void) {
     failed += test_blocked(&n); /* issue 14 (char_gpt's GEMMs) */
     failed += test_attention_dropout_bits(); /* issue 14: attention's dropout gradient in causal_softmax_grad */
     failed += test_attention_dropout_cases(&n);
+    failed += test_thin(&n); /* issue 14 (the seed CNN's dense layer) */
     printf("%d kernel cases, %d failed\n", n + 9, failed);
     return failed != 0;
 }

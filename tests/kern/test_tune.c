@@ -85,7 +85,8 @@ static void test_round_trip(void) {
     char mm_choice[32], cv_choice[32];
     snprintf(mm_choice, sizeof mm_choice, "%s", cpu_tune_choice(&mm.args) ? cpu_tune_choice(&mm.args) : "?");
     snprintf(cv_choice, sizeof cv_choice, "%s", cpu_tune_choice(&cv.args) ? cpu_tune_choice(&cv.args) : "?");
-    EXPECT(!strcmp(mm_choice, "openblas") || !strcmp(mm_choice, "onednn") || !strcmp(mm_choice, "blocked"),
+    EXPECT(!strcmp(mm_choice, "openblas") || !strcmp(mm_choice, "onednn") || !strcmp(mm_choice, "blocked") ||
+               !strcmp(mm_choice, "thin"),
            "matmul chose %s", mm_choice);
     EXPECT(!strcmp(cv_choice, "onednn") || !strcmp(cv_choice, "onednn-hwio") || !strcmp(cv_choice, "winograd"),
            "conv2d chose %s", cv_choice); /* 3x3, stride 1, 4 channels in: winograd applies */
@@ -193,7 +194,7 @@ static void test_override(void) {
     char got[512];
     capture_stderr(run_void, &mm, got, sizeof got);
     EXPECT(!strcmp(got, "mgc: warning: MGC_KERNELS='cublas' is none of auto, openblas, onednn, onednn-hwio, direct, "
-                        "winograd, blocked; measuring\n"),
+                        "winograd, blocked, thin; measuring\n"),
            "bad MGC_KERNELS: '%s'", got);
     unsetenv("MGC_KERNELS");
     free(dnnl), free(blas);

@@ -32,7 +32,6 @@
 #pragma GCC optimize("O3")
 #endif
 #include <cblas.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -244,7 +243,7 @@ WG_INLINE void mm_small(int64_t rows, int64_t n, int64_t K, const float *a, int6
             }
 }
 
-/* ---- geometry and scratch ---- */
+/* ---- geometry ---- */
 
 /* a stride-1 3x3 convolution in [N, IH, IW, C] -> out [N, OH, OW, O] with
  * top and left padding pt, pl: out[oh, ow] reads in[oh - pt + r, ow - pl + s] */
@@ -263,32 +262,6 @@ static wgeom geom_of(int m, int64_t N, int64_t IH, int64_t IW, int64_t C, int64_
     g.tb = tb < 16 ? 16 : tb;
     if (g.tb > g.tiles) g.tb = g.tiles;
     return g;
-}
-
-/* the calling thread's scratch, grown as needed, freed when the thread ends */
-static pthread_key_t scratch_key;
-static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
-typedef struct {
-    float *p;
-    size_t n;
-} scratch;
-
-static void scratch_free(void *s) {
-    free(((scratch *)s)->p);
-    free(s);
-}
-static void scratch_init(void) { pthread_key_create(&scratch_key, scratch_free); }
-
-static float *scratch_get(size_t n) {
-    pthread_once(&scratch_once, scratch_init);
-    scratch *s = pthread_getspecific(scratch_key);
-    if (!s && (s = calloc(1, sizeof *s)) && pthread_setspecific(scratch_key, s)) free(s), s = NULL;
-    if (!s) return NULL;
-    if (s->n < n) {
-        free(s->p);
-        s->p = malloc(n * sizeof(float)), s->n = s->p ? n : 0;
-    }
-    return s->p;
 }
 
 /* where tile t starts: image *b, output row *i0 and column *j0 */
@@ -464,7 +437,7 @@ int cpu_conv_winograd(const rt_kernel_args *k, char *err, size_t cap) {
     if (op == OP_CONV2D_GRAD_INPUT) { /* a convolution of dy with the rotated filter, channels swapped */
         wgeom g = geom_of(m, N, OH, OW, O, H, Wd, C, 2 - cv.pad[0], 2 - cv.pad[1]);
         size_t n = (size_t)(C * O);
-        float *s = scratch_get(forward_floats(m, &g) + 9 * n);
+        float *s = cpu_thread_scratch(CPU_SCRATCH_WINOGRAD, forward_floats(m, &g) + 9 * n);
         if (!s) return cpu_kerr(k, err, cap, "out of memory");
         float *rot = s + forward_floats(m, &g); /* rot[r][s][o][c] = w[2 - r][2 - s][c][o] */
         const float *wf = IN_F32(k, 1);
@@ -475,7 +448,7 @@ int cpu_conv_winograd(const rt_kernel_args *k, char *err, size_t cap) {
         return 0;
     }
     wgeom g = geom_of(m, N, H, Wd, C, OH, OW, O, cv.pad[0], cv.pad[1]);
-    float *s = scratch_get(forward_floats(m, &g));
+    float *s = cpu_thread_scratch(CPU_SCRATCH_WINOGRAD, forward_floats(m, &g));
     if (!s) return cpu_kerr(k, err, cap, "out of memory");
     if (op == OP_CONV2D_GRAD_FILTER) {
         grad_filter_m(m, &g, IN_F32(k, 0), IN_F32(k, 1), k->out, s);

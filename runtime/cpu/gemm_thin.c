@@ -24,7 +24,6 @@
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3")
 #endif
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -232,36 +231,6 @@ GT_CLONES static void gemm(float *c, const float *a, const float *b, const geom 
     else gemm_body(c, a, b, g, bp, ap, 0);
 }
 
-/* ---- the packing buffer: one per thread, kept for its next call (a fresh
- * 128 KiB malloc each call is an mmap and its page faults), freed when the
- * thread ends ---- */
-
-static pthread_key_t scratch_key;
-static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
-
-typedef struct {
-    float *p;
-    size_t n;
-} scratch;
-
-static void scratch_free(void *s) {
-    free(((scratch *)s)->p);
-    free(s);
-}
-static void scratch_init(void) { pthread_key_create(&scratch_key, scratch_free); }
-
-static float *scratch_get(size_t n) {
-    pthread_once(&scratch_once, scratch_init);
-    scratch *s = pthread_getspecific(scratch_key);
-    if (!s && (s = calloc(1, sizeof *s)) && pthread_setspecific(scratch_key, s)) free(s), s = NULL;
-    if (!s) return NULL;
-    if (s->n < n) {
-        free(s->p);
-        s->p = malloc(n * sizeof(float)), s->n = s->p ? n : 0;
-    }
-    return s->p;
-}
-
 int cpu_thin_matmul(const rt_kernel_args *k, char *err, size_t cap) {
     const ir_shape *as = IN_SHAPE(k, 0), *bs = IN_SHAPE(k, 1);
     ir_matmul mm = ir_matmul_of(k->node, as, bs);
@@ -269,7 +238,7 @@ int cpu_thin_matmul(const rt_kernel_args *k, char *err, size_t cap) {
               .lda = as->dim[as->rank - 1], .ldb = bs->dim[bs->rank - 1]};
     if (!cpu_thin_applies(k)) return cpu_kerr(k, err, cap, "the thin GEMM takes K in [1, %d] on one thread", K_MAX);
     size_t b_floats = (size_t)(cols_of(&g) * g.k), floats = b_floats + (size_t)((rows_of(&g) + MR - 1) / MR * MR * g.k);
-    float *bp = scratch_get(floats);
+    float *bp = cpu_thread_scratch(CPU_SCRATCH_THIN, floats); /* kept: a fresh 128 KiB malloc is an mmap */
     if (!bp) return cpu_kerr(k, err, cap, "out of memory packing %zu floats", floats);
     for (int64_t i = 0; i < mm.batch; i++)
         gemm((float *)k->out + i * g.m * g.n, IN_F32(k, 0) + ir_matmul_offset(&mm, 0, i),

@@ -42,6 +42,12 @@ typedef int (*cpu_kernel_fn)(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_kerr(const rt_kernel_args *k, char *err, size_t cap, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* scratch.c: a buffer of at least n floats kept across calls for the calling
+ * thread and one kernel family (its own, so two families never share one),
+ * grown as needed and freed when the thread ends; NULL when out of memory */
+enum { CPU_SCRATCH_WINOGRAD, CPU_SCRATCH_THIN, CPU_SCRATCH_USERS };
+float *cpu_thread_scratch(int user, size_t n);
+
 /* Threads a kernel may use (cpu_kernels_set_threads). */
 int cpu_kernels_threads(void);
 

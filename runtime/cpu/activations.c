@@ -9,15 +9,15 @@
 
 /* ---- unary: x -> y, alpha the op's float attribute (unused by most) ---- */
 
-#define DEF_ACT_AT(CLONES, NAME, EXPR)                                                             \
-    CLONES static void NAME(float *o, const float *x, int64_t n, float alpha) {                    \
+#define DEF_ACT(NAME, EXPR)                                                                        \
+    CPU_CLONES static void NAME(float *o, const float *x, int64_t n, float alpha) {                \
         (void)alpha;                                                                               \
         for (int64_t i = 0; i < n; i++) o[i] = EXPR;                                               \
     }
-#define DEF_ACT(NAME, EXPR) DEF_ACT_AT(CPU_CLONES, NAME, EXPR)
 DEF_ACT(a_abs, mg_abs(x[i]))
-DEF_ACT_AT(CPU_FMA_CLONES, a_erf, mg_erf(x[i])) /* issue 14: with FMA (kernels_impl.h), as fused.c */
-static void a_gelu(float *o, const float *x, int64_t n, float alpha) { (void)alpha, cpu_gelu(o, x, n); } /* gelu.c */
+/* erf and gelu: gelu.c's loops, compiled with FMA (issue 14), as fused.c's */
+static void a_erf(float *o, const float *x, int64_t n, float alpha) { (void)alpha, cpu_erf(o, x, n); }
+static void a_gelu(float *o, const float *x, int64_t n, float alpha) { (void)alpha, cpu_gelu(o, x, n); }
 DEF_ACT(a_softplus, mg_softplus(x[i]))
 DEF_ACT(a_selu, mg_selu(x[i]))
 DEF_ACT(a_elu, mg_elu(x[i], alpha))
@@ -36,14 +36,15 @@ int cpu_k_activation(const rt_kernel_args *k, char *err, size_t cap) {
 
 /* ---- gradients: (x, dy) -> dx, equal shapes ---- */
 
-#define DEF_ACT_GRAD_AT(CLONES, NAME, EXPR)                                                        \
-    CLONES static void NAME(float *o, const float *x, const float *dy, int64_t n, float alpha) {   \
+#define DEF_ACT_GRAD(NAME, EXPR)                                                                   \
+    CPU_CLONES static void NAME(float *o, const float *x, const float *dy, int64_t n, float alpha) { \
         (void)alpha;                                                                               \
         for (int64_t i = 0; i < n; i++) o[i] = EXPR;                                               \
     }
-#define DEF_ACT_GRAD(NAME, EXPR) DEF_ACT_GRAD_AT(CPU_CLONES, NAME, EXPR)
 DEF_ACT_GRAD(g_abs, mg_abs_grad(x[i], dy[i]))
-DEF_ACT_GRAD_AT(CPU_FMA_CLONES, g_erf, mg_erf_grad(x[i], dy[i]))
+static void g_erf(float *o, const float *x, const float *dy, int64_t n, float alpha) {
+    (void)alpha, cpu_erf_grad(o, x, dy, n);
+}
 static void g_gelu(float *o, const float *x, const float *dy, int64_t n, float alpha) {
     (void)alpha, cpu_gelu_grad(o, x, dy, n);
 }

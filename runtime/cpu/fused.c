@@ -36,21 +36,14 @@ enum { TILE = 512 };
 MG_FUSED_OPS(DEF_FUSED)
 #undef DEF_FUSED
 
-/* issue 14 (char_gpt speed): erf and its gradient compiled with FMA, gelu and
- * its gradient gelu.c's, as activations.c's unfused kernels (CPU_FMA_CLONES),
- * taken before fns */
-#define DEF_FUSED_FMA(E, EXPR)                                                                      \
-    CPU_FMA_CLONES static void fma_##E(float *o, const float *x, const float *y, int64_t n, float alpha) { \
-        (void)alpha;                                                                                \
-        for (int64_t i = 0; i < n; i++) {                                                           \
-            float a = x[i], b = y[i];                                                               \
-            (void)b;                                                                                \
-            o[i] = EXPR;                                                                            \
-        }                                                                                           \
-    }
-DEF_FUSED_FMA(ERF, mg_erf(a))
-DEF_FUSED_FMA(ERF_GRAD, mg_erf_grad(a, b))
-#undef DEF_FUSED_FMA
+/* erf, gelu and their gradients: gelu.c's loops, compiled with FMA (issue
+ * 14, char_gpt speed), as activations.c's unfused kernels; taken before fns */
+static void fma_ERF(float *o, const float *x, const float *y, int64_t n, float alpha) {
+    (void)y, (void)alpha, cpu_erf(o, x, n);
+}
+static void fma_ERF_GRAD(float *o, const float *x, const float *y, int64_t n, float alpha) {
+    (void)alpha, cpu_erf_grad(o, x, y, n);
+}
 static void fma_GELU(float *o, const float *x, const float *y, int64_t n, float alpha) {
     (void)y, (void)alpha, cpu_gelu(o, x, n);
 }

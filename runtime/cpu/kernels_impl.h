@@ -8,7 +8,14 @@
 #include "cpu_kernels.h"
 
 /* Compute-bound loops (division, square root) are compiled for AVX-512 and
- * AVX2 as well, picked at load time; the project itself builds for x86-64. */
+ * AVX2 as well, picked at load time; the project itself builds for x86-64.
+ * The files that use CPU_CLONES are compiled with -ffp-contract=off
+ * (CMakeLists.txt): the "avx512f" clone would otherwise contract a * b + c to
+ * an FMA where "avx2" (no FMA) does not, so an AVX-512 machine would give
+ * other bits than an AVX2 one, and batch_norm.c's unfused scale_shift
+ * (x - m) * s + b other bits than the fused kernels', which keep the multiply
+ * and the add apart (bn_epilogue.c): ResNet-20 fused vs --no-fuse was 1.5e-3
+ * apart after 3 steps on an AVX-512 machine (cli_epilogue). */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 #define CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
@@ -16,7 +23,7 @@
 #endif
 
 /* issue 14 (char_gpt speed): the loops of erf, gelu and their gradients
- * (activations.c, fused.c) are polynomials, and compiled for x86-64-v3
+ * (gelu.c) and the causal softmax rows (attention.c) are polynomials, and compiled for x86-64-v3
  * (AVX2 + FMA, contracted a * b + c) they run 1.3-1.4x faster than the "avx2"
  * clone's separate multiplies and adds; one clone for AVX2 and AVX-512
  * machines alike, so these ops give the same bits on both. */
@@ -26,9 +33,12 @@
 #define CPU_FMA_CLONES
 #endif
 
-/* gelu.c (issue 14, char_gpt speed): o = gelu(x) and o = gelu_grad(x, dy)
- * over n elements, 8 lanes at a time, the bits of ops_math.h's mg_gelu and
- * mg_gelu_grad (activations.c's kernels and fused.c's instructions) */
+/* gelu.c (issue 14, char_gpt speed), the loops compiled with FMA, called by
+ * activations.c's kernels and fused.c's instructions alike: o = erf(x),
+ * o = erf_grad(x, dy), and o = gelu(x), o = gelu_grad(x, dy) 8 lanes at a
+ * time, the bits of ops_math.h's mg_gelu and mg_gelu_grad */
+void cpu_erf(float *o, const float *x, int64_t n);
+void cpu_erf_grad(float *o, const float *x, const float *dy, int64_t n);
 void cpu_gelu(float *o, const float *x, int64_t n);
 void cpu_gelu_grad(float *o, const float *x, const float *dy, int64_t n);
 

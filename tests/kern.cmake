@@ -28,6 +28,11 @@ add_executable(test_fused ${MGC_SRC}/tests/kern/test_fused.c)
 target_link_libraries(test_fused PRIVATE mgc_runtime)
 add_test(NAME kern_fused COMMAND test_fused)
 
+# CPU_CLONES loops without FMA contraction in any clone (AVX-512 and AVX2 give the same bits)
+if(CMAKE_C_COMPILER_ID STREQUAL "GNU" AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+  add_test(NAME kern_clones_no_fma COMMAND ${MGC_SRC}/tests/kern/clones_no_fma.sh $<TARGET_FILE:mgc_runtime>)
+endif()
+
 # issue 14 (speed): mg_expf, mg_erf_v, gelu against libm in double; the hoisted dropout key, bit for bit
 add_executable(test_vecmath ${MGC_SRC}/tests/kern/test_vecmath.c)
 target_link_libraries(test_vecmath PRIVATE mgc_runtime)

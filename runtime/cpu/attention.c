@@ -26,12 +26,8 @@
 
 #include "../ops_math.h"
 #include "kernels_impl.h"
+#include "vec8.h"
 
-typedef float v8f __attribute__((vector_size(32)));
-typedef int32_t v8i __attribute__((vector_size(32)));
-#define LD8(p) ({ v8f v_; memcpy(&v_, (p), sizeof v_); v_; })
-#define ST8(p, v) do { v8f t_ = (v); memcpy((p), &t_, sizeof t_); } while (0)
-#define SEL8(m, a, b) ((v8f)(((v8i)(a) & (m)) | ((v8i)(b) & ~(m)))) /* m ? a : b per lane */
 
 typedef struct {
     const float *x, *dy; /* dy: the gradients' second input, else NULL */
@@ -46,7 +42,7 @@ typedef struct {
 
 /* sum of the 8 lanes in double, in lane order (by pointer: a vector argument
  * changes the ABI between the AVX2 clone and the portable one, -Wpsabi) */
-static inline double lanes_sum(const v8f *a) {
+static inline double lanes_sum(const v8 *a) {
     double s = 0;
     for (int i = 0; i < 8; i++) s += (*a)[i];
     return s;
@@ -55,12 +51,12 @@ static inline double lanes_sum(const v8f *a) {
 /* y[0, m) = scale * x over the n kept, -inf over [n, m); returns the maximum (NaN if a kept one is) */
 static inline float row_scaled_max(float *y, const float *x, int64_t n, int64_t m, float scale) {
     const v8i lane = {0, 1, 2, 3, 4, 5, 6, 7};
-    const v8f ninf = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
-    v8f vmx = ninf;
+    const v8 ninf = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    v8 vmx = ninf;
     int64_t j = 0;
     for (; j + 8 <= m; j += 8) {
         v8i kept = lane + (int32_t)j < (int32_t)n;
-        v8f v = SEL8(kept, scale * LD8(x + j), ninf);
+        v8 v = SEL8(kept, scale * LD8(x + j), ninf);
         ST8(y + j, v);
         vmx = SEL8((v > vmx) | (v != v), v, vmx);
     }
@@ -79,7 +75,7 @@ static inline float row_scaled_max(float *y, const float *x, int64_t n, int64_t 
 static inline float row_exp(float *y, const float *x, int64_t n, int64_t m, float scale) {
     float mx = row_scaled_max(y, x, n, m, scale);
     for (int64_t j = 0; j < m; j++) y[j] = mg_exp_shifted(y[j], mx);
-    v8f acc = {0};
+    v8 acc = {0};
     int64_t j = 0;
     for (; j + 8 <= m; j += 8) acc += LD8(y + j);
     double s = lanes_sum(&acc);
@@ -89,7 +85,7 @@ static inline float row_exp(float *y, const float *x, int64_t n, int64_t m, floa
 
 /* sum(a * b) over n: 8 float lanes, combined in double */
 static inline double row_dot(const float *a, const float *b, int64_t n) {
-    v8f acc = {0};
+    v8 acc = {0};
     int64_t j = 0;
     for (; j + 8 <= n; j += 8) acc += LD8(a + j) * LD8(b + j);
     double s = lanes_sum(&acc);

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "kernels_impl.h"
+#include "vec8.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define CM_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
@@ -32,9 +33,6 @@
 
 enum { MR = 6, NR = 16 }; /* the micro-kernel's tile: MR rows x NR columns */
 
-typedef float v8 __attribute__((vector_size(32)));
-#define LD8(p) ({ v8 v_; memcpy(&v_, (p), sizeof v_); v_; })
-#define ST8(p, v) do { v8 t_ = (v); memcpy((p), &t_, sizeof t_); } while (0)
 
 typedef struct {
     int64_t m, n, k;   /* C [m, n], the inner k */

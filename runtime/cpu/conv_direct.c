@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "kernels_impl.h"
+#include "vec8.h"
 
-typedef float v8 __attribute__((vector_size(32)));
 
 /* compiled for x86-64-v3 (AVX2 with FMA: CPU_CLONES' "avx2" has no FMA) and
  * plain x86-64, chosen at load time */
@@ -50,7 +50,6 @@ int cpu_conv_direct_applies(const rt_kernel_args *k) {
 
 /* 8 floats at p (any alignment) as a vector: a macro, not a function, since
  * a vector result changes the ABI between the clones */
-#define load8(p) ({ v8 v_; memcpy(&v_, (p), sizeof v_); v_; })
 
 /* the output positions o in [0, O) whose taps t * dil - pad + o * stride,
  * t in [0, K), all fall inside [0, X): [*lo, *hi) */
@@ -86,14 +85,14 @@ static inline __attribute__((always_inline)) void grad_block(const geom *G, cons
                 float xv[SB];
                 for (int t = 0; t < ns; t++) xv[t] = xp[t * dw];
                 for (int j = 0; j < nb; j++) {
-                    v8 dv = load8(d + ow * C + 8 * j);
+                    v8 dv = LD8(d + ow * C + 8 * j);
                     for (int t = 0; t < ns; t++) acc[t][j] += xv[t] * dv;
                 }
             } else {
                 for (int t = 0; t < ns; t++) {
                     int64_t iw = ow * sw - g->pad[1] + (s0 + t) * dw;
                     if (iw < 0 || iw >= G->W) continue;
-                    for (int j = 0; j < nb; j++) acc[t][j] += xp[t * dw] * load8(d + ow * C + 8 * j);
+                    for (int j = 0; j < nb; j++) acc[t][j] += xp[t * dw] * LD8(d + ow * C + 8 * j);
                 }
             }
         }

@@ -27,9 +27,8 @@
 
 #include "../ops_math.h"
 #include "kernels_impl.h"
+#include "vec8.h"
 
-typedef float v8 __attribute__((vector_size(32)));
-typedef int vi8 __attribute__((vector_size(32)));
 
 /* compiled for x86-64-v3 (AVX2 with FMA) and plain x86-64, chosen at load time */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -39,10 +38,8 @@ typedef int vi8 __attribute__((vector_size(32)));
 #endif
 
 /* macros, not functions, since a vector argument changes the ABI between the clones */
-#define load8(p) ({ v8 v_; memcpy(&v_, (p), sizeof v_); v_; })
-#define store8(p, v) ({ v8 v_ = (v); memcpy((p), &v_, sizeof v_); })
 /* mg_relu lane by lane (x > 0 ? x : 0: NaN and -0 give +0) */
-#define relu8(v) ({ v8 v_ = (v), z_ = {0}; (v8)((vi8)v_ & (v_ > z_)); })
+#define relu8(v) ({ v8 v_ = (v), z_ = {0}; (v8)((v8i)v_ & (v_ > z_)); })
 /* the larger of a and b lane by lane, for values that are no NaN (y, after relu) */
 #define max8(a, b) ({ v8 a_ = (a), b_ = (b), r_; for (int e_ = 0; e_ < 8; e_++) r_[e_] = a_[e_] > b_[e_] ? a_[e_] : b_[e_]; r_; })
 
@@ -187,10 +184,10 @@ static inline __attribute__((always_inline)) void window_y(const float *p, const
     for (int r = 0; r < 3; r++)
         for (int s = 0; s < 3; s++) {
             int64_t o = r * dh * W + s * dw;
-            v8 wv = load8(w + (r * 3 + s) * 8);
+            v8 wv = LD8(w + (r * 3 + s) * 8);
             a += p[o] * wv, b += q1[o] * wv, c += q2[o] * wv, d += q3[o] * wv;
         }
-    v8 bv = load8(bias);
+    v8 bv = LD8(bias);
     *y0 = relu8(a + bv), *y1 = relu8(b + bv), *y2 = relu8(c + bv), *y3 = relu8(d + bv);
 }
 
@@ -204,12 +201,12 @@ static inline __attribute__((always_inline)) void window_y2(const float *p, cons
     for (int r = 0; r < 3; r++)
         for (int s = 0; s < 3; s++) {
             int64_t o = r * dh * W + s * dw;
-            v8 wv = load8(w + (r * 3 + s) * 8), wu = load8(w + 72 + (r * 3 + s) * 8);
+            v8 wv = LD8(w + (r * 3 + s) * 8), wu = LD8(w + 72 + (r * 3 + s) * 8);
             float x0 = p[o], x1 = q1[o], x2 = q2[o], x3 = q3[o];
             a += x0 * wv, e += x0 * wu, b += x1 * wv, f += x1 * wu;
             c += x2 * wv, g += x2 * wu, d += x3 * wv, h += x3 * wu;
         }
-    v8 bv = load8(bias), bu = load8(bias + 8);
+    v8 bv = LD8(bias), bu = LD8(bias + 8);
     y[0] = relu8(a + bv), y[1] = relu8(b + bv), y[2] = relu8(c + bv), y[3] = relu8(d + bv);
     u[0] = relu8(e + bu), u[1] = relu8(f + bu), u[2] = relu8(g + bu), u[3] = relu8(h + bu);
 }
@@ -226,13 +223,13 @@ static inline __attribute__((always_inline)) void pool_row(const cgeom *G, int64
         for (; c0 + 16 <= C; c0 += 16) { /* two vectors: eight independent sums */
             v8 y[4], u[4];
             window_y2(p, w + 9 * c0, bias + c0, W, sh, sw, dh, dw, y, u);
-            store8(o + c0, max8(max8(y[0], y[1]), max8(y[2], y[3])));
-            store8(o + c0 + 8, max8(max8(u[0], u[1]), max8(u[2], u[3])));
+            ST8(o + c0, max8(max8(y[0], y[1]), max8(y[2], y[3])));
+            ST8(o + c0 + 8, max8(max8(u[0], u[1]), max8(u[2], u[3])));
         }
         if (c0 < C) {
             v8 y0, y1, y2, y3;
             window_y(p, w + 9 * c0, bias + c0, W, sh, sw, dh, dw, &y0, &y1, &y2, &y3);
-            store8(o + c0, max8(max8(y0, y1), max8(y2, y3)));
+            ST8(o + c0, max8(max8(y0, y1), max8(y2, y3)));
         }
     }
 }
@@ -243,12 +240,12 @@ static inline __attribute__((always_inline)) void pool_row(const cgeom *G, int64
 static inline __attribute__((always_inline)) void window_g(const v8 *y0, const v8 *y1, const v8 *y2, const v8 *y3,
                                                            const float *dy, float *g) {
     v8 m = max8(max8(*y0, *y1), max8(*y2, *y3)), z = {0};
-    vi8 rest = (vi8)load8(dy) & (m > z), e = *y0 == m;
-    store8(g, (v8)(rest & e));
+    v8i rest = (v8i)LD8(dy) & (m > z), e = *y0 == m;
+    ST8(g, (v8)(rest & e));
     rest &= ~e, e = *y1 == m;
-    store8(g + 8, (v8)(rest & e));
+    ST8(g + 8, (v8)(rest & e));
     rest &= ~e, e = *y2 == m;
-    store8(g + 16, (v8)(rest & e)), store8(g + 24, (v8)(rest & ~e));
+    ST8(g + 16, (v8)(rest & e)), ST8(g + 24, (v8)(rest & ~e));
 }
 
 enum { RB = 2 }; /* rows of windows a pass of the filter gradient: their gradients g stay in L1 */
@@ -277,14 +274,14 @@ static inline __attribute__((always_inline)) void grad_g(const cgeom *G, int64_t
 /* the window's pixel k's gradient, vector j (< nb), times x into the taps s = 0, 1, 2 of its row */
 #define TAPS3(j, a, t, u)                                                                                              \
     if (nb > j) {                                                                                                      \
-        v8 gv = load8(gk + 32 * j);                                                                                    \
+        v8 gv = LD8(gk + 32 * j);                                                                                    \
         a += x0 * gv, t += x1 * gv, u += x2 * gv;                                                                      \
     }
 /* a tap's float sums (nb vectors) added to acc at o */
 #define FLUSH(o, a0, a1, a2, a3)                                                                                       \
     {                                                                                                                  \
         v8 s_[4] = {a0, a1, a2, a3};                                                                                   \
-        for (int j = 0; j < nb; j++) store8((o) + 8 * j, load8((o) + 8 * j) + s_[j]);                                  \
+        for (int j = 0; j < nb; j++) ST8((o) + 8 * j, LD8((o) + 8 * j) + s_[j]);                                  \
     }
 
 /* the filter gradient of image b's windows inside x on rows [r0, r1) from

@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "tune.h"
+#include "vec8.h"
 
 /* compiled for x86-64-v3 (AVX2 with FMA) and plain x86-64, chosen at load time */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -77,12 +78,9 @@ int cpu_conv_winograd_applies(const rt_kernel_args *k) {
  * 8 channels a vector, then one at a time (the same formula: BODY(LOAD, STORE)
  * with `ty` the vector or float type) ---- */
 
-typedef float v8 __attribute__((vector_size(32)));
 
 /* 8 floats at p (any alignment) as a vector and back: macros, not functions,
  * since a vector argument changes the ABI between the clones */
-#define LD8(p) ({ v8 v_; memcpy(&v_, (p), sizeof v_); v_; })
-#define ST8(p, v) do { v8 t_ = (v); memcpy((p), &t_, sizeof t_); } while (0)
 #define LD1(p) (*(p))
 #define ST1(p, v) (*(p) = (v))
 #define CHANNELS(BODY)                                                                                         \

@@ -17,17 +17,13 @@
 
 #include "../ops_math.h"
 #include "kernels_impl.h"
+#include "vec8.h"
 
-typedef float v8f __attribute__((vector_size(32)));
-typedef int32_t v8i __attribute__((vector_size(32)));
-#define LD8(p) ({ v8f v_; memcpy(&v_, (p), sizeof v_); v_; })
-#define ST8(p, v) do { v8f t_ = (v); memcpy((p), &t_, sizeof t_); } while (0)
-#define SEL8(m, a, b) ((v8f)(((v8i)(a) & (m)) | ((v8i)(b) & ~(m)))) /* m ? a : b per lane */
 /* the 8 values of a coefficient row at the lanes' intervals i (0..7) */
 #if defined(__GNUC__) && !defined(__clang__)
 #define PICK8(row, i) __builtin_shuffle(LD8(row), (i)) /* vpermps */
 #else /* clang has no variable __builtin_shuffle */
-#define PICK8(row, i) ({ v8f r_; for (int l_ = 0; l_ < 8; l_++) r_[l_] = (row)[(i)[l_] & 7]; r_; })
+#define PICK8(row, i) ({ v8 r_; for (int l_ = 0; l_ < 8; l_++) r_[l_] = (row)[(i)[l_] & 7]; r_; })
 #endif
 
 static const float h_coef[][8] __attribute__((aligned(32))) = {MG_GELU_H_COEF(MG_GELU_ROW)};
@@ -38,14 +34,14 @@ enum { NH = sizeof h_coef / sizeof *h_coef, NK = sizeof k_coef / sizeof *k_coef 
  * result changes the ABI between the clones (-Wpsabi) */
 #define GELU_PIECE8(out, c, nc, x)                                                                 \
     do {                                                                                           \
-        v8f z_ = (v8f)((v8i)(x) & 0x7fffffff);                                                     \
+        v8 z_ = (v8)((v8i)(x) & 0x7fffffff);                                                     \
         v8i in_ = z_ < 6.2f;                                                                       \
-        v8f cap_ = (v8f){0} + 6.1999f, zc_ = SEL8(in_, z_, cap_);                                  \
+        v8 cap_ = (v8){0} + 6.1999f, zc_ = SEL8(in_, z_, cap_);                                  \
         v8i i_ = __builtin_convertvector(zc_ * (1.0f / MG_GELU_W), v8i);                           \
-        v8f t_ = zc_ - (__builtin_convertvector(i_, v8f) * MG_GELU_W + 0.5f * MG_GELU_W);          \
-        v8f p_ = PICK8((c)[(nc) - 1], i_);                                                         \
+        v8 t_ = zc_ - (__builtin_convertvector(i_, v8) * MG_GELU_W + 0.5f * MG_GELU_W);          \
+        v8 p_ = PICK8((c)[(nc) - 1], i_);                                                         \
         for (int k_ = (nc) - 2; k_ >= 0; k_--) p_ = p_ * t_ + PICK8((c)[k_], i_);                  \
-        p_ = (v8f)((v8i)p_ & in_);                                                                 \
+        p_ = (v8)((v8i)p_ & in_);                                                                 \
         (out) = SEL8((x) >= 0.0f, 1.0f - p_, p_);                                                  \
     } while (0)
 
@@ -62,7 +58,7 @@ CPU_FMA_CLONES void cpu_erf_grad(float *o, const float *x, const float *dy, int6
 CPU_FMA_CLONES void cpu_gelu(float *o, const float *x, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        v8f xv = LD8(x + i), r;
+        v8 xv = LD8(x + i), r;
         GELU_PIECE8(r, h_coef, NH, xv);
         ST8(o + i, xv * r);
     }
@@ -73,7 +69,7 @@ CPU_FMA_CLONES void cpu_gelu(float *o, const float *x, int64_t n) {
 CPU_FMA_CLONES void cpu_gelu_grad(float *o, const float *x, const float *dy, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        v8f xv = LD8(x + i), r;
+        v8 xv = LD8(x + i), r;
         GELU_PIECE8(r, k_coef, NK, xv);
         ST8(o + i, LD8(dy + i) * SEL8(xv != xv, xv, r)); /* NaN stays */
     }

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "tune.h"
+#include "vec8.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define GB_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
@@ -32,9 +33,6 @@
 enum { MR = 6, NR = 16, KC = 512, MC = 48, B_FLOATS = 65536 };
 
 
-typedef float v8 __attribute__((vector_size(32)));
-#define LD8(p) ({ v8 v_; memcpy(&v_, (p), sizeof v_); v_; })
-#define ST8(p, v) ({ v8 t_ = (v); memcpy((p), &t_, sizeof t_); })
 
 /* c [MR rows, ldc apart][NR] (+)= ap [kc][MR] x bp [kc][NR] */
 static inline __attribute__((always_inline)) void micro(float *c, int64_t ldc, const float *ap, const float *bp,

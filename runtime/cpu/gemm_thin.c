@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "tune.h"
+#include "vec8.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define GT_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
@@ -42,9 +43,6 @@ enum {
     MC = 48          /* rows of a row block (all of m up to 2 MC), packed op(a) with trans_a: up to 96 KiB */
 };
 
-typedef float v8 __attribute__((vector_size(32)));
-#define LD8(p) ({ v8 v_; memcpy(&v_, (p), sizeof v_); v_; })
-#define ST8(p, v) ({ v8 t_ = (v); memcpy((p), &t_, sizeof t_); })
 
 typedef struct {
     int64_t m, n, k;

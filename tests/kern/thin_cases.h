@@ -85,20 +85,10 @@ static int test_thin(int *count) {
     if (thin_applies_to(&thin_cases[0]) != 0)
         fprintf(stderr, "FAIL %s: the thin candidate applies on two threads\n", thin_cases[0].name), failed++;
     cpu_kernels_set_threads(1);
-    const char *modes[] = {"thin", "openblas", "onednn", "blocked", "auto"};
-    for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
-        setenv("MGC_KERNELS", modes[m], 1);
-        cpu_tune_reset();
-        for (size_t i = 0; i < nt + nn; i++) {
-            const tcase *c = i < nt ? &thin_cases[i] : &thin_not_cases[i - nt];
-            int bad = run_case(c);
-            if (!bad && m == 0 && i < nt) bad = thin_twice(c);
-            if (bad) fprintf(stderr, "  (MGC_KERNELS=%s)\n", modes[m]);
-            failed += bad, ++*count;
-        }
-    }
-    unsetenv("MGC_KERNELS");
-    cpu_tune_reset();
+    static const char *const modes[] = {"thin", "openblas", "onednn", "blocked", "auto"};
+    const size_t n_modes = sizeof modes / sizeof *modes;
+    failed += run_modes(modes, n_modes, thin_cases, nt, thin_twice, count) +
+              run_modes(modes, n_modes, thin_not_cases, nn, NULL, count);
     rng = saved;
     return failed;
 }

@@ -28,7 +28,6 @@
 #include "kernels_impl.h"
 #include "vec8.h"
 
-
 typedef struct {
     const float *x, *dy; /* dy: the gradients' second input, else NULL */
     float *out;

@@ -33,7 +33,6 @@
 
 enum { MR = 6, NR = 16 }; /* the micro-kernel's tile: MR rows x NR columns */
 
-
 typedef struct {
     int64_t m, n, k;   /* C [m, n], the inner k */
     int64_t si, sp;    /* op(a)[i, p] = a[i * si + p * sp] */

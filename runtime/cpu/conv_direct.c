@@ -18,7 +18,6 @@
 #include "kernels_impl.h"
 #include "vec8.h"
 
-
 /* compiled for x86-64-v3 (AVX2 with FMA: CPU_CLONES' "avx2" has no FMA) and
  * plain x86-64, chosen at load time */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)

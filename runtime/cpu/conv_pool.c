@@ -29,7 +29,6 @@
 #include "kernels_impl.h"
 #include "vec8.h"
 
-
 /* compiled for x86-64-v3 (AVX2 with FMA) and plain x86-64, chosen at load time */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define POOL_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))

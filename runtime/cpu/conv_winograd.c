@@ -78,7 +78,6 @@ int cpu_conv_winograd_applies(const rt_kernel_args *k) {
  * 8 channels a vector, then one at a time (the same formula: BODY(LOAD, STORE)
  * with `ty` the vector or float type) ---- */
 
-
 /* 8 floats at p (any alignment) as a vector and back: macros, not functions,
  * since a vector argument changes the ABI between the clones */
 #define LD1(p) (*(p))

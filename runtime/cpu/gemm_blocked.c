@@ -32,8 +32,6 @@
 
 enum { MR = 6, NR = 16, KC = 512, MC = 48, B_FLOATS = 65536 };
 
-
-
 /* c [MR rows, ldc apart][NR] (+)= ap [kc][MR] x bp [kc][NR] */
 static inline __attribute__((always_inline)) void micro(float *c, int64_t ldc, const float *ap, const float *bp,
                                                         int64_t kc, int add) {

@@ -43,7 +43,6 @@ enum {
     MC = 48          /* rows of a row block (all of m up to 2 MC), packed op(a) with trans_a: up to 96 KiB */
 };
 
-
 typedef struct {
     int64_t m, n, k;
     int ta, tb;

@@ -69,3 +69,4 @@ print(f"mgc step flop rate (1 core): {rate:.1f} GFLOP/s ({1000 * gflop:.1f} MFLO
       f"sgemm {sgemm:.1f} GFLOP/s: {rate / sgemm:.0%}; 2x pytorch would need {2 * t1s / 128 * gflop:.1f} GFLOP/s "
       f"({2 * t1s / 128 * gflop / sgemm:.0%} of sgemm for the whole step)")
 PY
+echo "load average at the end: $(load_average)"

@@ -36,7 +36,13 @@ warm_kernels() {
   build/mgc compile "$model" --devices cpu:0 -o "$tmp/warm.mgx" 2>/dev/null
   taskset -c 0 build/mgc run "$tmp/warm.mgx" --steps 3 "$@" >/dev/null
   echo "bench: kernel choices measured or read from the cache in $((SECONDS - t0)) s, before the timed runs" >&2
+  echo "bench: load average $(load_average) at the start" >&2
 }
+
+# load_average -> the 1, 5 and 15-minute load averages: the benches print them
+# at the start and the end, since another job on this 2-core machine moves
+# every figure (a run at load 2 is not a quiet run)
+load_average() { cut -d' ' -f1-3 /proc/loadavg; }
 
 # sgemm_gflops -> OpenBLAS sgemm GFLOP/s on core 0 (bench/sgemm_peak.c)
 sgemm_gflops() { OPENBLAS_NUM_THREADS=1 taskset -c 0 build/tests/sgemm_peak; }

@@ -45,7 +45,7 @@ print(f"mgc 2 devices / ceiling:       {each(lambda r: r[2] / r[3])}")
 print(f"mgc step flop rate (1 core):   {one * gflop:.1f} GFLOP/s ({1000 * gflop:.1f} MFLOP an image); "
       f"sgemm {sgemm:.1f} GFLOP/s: {each(lambda r: r[1] * gflop / r[0])}")
 PY
-[ "$epochs" != 0 ] || exit 0
+[ "$epochs" != 0 ] || { echo "load average at the end: $(load_average)"; exit 0; }
 
 echo
 export OMP_NUM_THREADS=2
@@ -75,3 +75,4 @@ mean = lambda v: sum(v) / len(v)
 print(f"mean test accuracy: mgc {mean(ma):.4f}, pytorch {mean(ta):.4f}, difference {100 * (mean(ma) - mean(ta)):+.2f} points (target: mgc >= 0.90, within 0.5)")
 print(f"mean images/s: mgc {mean(mi):.0f}, pytorch {mean(ti):.0f}, ratio {mean(mi) / mean(ti):.2f}x")
 PY
+echo "load average at the end: $(load_average)"

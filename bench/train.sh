@@ -80,3 +80,4 @@ print(f"mgc 2 devices / ceiling:       {each(lambda r: r[2] / r[3])}   (target >
 print(f"mgc step flop rate (1 core):   {one * gflop:.1f} GFLOP/s ({1000 * gflop:.2f} MFLOP an image); "
       f"sgemm {sgemm:.1f} GFLOP/s: {each(lambda r: r[1] * gflop / r[0])}   (target >= 60%)")
 PY
+echo "load average at the end: $(load_average)"

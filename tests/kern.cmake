@@ -2,6 +2,11 @@
 add_executable(test_kernels ${MGC_SRC}/tests/kern/test_kernels.c)
 target_link_libraries(test_kernels PRIVATE mgc_runtime)
 add_test(NAME kern_kernels COMMAND test_kernels)
+# test_kernels_random.c: the thin GEMM and conv2d_relu_pool2 (and its filter gradient) on a few hundred
+# random shapes (fixed seed) against a double reference, exactly on exact inputs; twice, bit for bit
+add_executable(test_kernels_random ${MGC_SRC}/tests/kern/test_kernels_random.c)
+target_link_libraries(test_kernels_random PRIVATE mgc_runtime)
+add_test(NAME kern_random COMMAND test_kernels_random)
 
 # bench/kernels.c: ms per kernel of the mnist CNN step (run by hand, not a test)
 add_executable(bench_kernels ${MGC_SRC}/bench/kernels.c)

@@ -47,16 +47,18 @@ load_average() { cut -d' ' -f1-3 /proc/loadavg; }
 # sgemm_gflops -> OpenBLAS sgemm GFLOP/s on core 0 (bench/sgemm_peak.c)
 sgemm_gflops() { OPENBLAS_NUM_THREADS=1 taskset -c 0 build/tests/sgemm_peak; }
 
-# mgc_rounds MODEL STEPS ROUNDS -> ROUNDS lines "sgemm one two ceiling": OpenBLAS's
-# one-core rate, mgc on one core, on 2 devices and the 2-core ceiling, taken one
-# after the other in each round. This VM's speed moves by up to 30% within
+# mgc_rounds MODEL STEPS ROUNDS -> ROUNDS lines "sgemm one two ceiling [peers...]":
+# OpenBLAS's one-core rate, mgc on one core, on 2 devices and the 2-core
+# ceiling, taken one after the other in each round, then what the caller's
+# round_peers function prints, if it defines one (the peers' images/s, e.g.
+# PyTorch on one thread and DDP). This VM's speed moves by up to 30% within
 # minutes, so a ratio of runs taken minutes apart measures the host; the
 # benches report the median over the rounds of each ratio taken within a round.
 mgc_rounds() {
   local model=$1 steps=$2 rounds=$3 r
   for ((r = 0; r < rounds; r++)); do
     echo "$(sgemm_gflops) $(mgc_ips "$model" cpu:0 "$steps" taskset -c 0) $(mgc_ips "$model" cpu:0,cpu:1 "$steps")" \
-         "$(ceiling "$model" "$steps")"
+         "$(ceiling "$model" "$steps")" $(declare -F round_peers >/dev/null && round_peers)
   done
 }
 

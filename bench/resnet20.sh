@@ -7,9 +7,9 @@
 # First, speed alone (issue 14), SPEED_STEPS steps (default 30) at global batch
 # 128: mgc on one core vs PyTorch on one thread, mgc on 2 logical devices vs
 # DDP on 2 processes (64 a replica) and the 2-core ceiling, and the step's flop
-# rate beside OpenBLAS's one-core sgemm rate; mgc's runs in SPEED_ROUNDS rounds
-# (default 3; bench/lib.sh, mgc_rounds), its figures the medians, its ratios to
-# the ceiling and to sgemm the medians of each round's. EPOCHS 0 stops after it.
+# rate beside OpenBLAS's one-core sgemm rate; mgc's runs, PyTorch's and DDP's
+# in SPEED_ROUNDS rounds (default 3; bench/lib.sh, mgc_rounds), the figures the
+# medians, mgc's ratios the medians of each round's. EPOCHS 0 stops after it.
 #   bench/resnet20.sh [EPOCHS] [SEEDS...]     (default 3 epochs, seeds 1 2; needs build/mgc)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,26 +21,30 @@ model=examples/resnet20.mg
 steps=${SPEED_STEPS:-30}
 
 export OMP_NUM_THREADS=1
+# PyTorch on one thread and DDP run in each round beside mgc (bench/lib.sh)
+round_peers() {
+  echo "$(taskset -c 0 /usr/bin/python3 bench/torch_resnet20.py --speed "$steps" 128 1 2>/dev/null)" \
+       "$(/usr/bin/python3 bench/torch_resnet20.py --speed "$steps" 64 1 2 2>/dev/null)"
+}
 warm_kernels $model
 mgc_rounds $model "$steps" "${SPEED_ROUNDS:-3}" > "$tmp/rounds"
-read -r sgemm one two both < <(median_columns "$tmp/rounds")
-torch=$(taskset -c 0 /usr/bin/python3 bench/torch_resnet20.py --speed "$steps" 128 1 2>/dev/null)
-ddp=$(/usr/bin/python3 bench/torch_resnet20.py --speed "$steps" 64 1 2 2>/dev/null)
+read -r sgemm one two both torch ddp < <(median_columns "$tmp/rounds")
 gflop=$(gflop_per_image $model)
 printf "%-44s %10s\n" "speed (ResNet-20, SGD, global batch 128)" "images/s"
-printf "%-44s %10s\n" "(mgc: the median of ${SPEED_ROUNDS:-3} rounds)" ""
+printf "%-44s %10s\n" "(mgc, pytorch, DDP: medians of ${SPEED_ROUNDS:-3} rounds)" ""
 printf "%-44s %10s\n" "pytorch, 1 thread, 1 core" "$torch"
 printf "%-44s %10s\n" "mgc, cpu:0, 1 core" "$one"
 printf "%-44s %10s\n" "pytorch DDP, 2 processes, 64 each" "$ddp"
 printf "%-44s %10s\n" "mgc, cpu:0,cpu:1, 2 cores, 64 each" "$two"
 printf "%-44s %10s\n" "2 x mgc cpu:0 at once, 1 core each" "$both"
-/usr/bin/python3 - "$torch" "$one" "$ddp" "$two" "$both" "$gflop" "$sgemm" "$tmp/rounds" <<'PY'
+/usr/bin/python3 - "$one" "$gflop" "$sgemm" "$tmp/rounds" <<'PY'
 import statistics, sys
-torch, one, ddp, two, both, gflop, sgemm = map(float, sys.argv[1:8])
-rounds = [list(map(float, l.split())) for l in open(sys.argv[8])]  # sgemm one two ceiling
+one, gflop, sgemm = map(float, sys.argv[1:4])
+rounds = [list(map(float, l.split())) for l in open(sys.argv[4])]  # sgemm one two ceiling torch ddp
 each = lambda f: f"{statistics.median(map(f, rounds)):.0%} (each round: {', '.join(f'{f(r):.0%}' for r in rounds)})"
-print(f"mgc / pytorch (1 core):        {one / torch:.2f}x   (target >= 2x)")
-print(f"mgc / pytorch DDP (2 cores):   {two / ddp:.2f}x   (target >= 2x)")
+times = lambda f: f"{statistics.median(map(f, rounds)):.2f}x (each round: {', '.join(f'{f(r):.2f}x' for r in rounds)})"
+print(f"mgc / pytorch (1 core):        {times(lambda r: r[1] / r[4])}   (target >= 2x)")
+print(f"mgc / pytorch DDP (2 cores):   {times(lambda r: r[2] / r[5])}   (target >= 2x)")
 print(f"mgc 2 devices / ceiling:       {each(lambda r: r[2] / r[3])}")
 print(f"mgc step flop rate (1 core):   {one * gflop:.1f} GFLOP/s ({1000 * gflop:.1f} MFLOP an image); "
       f"sgemm {sgemm:.1f} GFLOP/s: {each(lambda r: r[1] * gflop / r[0])}")

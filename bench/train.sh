@@ -9,10 +9,11 @@
 # (bench/jax_cnn.py) run on 1 and 2 logical devices in a venv this script makes
 # (build/bench-venv, tensorflow-cpu and jax from PyPI); without PyPI they are
 # reported as skipped. The step's flop rate (mgc inspect's count) is set beside
-# OpenBLAS's sgemm rate on one core measured in the same run. mgc's runs and
-# sgemm are taken in ROUNDS rounds (bench/lib.sh, mgc_rounds): mgc's figures are
-# the medians, its ratios to the ceiling and to sgemm the medians of each
-# round's ratio.
+# OpenBLAS's sgemm rate on one core measured in the same run. mgc's runs,
+# sgemm, PyTorch on one thread and DDP are taken in ROUNDS rounds (bench/lib.sh,
+# mgc_rounds): their figures are the medians, mgc's ratios to PyTorch, to DDP,
+# to the ceiling and to sgemm the medians of each round's ratio (PyTorch's
+# single runs moved by 20% from one invocation to the next, 2026-11-28).
 #   bench/train.sh [STEPS] [ROUNDS]     (defaults 300 and 3; needs build/mgc, build/tests/sgemm_peak)
 # MGC_COMPILE_FLAGS adds compile options to every mgc plan (e.g. --no-fuse, issue 14; bench/lib.sh).
 set -euo pipefail
@@ -39,18 +40,20 @@ peer() { # script devices [command prefix, e.g. taskset -c 0] -> images/s, "skip
   PYTHONPATH=bench "$@" "$venv/bin/python" "bench/$script" "$steps" 64 "$devices" 2>/dev/null || echo failed
 }
 
+# PyTorch on one thread and DDP run in each round beside mgc (bench/lib.sh)
+round_peers() {
+  echo "$(taskset -c 0 /usr/bin/python3 bench/torch_cnn.py "$steps" 64 1) $(/usr/bin/python3 bench/torch_cnn.py "$steps" 64 1 2)"
+}
 warm_kernels $model
 mgc_rounds $model "$steps" "$rounds" > "$tmp/rounds"
-read -r sgemm one two ceiling < <(median_columns "$tmp/rounds")
+read -r sgemm one two ceiling torch ddp < <(median_columns "$tmp/rounds")
 gflop=$(gflop_per_image $model)
-torch=$(taskset -c 0 /usr/bin/python3 bench/torch_cnn.py "$steps" 64 1)
 tf1=$(peer tf_cnn.py 1 taskset -c 0)
 jax1=$(peer jax_cnn.py 1 taskset -c 0)
-ddp=$(/usr/bin/python3 bench/torch_cnn.py "$steps" 64 1 2)
 tf2=$(peer tf_cnn.py 2)
 jax2=$(peer jax_cnn.py 2)
 printf "%-40s %10s\n" "run (seed CNN, Adam, batch 64/replica)" "images/s"
-printf "%-40s %10s\n" "(mgc: the median of $rounds rounds)" ""
+printf "%-40s %10s\n" "(mgc, pytorch, DDP: medians of $rounds rounds)" ""
 printf "%-40s %10s\n" "pytorch $(/usr/bin/python3 -c 'import torch;print(torch.__version__)'), 1 thread, 1 core" "$torch"
 printf "%-40s %10s\n" "tensorflow MirroredStrategy, 1 device" "$tf1"
 printf "%-40s %10s\n" "jax, 1 device" "$jax1"
@@ -62,18 +65,19 @@ printf "%-40s %10s\n" "jax, 2 devices (sharded jit)" "$jax2"
 printf "%-40s %10s\n" "2 x mgc cpu:0 at once, 1 core each" "$ceiling"
 /usr/bin/python3 - "$torch" "$one" "$two" "$ceiling" "$ddp" "$tf1" "$tf2" "$jax1" "$jax2" "$gflop" "$sgemm" "$tmp/rounds" <<'PY'
 import statistics, sys
-t, one, two, ceiling, ddp = map(float, sys.argv[1:6])
+one, two, ceiling = map(float, sys.argv[2:5])
 tf1, tf2, jax1, jax2 = (float(v) if v not in ("skipped", "failed") else None for v in sys.argv[6:10])
 gflop, sgemm = map(float, sys.argv[10:12])
-rounds = [list(map(float, l.split())) for l in open(sys.argv[12])]  # sgemm one two ceiling
+rounds = [list(map(float, l.split())) for l in open(sys.argv[12])]  # sgemm one two ceiling torch ddp
 each = lambda f: f"{statistics.median(map(f, rounds)):.0%} (each round: {', '.join(f'{f(r):.0%}' for r in rounds)})"
+times = lambda f: f"{statistics.median(map(f, rounds)):.2f}x (each round: {', '.join(f'{f(r):.2f}x' for r in rounds)})"
 ratio = lambda a, b: f"{a / b:.2f}x" if b else "n/a"
-print(f"mgc / pytorch (1 core):        {one / t:.2f}x   (target >= 4x)")
+print(f"mgc / pytorch (1 core):        {times(lambda r: r[1] / r[4])}   (target >= 4x)")
 print(f"mgc / tensorflow (1 device):   {ratio(one, tf1)}   (target >= 2x)")
 print(f"mgc / tensorflow (2 devices):  {ratio(two, tf2)}   (target >= 2x)")
 print(f"mgc / jax (1 device):          {ratio(one, jax1)}")
 print(f"mgc / jax (2 devices):         {ratio(two, jax2)}")
-print(f"mgc / pytorch DDP (2 cores):   {two / ddp:.2f}x")
+print(f"mgc / pytorch DDP (2 cores):   {times(lambda r: r[2] / r[5])}")
 print(f"mgc 2 devices / 1 device:      {two / one:.2f}x")
 print(f"2-core ceiling / 1 device:     {ceiling / one:.2f}x   (no communication: what the machine allows)")
 print(f"mgc 2 devices / ceiling:       {each(lambda r: r[2] / r[3])}   (target >= 90%)")

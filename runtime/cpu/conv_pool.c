@@ -273,14 +273,14 @@ static inline __attribute__((always_inline)) void grad_g(const cgeom *G, int64_t
 /* the window's pixel k's gradient, vector j (< nb), times x into the taps s = 0, 1, 2 of its row */
 #define TAPS3(j, a, t, u)                                                                                              \
     if (nb > j) {                                                                                                      \
-        v8 gv = LD8(gk + 32 * j);                                                                                    \
+        v8 gv = LD8(gk + 32 * j);                                                                                      \
         a += x0 * gv, t += x1 * gv, u += x2 * gv;                                                                      \
     }
 /* a tap's float sums (nb vectors) added to acc at o */
 #define FLUSH(o, a0, a1, a2, a3)                                                                                       \
     {                                                                                                                  \
         v8 s_[4] = {a0, a1, a2, a3};                                                                                   \
-        for (int j = 0; j < nb; j++) ST8((o) + 8 * j, LD8((o) + 8 * j) + s_[j]);                                  \
+        for (int j = 0; j < nb; j++) ST8((o) + 8 * j, LD8((o) + 8 * j) + s_[j]);                                       \
     }
 
 /* the filter gradient of image b's windows inside x on rows [r0, r1) from

@@ -1,8 +1,8 @@
 /* gelu.c - issue 14 (char_gpt speed): the per-element loops compiled with
  * FMA contraction (CPU_FMA_CLONES; the rest of runtime/cpu is compiled
  * without it, CMakeLists.txt): erf and its gradient, and gelu and its
- * gradient over arrays, 8 lanes at a time: runtime/ops_math.h's piecewise polynomials (mg_gelu_piece)
- * with each lane's interval coefficients picked from registers by its index
+ * gradient over arrays, 8 lanes at a time: runtime/ops_math.h's piecewise
+ * polynomials (mg_gelu_piece) with each lane's interval coefficients picked from registers by its index
  * (__builtin_shuffle, vpermps on AVX2; lane by lane under clang), the same
  * operations in the same order as the scalar functions, which take the tail;
  * so the bits of mg_gelu and mg_gelu_grad compiled alike
@@ -34,14 +34,14 @@ enum { NH = sizeof h_coef / sizeof *h_coef, NK = sizeof k_coef / sizeof *k_coef 
  * result changes the ABI between the clones (-Wpsabi) */
 #define GELU_PIECE8(out, c, nc, x)                                                                 \
     do {                                                                                           \
-        v8 z_ = (v8)((v8i)(x) & 0x7fffffff);                                                     \
+        v8 z_ = (v8)((v8i)(x) & 0x7fffffff);                                                       \
         v8i in_ = z_ < 6.2f;                                                                       \
-        v8 cap_ = (v8){0} + 6.1999f, zc_ = SEL8(in_, z_, cap_);                                  \
+        v8 cap_ = (v8){0} + 6.1999f, zc_ = SEL8(in_, z_, cap_);                                    \
         v8i i_ = __builtin_convertvector(zc_ * (1.0f / MG_GELU_W), v8i);                           \
-        v8 t_ = zc_ - (__builtin_convertvector(i_, v8) * MG_GELU_W + 0.5f * MG_GELU_W);          \
-        v8 p_ = PICK8((c)[(nc) - 1], i_);                                                         \
+        v8 t_ = zc_ - (__builtin_convertvector(i_, v8) * MG_GELU_W + 0.5f * MG_GELU_W);            \
+        v8 p_ = PICK8((c)[(nc) - 1], i_);                                                          \
         for (int k_ = (nc) - 2; k_ >= 0; k_--) p_ = p_ * t_ + PICK8((c)[k_], i_);                  \
-        p_ = (v8)((v8i)p_ & in_);                                                                 \
+        p_ = (v8)((v8i)p_ & in_);                                                                  \
         (out) = SEL8((x) >= 0.0f, 1.0f - p_, p_);                                                  \
     } while (0)
 

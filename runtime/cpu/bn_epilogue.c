@@ -27,8 +27,9 @@ static inline float bn_act(int64_t act, float v) {
 }
 
 /* out[r, j] = act((c[r, j] - mean[j]) * scale[j] + beta[j] [+ res[r, j]]) over rows
- * of n; out may be c */
-void cpu_bn_rows(float *out, const float *c, const float *mean, const float *scale, const float *beta,
+ * of n; out may be c. Cloned for AVX-512 / AVX2 as the unfused scale_shift
+ * (without FMA: the pragma above) */
+CPU_CLONES void cpu_bn_rows(float *out, const float *c, const float *mean, const float *scale, const float *beta,
                  const float *res, int64_t rows, int64_t n, int64_t act) {
     for (int64_t r = 0; r < rows; r++) {
         float *o = out + r * n;

@@ -63,12 +63,12 @@ printf "%-40s %10s\n" "pytorch DDP, 2 processes, 2 cores" "$ddp"
 printf "%-40s %10s\n" "tensorflow MirroredStrategy, 2 devices" "$tf2"
 printf "%-40s %10s\n" "jax, 2 devices (sharded jit)" "$jax2"
 printf "%-40s %10s\n" "2 x mgc cpu:0 at once, 1 core each" "$ceiling"
-/usr/bin/python3 - "$torch" "$one" "$two" "$ceiling" "$ddp" "$tf1" "$tf2" "$jax1" "$jax2" "$gflop" "$sgemm" "$tmp/rounds" <<'PY'
+/usr/bin/python3 - "$one" "$two" "$ceiling" "$tf1" "$tf2" "$jax1" "$jax2" "$gflop" "$sgemm" "$tmp/rounds" <<'PY'
 import statistics, sys
-one, two, ceiling = map(float, sys.argv[2:5])
-tf1, tf2, jax1, jax2 = (float(v) if v not in ("skipped", "failed") else None for v in sys.argv[6:10])
-gflop, sgemm = map(float, sys.argv[10:12])
-rounds = [list(map(float, l.split())) for l in open(sys.argv[12])]  # sgemm one two ceiling torch ddp
+one, two, ceiling = map(float, sys.argv[1:4])
+tf1, tf2, jax1, jax2 = (float(v) if v not in ("skipped", "failed") else None for v in sys.argv[4:8])
+gflop, sgemm = map(float, sys.argv[8:10])
+rounds = [list(map(float, l.split())) for l in open(sys.argv[10])]  # sgemm one two ceiling torch ddp
 each = lambda f: f"{statistics.median(map(f, rounds)):.0%} (each round: {', '.join(f'{f(r):.0%}' for r in rounds)})"
 times = lambda f: f"{statistics.median(map(f, rounds)):.2f}x (each round: {', '.join(f'{f(r):.2f}x' for r in rounds)})"
 ratio = lambda a, b: f"{a / b:.2f}x" if b else "n/a"

@@ -15,7 +15,7 @@
  * ahead of time and an eval between training epochs sees the variables as
  * they are then. */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("O3", "fp-contract=off") /* (c - m) * s + b stays a mul and an add, as unfused */
+#pragma GCC optimize("O3") /* without FMA contraction (CMakeLists.txt): (c - m) * s + b stays a mul and an add, as unfused */
 #endif
 #include "../ops_math.h"
 #include "kernels_impl.h"
@@ -27,8 +27,7 @@ static inline float bn_act(int64_t act, float v) {
 }
 
 /* out[r, j] = act((c[r, j] - mean[j]) * scale[j] + beta[j] [+ res[r, j]]) over rows
- * of n; out may be c. Cloned for AVX-512 / AVX2 as the unfused scale_shift
- * (without FMA: the pragma above) */
+ * of n; out may be c. Cloned for AVX-512 / AVX2 as the unfused scale_shift */
 CPU_CLONES void cpu_bn_rows(float *out, const float *c, const float *mean, const float *scale, const float *beta,
                  const float *res, int64_t rows, int64_t n, int64_t act) {
     for (int64_t r = 0; r < rows; r++) {

@@ -27,7 +27,11 @@
  *   the unfused conv2d, add, add, activation bit for bit (as dnnl.c's HWIO
  *   candidate does).
  * Deterministic: one thread, a fixed order of sums (tiles in order, blocks in
- * order, mm_small's chunks in order; OpenBLAS on one thread). */
+ * order, mm_small's chunks in order; OpenBLAS on one thread).
+ * On x86-64-v4 (AVX-512) machines the transforms and mm_small run 16 channels
+ * a vector (forward_wide, grad_filter_wide): the same arithmetic per channel,
+ * so the same bits as the AVX2 clone (kern_kernels checks it), 3-16% faster
+ * on ResNet-20's layers (docs/cpu-kernels.md). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3")
 #endif
@@ -38,9 +42,11 @@
 #include "tune.h"
 #include "vec8.h"
 
-/* compiled for x86-64-v3 (AVX2 with FMA) and plain x86-64, chosen at load time */
+/* compiled for x86-64-v3 (AVX2 with FMA) and plain x86-64, chosen at load
+ * time; and apart for x86-64-v4 with 16-float vectors (WG_WIDE) */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define WG_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define WG_WIDE __attribute__((target("arch=x86-64-v4")))
 #else
 #define WG_CLONES
 #endif
@@ -75,16 +81,24 @@ int cpu_conv_winograd_applies(const rt_kernel_args *k) {
 }
 
 /* ---- the 1-D transforms, each over n channels: in[k * is + c] -> out[i * os + c],
- * 8 channels a vector, then one at a time (the same formula: BODY(LOAD, STORE)
- * with `ty` the vector or float type) ---- */
+ * 16 channels a vector on the AVX-512 path (`wide`), 8, then one at a time
+ * (the same formula: BODY(LOAD, STORE) with `ty` the vector or float type) ---- */
 
-/* 8 floats at p (any alignment) as a vector and back: macros, not functions,
- * since a vector argument changes the ABI between the clones */
+/* 16 floats, one AVX-512 register: only on that path, since gcc splits it
+ * into slow code for AVX2 (4-7x slower measured); the loads and stores as LD8's */
+typedef float v16 __attribute__((vector_size(64)));
+#define LD16(p) ({ v16 v_; memcpy(&v_, (p), sizeof v_); v_; })
+#define ST16(p, v) ({ v16 t_ = (v); memcpy((p), &t_, sizeof t_); })
 #define LD1(p) (*(p))
 #define ST1(p, v) (*(p) = (v))
 #define CHANNELS(BODY)                                                                                         \
     do {                                                                                                       \
         int64_t c = 0;                                                                                         \
+        if (wide)                                                                                              \
+            for (; c + 16 <= n; c += 16) {                                                                     \
+                typedef v16 ty;                                                                                \
+                BODY(LD16, ST16)                                                                               \
+            }                                                                                                  \
         for (; c + 8 <= n; c += 8) {                                                                           \
             typedef v8 ty;                                                                                     \
             BODY(LD8, ST8)                                                                                     \
@@ -106,15 +120,13 @@ int cpu_conv_winograd_applies(const rt_kernel_args *k) {
     S(out + 4 * os + c, 0.5f * (d1 - d3) - d2 + d4);                                                           \
     S(out + 5 * os + c, d1 - 1.5f * d2 - 2.0f * d3 + 1.5f * d4 + d5);
 #define IN(k) (in + (k) * is)
-WG_INLINE void bt_1d(int m, const float *restrict in, int64_t is, float *restrict out, int64_t os, int64_t n) {
-    (void)m;
+WG_INLINE void bt_1d(int wide, const float *restrict in, int64_t is, float *restrict out, int64_t os, int64_t n) {
     CHANNELS(BT4);
 }
 #undef IN
 /* the same over inputs at q[0], ..., q[T - 1] (an edge tile's rows: the image's or zeros) */
 #define IN(k) (q[k])
-WG_INLINE void bt_1d_at(int m, const float *const *q, float *restrict out, int64_t os, int64_t n) {
-    (void)m;
+WG_INLINE void bt_1d_at(int wide, const float *const *q, float *restrict out, int64_t os, int64_t n) {
     CHANNELS(BT4);
 }
 #undef IN
@@ -128,8 +140,7 @@ WG_INLINE void bt_1d_at(int m, const float *const *q, float *restrict out, int64
     S(out + os + c, d12 + 0.5f * m3 - 2.0f * m4);                                                              \
     S(out + 2 * os + c, s12 + 0.25f * m3 + 4.0f * m4);                                                         \
     S(out + 3 * os + c, d12 + 0.125f * m3 - 8.0f * m4 + m5);
-WG_INLINE void at_1d(int m, const float *restrict in, int64_t is, float *restrict out, int64_t os, int64_t n) {
-    (void)m;
+WG_INLINE void at_1d(int wide, const float *restrict in, int64_t is, float *restrict out, int64_t os, int64_t n) {
     CHANNELS(AT4);
 }
 
@@ -143,8 +154,7 @@ WG_INLINE void at_1d(int m, const float *restrict in, int64_t is, float *restric
     S(out + 3 * os + c, y0 + 0.5f * y1 + 0.25f * y2 + 0.125f * y3);                                            \
     S(out + 4 * os + c, y0 - 2.0f * y1 + 4.0f * y2 - 8.0f * y3);                                               \
     S(out + 5 * os + c, y3);
-WG_INLINE void a_1d(int m, const float *restrict in, int64_t is, float *restrict out, int64_t os, int64_t n) {
-    (void)m;
+WG_INLINE void a_1d(int wide, const float *restrict in, int64_t is, float *restrict out, int64_t os, int64_t n) {
     CHANNELS(A4);
 }
 
@@ -157,8 +167,7 @@ WG_INLINE void a_1d(int m, const float *restrict in, int64_t is, float *restrict
     S(out + 3 * os + c, -(16.0f * g0 + 8.0f * g1 + 4.0f * g2) / 15.0f);                                        \
     S(out + 4 * os + c, (g0 - 2.0f * g1 + 4.0f * g2) / 15.0f);                                                 \
     S(out + 5 * os + c, g2);
-WG_INLINE void g_1d(int m, const float *restrict in, int64_t is, float *restrict out, int64_t os, int64_t n) {
-    (void)m;
+WG_INLINE void g_1d(int wide, const float *restrict in, int64_t is, float *restrict out, int64_t os, int64_t n) {
     CHANNELS(G4);
 }
 
@@ -169,8 +178,7 @@ WG_INLINE void g_1d(int m, const float *restrict in, int64_t is, float *restrict
     S(out + c, u0 + (u1 - u2) / 3.0f + (u4 - 16.0f * u3) / 15.0f);                                             \
     S(out + os + c, (u1 + u2) / 3.0f - (8.0f * u3 + 2.0f * u4) / 15.0f);                                       \
     S(out + 2 * os + c, (u1 - u2) / 3.0f + (4.0f * u4 - 4.0f * u3) / 15.0f + u5);
-WG_INLINE void gt_1d(int m, const float *restrict in, int64_t is, float *restrict out, int64_t os, int64_t n) {
-    (void)m;
+WG_INLINE void gt_1d(int wide, const float *restrict in, int64_t is, float *restrict out, int64_t os, int64_t n) {
     CHANNELS(GT4);
 }
 
@@ -186,50 +194,55 @@ WG_INLINE void gt_1d(int m, const float *restrict in, int64_t is, float *restric
  * 7x7x64, 1.12 of it; over the filter gradient's thousands of tiles it
  * would grow further). */
 enum { WG_KC = 16 };
-WG_INLINE void mm_tile(const int R, const int NV, int64_t K, const float *restrict a, int64_t ars, int64_t aks,
-                       const float *restrict b, int64_t bs, float *restrict c, int64_t cs, int acc) {
-    for (int64_t k0 = 0; k0 < K; k0 += WG_KC) {
-        int64_t k1 = K - k0 < WG_KC ? K : k0 + WG_KC;
-        v8 s[6][2];
-        for (int r = 0; r < R; r++)
-            for (int j = 0; j < NV; j++) s[r][j] = (v8){0};
-        for (int64_t k = k0; k < k1; k++) {
-            const float *bk = b + k * bs, *ak = a + k * aks;
-            v8 b0 = LD8(bk), b1 = NV > 1 ? LD8(bk + 8) : b0;
-            for (int r = 0; r < R; r++) {
-                float f = ak[r * ars];
-                v8 x = {f, f, f, f, f, f, f, f};
-                s[r][0] += x * b0;
-                if (NV > 1) s[r][1] += x * b1;
-            }
-        }
-        for (int r = 0; r < R; r++)
-            for (int j = 0; j < NV; j++) {
-                float *cp = c + r * cs + 8 * j;
-                ST8(cp, acc || k0 ? LD8(cp) + s[r][j] : s[r][j]);
-            }
+#define MM_TILE(ty, L, S, NV, W)                                                                               \
+    for (int64_t k0 = 0; k0 < K; k0 += WG_KC) {                                                                \
+        int64_t k1 = K - k0 < WG_KC ? K : k0 + WG_KC;                                                          \
+        ty s[6][2];                                                                                            \
+        for (int r = 0; r < R; r++)                                                                            \
+            for (int j = 0; j < NV; j++) s[r][j] = (ty){0};                                                    \
+        for (int64_t k = k0; k < k1; k++) {                                                                    \
+            const float *bk = b + k * bs, *ak = a + k * aks;                                                   \
+            ty b0 = L(bk), b1 = NV > 1 ? L(bk + W) : b0;                                                       \
+            for (int r = 0; r < R; r++) {                                                                      \
+                s[r][0] += ak[r * ars] * b0;                                                                   \
+                if (NV > 1) s[r][1] += ak[r * ars] * b1;                                                       \
+            }                                                                                                  \
+        }                                                                                                      \
+        for (int r = 0; r < R; r++)                                                                            \
+            for (int j = 0; j < NV; j++) {                                                                     \
+                float *cp = c + r * cs + W * j;                                                                \
+                S(cp, acc || k0 ? L(cp) + s[r][j] : s[r][j]);                                                  \
+            }                                                                                                  \
+    }
+/* NV = 2 (16 outputs) is one vector on the AVX-512 path */
+WG_INLINE void mm_tile(const int wide, const int R, const int NV, int64_t K, const float *restrict a, int64_t ars,
+                       int64_t aks, const float *restrict b, int64_t bs, float *restrict c, int64_t cs, int acc) {
+    if (wide && NV == 2) {
+        MM_TILE(v16, LD16, ST16, 1, 16)
+    } else {
+        MM_TILE(v8, LD8, ST8, NV, 8)
     }
 }
 
-WG_INLINE void mm_cols(const int NV, int64_t rows, int64_t K, const float *a, int64_t ars, int64_t aks,
-                       const float *b, int64_t bs, float *c, int64_t cs, int acc) {
+WG_INLINE void mm_cols(const int wide, const int NV, int64_t rows, int64_t K, const float *a, int64_t ars,
+                       int64_t aks, const float *b, int64_t bs, float *c, int64_t cs, int acc) {
     int64_t i = 0;
-    for (; i + 6 <= rows; i += 6) mm_tile(6, NV, K, a + i * ars, ars, aks, b, bs, c + i * cs, cs, acc);
+    for (; i + 6 <= rows; i += 6) mm_tile(wide, 6, NV, K, a + i * ars, ars, aks, b, bs, c + i * cs, cs, acc);
     switch (rows - i) {
-    case 5: mm_tile(5, NV, K, a + i * ars, ars, aks, b, bs, c + i * cs, cs, acc); break;
-    case 4: mm_tile(4, NV, K, a + i * ars, ars, aks, b, bs, c + i * cs, cs, acc); break;
-    case 3: mm_tile(3, NV, K, a + i * ars, ars, aks, b, bs, c + i * cs, cs, acc); break;
-    case 2: mm_tile(2, NV, K, a + i * ars, ars, aks, b, bs, c + i * cs, cs, acc); break;
-    case 1: mm_tile(1, NV, K, a + i * ars, ars, aks, b, bs, c + i * cs, cs, acc); break;
+    case 5: mm_tile(wide, 5, NV, K, a + i * ars, ars, aks, b, bs, c + i * cs, cs, acc); break;
+    case 4: mm_tile(wide, 4, NV, K, a + i * ars, ars, aks, b, bs, c + i * cs, cs, acc); break;
+    case 3: mm_tile(wide, 3, NV, K, a + i * ars, ars, aks, b, bs, c + i * cs, cs, acc); break;
+    case 2: mm_tile(wide, 2, NV, K, a + i * ars, ars, aks, b, bs, c + i * cs, cs, acc); break;
+    case 1: mm_tile(wide, 1, NV, K, a + i * ars, ars, aks, b, bs, c + i * cs, cs, acc); break;
     default: break;
     }
 }
 
-WG_INLINE void mm_small(int64_t rows, int64_t n, int64_t K, const float *a, int64_t ars, int64_t aks, const float *b,
-                        int64_t bs, float *c, int64_t cs, int acc) {
+WG_INLINE void mm_small(int wide, int64_t rows, int64_t n, int64_t K, const float *a, int64_t ars, int64_t aks,
+                        const float *b, int64_t bs, float *c, int64_t cs, int acc) {
     int64_t o = 0;
-    for (; o + 16 <= n; o += 16) mm_cols(2, rows, K, a, ars, aks, b + o, bs, c + o, cs, acc);
-    for (; o + 8 <= n; o += 8) mm_cols(1, rows, K, a, ars, aks, b + o, bs, c + o, cs, acc);
+    for (; o + 16 <= n; o += 16) mm_cols(wide, 2, rows, K, a, ars, aks, b + o, bs, c + o, cs, acc);
+    for (; o + 8 <= n; o += 8) mm_cols(wide, 1, rows, K, a, ars, aks, b + o, bs, c + o, cs, acc);
     for (; o < n; o++)
         for (int64_t i = 0; i < rows; i++)
             for (int64_t k0 = 0; k0 < K; k0 += WG_KC) {
@@ -271,15 +284,15 @@ WG_INLINE void tile_at(int m, const wgeom *g, int64_t t, int64_t *b, int64_t *i0
  * An edge tile reads its pixels in place through pointers, zero for those
  * outside the image (a copy into a padded tile, 36 memcpy or memset calls,
  * cost as much as the transform on 28x28x16) */
-WG_INLINE void input_tile(int m, const wgeom *g, int64_t C, const float *in, int64_t t, const float *zero, float *tmp,
-                          float *v, int64_t vs) {
+WG_INLINE void input_tile(int m, int wide, const wgeom *g, int64_t C, const float *in, int64_t t, const float *zero,
+                          float *tmp, float *v, int64_t vs) {
     const int64_t T = m + 2;
     int64_t b, i0, j0;
     tile_at(m, g, t, &b, &i0, &j0);
     int64_t ih0 = i0 - g->pt, iw0 = j0 - g->pl;
     if (ih0 >= 0 && iw0 >= 0 && ih0 + T <= g->IH && iw0 + T <= g->IW) { /* inside: read the image in place */
         const float *src = in + ((b * g->IH + ih0) * g->IW + iw0) * C;
-        for (int64_t e = 0; e < T; e++) bt_1d(m, src + e * C, g->IW * C, tmp + e * C, T * C, C); /* tmp[i][e] */
+        for (int64_t e = 0; e < T; e++) bt_1d(wide, src + e * C, g->IW * C, tmp + e * C, T * C, C); /* tmp[i][e] */
     } else { /* an edge: zeros outside the image */
         for (int64_t e = 0; e < T; e++) {
             const float *q[6];
@@ -288,23 +301,23 @@ WG_INLINE void input_tile(int m, const wgeom *g, int64_t C, const float *in, int
                 int64_t ih = ih0 + a;
                 q[a] = ih < 0 || iw < 0 || ih >= g->IH || iw >= g->IW ? zero : in + ((b * g->IH + ih) * g->IW + iw) * C;
             }
-            bt_1d_at(m, q, tmp + e * C, T * C, C);
+            bt_1d_at(wide, q, tmp + e * C, T * C, C);
         }
     }
-    for (int64_t i = 0; i < T; i++) bt_1d(m, tmp + i * T * C, C, v + i * T * vs, vs, C);
+    for (int64_t i = 0; i < T; i++) bt_1d(wide, tmp + i * T * C, C, v + i * T * vs, vs, C);
 }
 
 /* A^T M A of tile t (mt[p * ms + o]) into out's valid pixels; tmp, y: T * T * O floats */
-WG_INLINE void output_tile(int m, const wgeom *g, int64_t O, const float *mt, int64_t ms, int64_t t, float *tmp,
-                           float *y, float *out) {
+WG_INLINE void output_tile(int m, int wide, const wgeom *g, int64_t O, const float *mt, int64_t ms, int64_t t,
+                           float *tmp, float *y, float *out) {
     const int64_t T = m + 2;
     int64_t b, i0, j0;
     tile_at(m, g, t, &b, &i0, &j0);
-    for (int64_t j = 0; j < T; j++) at_1d(m, mt + j * ms, T * ms, tmp + j * O, T * O, O); /* tmp[a][j] */
+    for (int64_t j = 0; j < T; j++) at_1d(wide, mt + j * ms, T * ms, tmp + j * O, T * O, O); /* tmp[a][j] */
     int whole = i0 + m <= g->OH && j0 + m <= g->OW;
     for (int64_t a = 0; a < m; a++) {
         float *dst = whole ? out + ((b * g->OH + i0 + a) * g->OW + j0) * O : y + a * m * O;
-        at_1d(m, tmp + a * T * O, O, dst, O, O);
+        at_1d(wide, tmp + a * T * O, O, dst, O, O);
     }
     if (whole) return;
     for (int64_t a = 0; a < m && i0 + a < g->OH; a++) {
@@ -314,7 +327,7 @@ WG_INLINE void output_tile(int m, const wgeom *g, int64_t O, const float *mt, in
 }
 
 /* A dY A^T of tile t of dy ([N, OH, OW, O], zeros past its edge) into z[p * zs + o]; pad: m * m * O, tmp: T * m * O */
-WG_INLINE void grad_tile(int m, const wgeom *g, int64_t O, const float *dy, int64_t t, float *pad, float *tmp,
+WG_INLINE void grad_tile(int m, int wide, const wgeom *g, int64_t O, const float *dy, int64_t t, float *pad, float *tmp,
                          float *z, int64_t zs) {
     const int64_t T = m + 2;
     int64_t b, i0, j0, rs;
@@ -331,42 +344,42 @@ WG_INLINE void grad_tile(int m, const wgeom *g, int64_t O, const float *dy, int6
             }
         src = pad, rs = m * O;
     }
-    for (int64_t e = 0; e < m; e++) a_1d(m, src + e * O, rs, tmp + e * O, m * O, O); /* tmp[i][e] */
-    for (int64_t i = 0; i < T; i++) a_1d(m, tmp + i * m * O, O, z + i * T * zs, zs, O);
+    for (int64_t e = 0; e < m; e++) a_1d(wide, src + e * O, rs, tmp + e * O, m * O, O); /* tmp[i][e] */
+    for (int64_t i = 0; i < T; i++) a_1d(wide, tmp + i * m * O, O, z + i * T * zs, zs, O);
 }
 
 /* U[p][c][o] = G g G^T of the filter f [3][3][n = C * O]; tmp: T * 3 * n */
-WG_INLINE void filter_transform(int m, const float *f, int64_t n, float *tmp, float *u) {
+WG_INLINE void filter_transform(int m, int wide, const float *f, int64_t n, float *tmp, float *u) {
     const int64_t T = m + 2;
-    for (int64_t s = 0; s < 3; s++) g_1d(m, f + s * n, 3 * n, tmp + s * n, 3 * n, n); /* tmp[i][s] */
-    for (int64_t i = 0; i < T; i++) g_1d(m, tmp + i * 3 * n, n, u + i * T * n, n, n);
+    for (int64_t s = 0; s < 3; s++) g_1d(wide, f + s * n, 3 * n, tmp + s * n, 3 * n, n); /* tmp[i][s] */
+    for (int64_t i = 0; i < T; i++) g_1d(wide, tmp + i * 3 * n, n, u + i * T * n, n, n);
 }
 
 /* dW[r][s] = G^T dU G of du [T * T][n]; tmp: 3 * T * n */
-WG_INLINE void filter_inverse(int m, const float *du, int64_t n, float *tmp, float *dw) {
+WG_INLINE void filter_inverse(int m, int wide, const float *du, int64_t n, float *tmp, float *dw) {
     const int64_t T = m + 2;
-    for (int64_t j = 0; j < T; j++) gt_1d(m, du + j * n, T * n, tmp + j * n, T * n, n); /* tmp[r][j] */
-    for (int64_t r = 0; r < 3; r++) gt_1d(m, tmp + r * T * n, n, dw + r * 3 * n, n, n);
+    for (int64_t j = 0; j < T; j++) gt_1d(wide, du + j * n, T * n, tmp + j * n, T * n, n); /* tmp[r][j] */
+    for (int64_t r = 0; r < 3; r++) gt_1d(wide, tmp + r * T * n, n, dw + r * 3 * n, n, n);
 }
 
 /* ---- the three passes ---- */
 
 /* out = in * f (the filter f [3][3][C][O]); s: the scratch (forward_floats) */
-WG_INLINE void forward(int m, const wgeom *g, int64_t C, int64_t O, const float *in, const float *f, float *out,
-                       float *s) {
+WG_INLINE void forward(int m, int wide, const wgeom *g, int64_t C, int64_t O, const float *in, const float *f,
+                       float *out, float *s) {
     const int64_t T = m + 2, P = T * T, n = C * O, W = C > O ? C : O, tb = g->tb;
     float *u = s, *v = u + P * n, *mt = v + P * tb * C, *pad = mt + P * tb * O, *zero = pad + P * W, *tmp = zero + W;
     memset(zero, 0, (size_t)W * sizeof *zero);
-    filter_transform(m, f, n, tmp, u);
+    filter_transform(m, wide, f, n, tmp, u);
     for (int64_t t0 = 0; t0 < g->tiles; t0 += tb) {
         int64_t nb = g->tiles - t0 < tb ? g->tiles - t0 : tb;
-        for (int64_t i = 0; i < nb; i++) input_tile(m, g, C, in, t0 + i, zero, tmp, v + i * C, tb * C);
+        for (int64_t i = 0; i < nb; i++) input_tile(m, wide, g, C, in, t0 + i, zero, tmp, v + i * C, tb * C);
         for (int64_t p = 0; p < P; p++)
-            if (g->small) mm_small(nb, O, C, v + p * tb * C, C, 1, u + p * n, O, mt + p * tb * O, O, 0);
+            if (g->small) mm_small(wide, nb, O, C, v + p * tb * C, C, 1, u + p * n, O, mt + p * tb * O, O, 0);
             else
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb, (int)O, (int)C, 1.0f,
                             v + p * tb * C, (int)C, u + p * n, (int)O, 0.0f, mt + p * tb * O, (int)O);
-        for (int64_t i = 0; i < nb; i++) output_tile(m, g, O, mt + i * O, tb * O, t0 + i, tmp, pad, out);
+        for (int64_t i = 0; i < nb; i++) output_tile(m, wide, g, O, mt + i * O, tb * O, t0 + i, tmp, pad, out);
     }
 }
 
@@ -377,25 +390,25 @@ static size_t forward_floats(int m, const wgeom *g) {
 }
 
 /* dw [3][3][C][O] = the filter gradient of x (g's input) and dy (its output) */
-WG_INLINE void grad_filter(int m, const wgeom *g, int64_t C, int64_t O, const float *x, const float *dy, float *dw,
-                           float *s) {
+WG_INLINE void grad_filter(int m, int wide, const wgeom *g, int64_t C, int64_t O, const float *x, const float *dy,
+                           float *dw, float *s) {
     const int64_t T = m + 2, P = T * T, n = C * O, W = C > O ? C : O, tb = g->tb;
     float *du = s, *v = du + P * n, *z = v + P * tb * C, *pad = z + P * tb * O, *zero = pad + P * W, *tmp = zero + W;
     memset(zero, 0, (size_t)W * sizeof *zero);
     for (int64_t t0 = 0; t0 < g->tiles; t0 += tb) {
         int64_t nb = g->tiles - t0 < tb ? g->tiles - t0 : tb;
         for (int64_t i = 0; i < nb; i++) {
-            input_tile(m, g, C, x, t0 + i, zero, tmp, v + i * C, tb * C);
-            grad_tile(m, g, O, dy, t0 + i, pad, tmp, z + i * O, tb * O);
+            input_tile(m, wide, g, C, x, t0 + i, zero, tmp, v + i * C, tb * C);
+            grad_tile(m, wide, g, O, dy, t0 + i, pad, tmp, z + i * O, tb * O);
         }
         for (int64_t p = 0; p < P; p++)
-            if (g->small) mm_small(C, O, nb, v + p * tb * C, 1, C, z + p * tb * O, O, du + p * n, O, t0 != 0);
+            if (g->small) mm_small(wide, C, O, nb, v + p * tb * C, 1, C, z + p * tb * O, O, du + p * n, O, t0 != 0);
             else
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)C, (int)O, (int)nb, 1.0f,
                             v + p * tb * C, (int)C, z + p * tb * O, (int)O, t0 ? 1.0f : 0.0f, du + p * n, (int)O);
     }
     if (!g->tiles) memset(du, 0, (size_t)(P * n) * sizeof *du);
-    filter_inverse(m, du, n, tmp, dw);
+    filter_inverse(m, wide, du, n, tmp, dw);
 }
 
 /* the clones (m = 4); the forward compiled apart for 16, 32 and 64 channels
@@ -410,13 +423,43 @@ WG_INLINE void grad_filter(int m, const wgeom *g, int64_t C, int64_t O, const fl
     default: CALL((g)->C, (g)->O); break; \
     }
 WG_CLONES static void forward_m(int m, const wgeom *g, const float *in, const float *f, float *out, float *s) {
-#define FWD(C, O) forward(m, g, C, O, in, f, out, s)
+    const int wide = 0;
+#define FWD(C, O) forward(m, wide, g, C, O, in, f, out, s)
     WG_SQUARE(FWD, g)
-#undef FWD
 }
 WG_CLONES static void grad_filter_m(int m, const wgeom *g, const float *x, const float *dy, float *dw, float *s) {
-    grad_filter(m, g, g->C, g->O, x, dy, dw, s); /* specialized, it measured slower on 32 and 64 channels */
+    grad_filter(m, 0, g, g->C, g->O, x, dy, dw, s); /* specialized, it measured slower on 32 and 64 channels */
 }
+
+#ifdef WG_WIDE
+WG_WIDE static void forward_wide(int m, const wgeom *g, const float *in, const float *f, float *out, float *s) {
+    const int wide = 1;
+    WG_SQUARE(FWD, g)
+}
+WG_WIDE static void grad_filter_wide(int m, const wgeom *g, const float *x, const float *dy, float *dw, float *s) {
+    grad_filter(m, 1, g, g->C, g->O, x, dy, dw, s);
+}
+#undef FWD
+
+/* the AVX-512 path on machines with it (libgcc's check covers the OS's saving
+ * of the registers), unless a test turned it off */
+static int wg_wide_off;
+static int wg_wide(void) { return !wg_wide_off && __builtin_cpu_supports("x86-64-v4"); }
+int cpu_conv_winograd_avx512(int on) {
+    wg_wide_off = !on;
+    return __builtin_cpu_supports("x86-64-v4") != 0;
+}
+#define FORWARD(...) (wg_wide() ? forward_wide(__VA_ARGS__) : forward_m(__VA_ARGS__))
+#define GRAD_FILTER(...) (wg_wide() ? grad_filter_wide(__VA_ARGS__) : grad_filter_m(__VA_ARGS__))
+#else
+#undef FWD
+int cpu_conv_winograd_avx512(int on) {
+    (void)on;
+    return 0;
+}
+#define FORWARD forward_m
+#define GRAD_FILTER grad_filter_m
+#endif
 
 /* ---- the candidate ---- */
 
@@ -441,17 +484,17 @@ int cpu_conv_winograd(const rt_kernel_args *k, char *err, size_t cap) {
         for (int64_t r = 0; r < 9; r++)
             for (int64_t c = 0; c < C; c++)
                 for (int64_t o = 0; o < O; o++) rot[(r * O + o) * C + c] = wf[((8 - r) * C + c) * O + o];
-        forward_m(m, &g, IN_F32(k, 0), rot, k->out, s);
+        FORWARD(m, &g, IN_F32(k, 0), rot, k->out, s);
         return 0;
     }
     wgeom g = geom_of(m, N, H, Wd, C, OH, OW, O, cv.pad[0], cv.pad[1]);
     float *s = cpu_thread_scratch(CPU_SCRATCH_WINOGRAD, forward_floats(m, &g));
     if (!s) return cpu_kerr(k, err, cap, "out of memory");
     if (op == OP_CONV2D_GRAD_FILTER) {
-        grad_filter_m(m, &g, IN_F32(k, 0), IN_F32(k, 1), k->out, s);
+        GRAD_FILTER(m, &g, IN_F32(k, 0), IN_F32(k, 1), k->out, s);
         return 0;
     }
-    forward_m(m, &g, IN_F32(k, 0), IN_F32(k, 1), k->out, s);
+    FORWARD(m, &g, IN_F32(k, 0), IN_F32(k, 1), k->out, s);
     if (op == OP_CONV2D_EPILOGUE)
         cpu_epilogue_rows(k->out, IN_F32(k, 2), nd->n_in == 4 ? IN_F32(k, 3) : NULL, OUT_NUMEL(k) / O, O, nd->iattr[9]);
     return 0;

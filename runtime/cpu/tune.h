@@ -73,6 +73,9 @@ int cpu_conv_direct(const rt_kernel_args *k, char *err, size_t cap);
  * whether k is such a node */
 int cpu_conv_winograd_applies(const rt_kernel_args *k);
 int cpu_conv_winograd(const rt_kernel_args *k, char *err, size_t cap);
+/* whether this machine runs its AVX-512 path (x86-64-v4, 16 channels a
+ * vector); on 0 the AVX2 path runs instead, for tests: both give the same bits */
+int cpu_conv_winograd_avx512(int on);
 /* gemm_blocked.c (issue 14, char_gpt speed): the "blocked" candidate of
  * matmul and matmul_epilogue's GEMM, a register-blocked one-thread sgemm
  * (any shape, transposes, batch); a candidate on one thread only */

@@ -1,11 +1,14 @@
 /* tune.c - kernel choice by measurement (issue 14): the choice table of the
  * process, the MGC_KERNELS override and the per-machine cache file. */
+#define _GNU_SOURCE /* dl_iterate_phdr */
 #include "tune.h"
 
 #include <cblas.h>
 #include <cjson/cJSON.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -52,6 +55,38 @@ static uint64_t fnv1a(uint64_t h, const char *s) {
     return h;
 }
 
+/* the GNU build ID (hex) of the loaded object that holds this code: the mgc
+ * binary, a test or libmgc; "" without one */
+typedef struct {
+    uintptr_t code;
+    char hex[2 * 64 + 1];
+} build_query;
+
+static int build_id_of(struct dl_phdr_info *info, size_t size, void *data) {
+    build_query *q = data;
+    (void)size;
+    int mine = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + p->p_vaddr;
+        mine |= p->p_type == PT_LOAD && q->code >= lo && q->code - lo < p->p_memsz;
+    }
+    for (int i = 0; mine && i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        const unsigned char *n = (const unsigned char *)(info->dlpi_addr + p->p_vaddr), *end = n + p->p_memsz;
+        while (p->p_type == PT_NOTE && n + sizeof(ElfW(Nhdr)) <= end) {
+            const ElfW(Nhdr) *h = (const void *)n;
+            const unsigned char *name = n + sizeof *h, *desc = name + ((h->n_namesz + 3) & ~3u);
+            if (h->n_type == NT_GNU_BUILD_ID && h->n_namesz == 4 && !memcmp(name, "GNU", 4)) {
+                for (size_t k = 0; k < h->n_descsz && k < 64; k++) snprintf(q->hex + 2 * k, 3, "%02x", desc[k]);
+                return 1;
+            }
+            n = desc + ((h->n_descsz + 3) & ~3u);
+        }
+    }
+    return mine;
+}
+
 static void find_path(void) {
     char dir[PATH_CAP - 64], model[256], flags[8192];
     const char *env = getenv("MGC_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
@@ -65,7 +100,10 @@ static void find_path(void) {
     const dnnl_version_t *v = dnnl_version();
     char libs[256];
     snprintf(libs, sizeof libs, "%s|onednn %d.%d.%d %s", openblas_get_config(), v->major, v->minor, v->patch, v->hash);
-    uint64_t h = fnv1a(fnv1a(fnv1a(1469598103934665603ull, model), flags), libs);
+    /* and mgc's own build: a choice measured against other kernels is not kept */
+    build_query q = {(uintptr_t)&find_path, ""};
+    dl_iterate_phdr(build_id_of, &q);
+    uint64_t h = fnv1a(fnv1a(fnv1a(fnv1a(1469598103934665603ull, model), flags), libs), q.hex);
     snprintf(path, sizeof path, "%s/kernels-%016llx.json", dir, (unsigned long long)h);
 }
 

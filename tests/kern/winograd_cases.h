@@ -4,8 +4,9 @@
  * double reference, then measured (auto): whole and partial 4x4 tiles,
  * padding 0, 1 and asymmetric, channel counts 4, 5, 10, 13, 16, 17, 24, 32,
  * 64 (the micro-kernel's products) and 72 (OpenBLAS's), batch > 1 and several
- * blocks of tiles, the last partial; each forced run twice, bit for bit; the worst error as a share
- * of the tolerance printed. Nodes it must not run (stride 2, a 5x5 or 3x2
+ * blocks of tiles, the last partial; each forced run twice, bit for bit (on
+ * AVX-512 machines a third time on the AVX2 path: the same bits); the worst
+ * error as a share of the tolerance printed. Nodes it must not run (stride 2, a 5x5 or 3x2
  * filter, dilation, groups, fewer than 4 channels in or out, two threads) are
  * not its (applies 0) and still give the reference under MGC_KERNELS=winograd. WG_VERBOSE=1 prints each
  * case's error. Included by test_kernels.c after run_case. */
@@ -118,7 +119,9 @@ static int winograd_applies_to(const tcase *c) {
     return r;
 }
 
-/* runs c twice (bit for bit; a third time on the AVX2 path where AVX-512 runs) and returns max |got - ref| / (1e-5 (|ref| + rms(ref))); -1 on failure */
+/* runs c twice (bit for bit; where the AVX-512 path runs, a third time on the
+ * AVX2 path, bit for bit too) and returns max |got - ref| / (1e-5 (|ref| +
+ * rms(ref))); -1 on failure */
 static double winograd_error(const tcase *c) {
     ir_shape shapes[8], given;
     for (int i = 0; i < c->n_in; i++) shapes[i] = kh_shape(c->shape[i]);

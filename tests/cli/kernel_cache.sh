@@ -2,7 +2,8 @@
 # docs/cpu-kernels.md): a run measures and writes kernels-H.json, a second run
 # of the same binary reads it (no new file, the file unchanged), and the same
 # binary with another GNU build ID, as a rebuild with other kernels has,
-# measures into a file of its own instead of obeying those choices.
+# measures into a file of its own instead of obeying those choices; so does
+# a build without an ID.
 . "$(dirname "$0")/lib.sh"
 "$MGC" compile "$SRC/examples/mlp.mg" --devices cpu:0 -o "$tmp/m.mgx"
 run() { "$1" run "$tmp/m.mgx" --steps 2 --threads-per-device 1 > /dev/null; }
@@ -29,4 +30,9 @@ PY
 run "$tmp/other-mgc"
 [ "$(ls "$MGC_CACHE_DIR"/kernels-*.json | wc -l)" = 2 ] || fail "another build used this build's cache: $(ls "$MGC_CACHE_DIR")"
 cmp -s "${files[0]}" "$tmp/first.json" || fail "another build rewrote this build's cache"
+# a build without an ID (linked with --build-id=none) runs and keeps a cache of its own too
+objcopy --remove-section .note.gnu.build-id "$MGC" "$tmp/no-id-mgc"
+! readelf -n "$tmp/no-id-mgc" | grep -q "Build ID" || fail "objcopy left the build ID"
+run "$tmp/no-id-mgc"
+[ "$(ls "$MGC_CACHE_DIR"/kernels-*.json | wc -l)" = 3 ] || fail "a build without an ID shared a cache: $(ls "$MGC_CACHE_DIR")"
 echo ok

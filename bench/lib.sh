@@ -49,24 +49,37 @@ sgemm_gflops() { OPENBLAS_NUM_THREADS=1 taskset -c 0 build/tests/sgemm_peak; }
 
 # mgc_rounds MODEL STEPS ROUNDS -> ROUNDS lines "sgemm one two ceiling [peers...]":
 # OpenBLAS's one-core rate, mgc on one core, on 2 devices and the 2-core
-# ceiling, taken one after the other in each round, then what the caller's
-# round_peers function prints, if it defines one (the peers' images/s, e.g.
-# PyTorch on one thread and DDP). This VM's speed moves by up to 30% within
-# minutes, so a ratio of runs taken minutes apart measures the host; the
-# benches report the median over the rounds of each ratio taken within a round.
+# ceiling, then the peers' figures (images/s) that the caller's hooks print,
+# if it defines them: round_peer_one runs right after mgc's one-core run,
+# round_peer_two right after its 2-device run (e.g. PyTorch on one thread,
+# then DDP). This VM's speed moves by up to 30% within minutes, so a ratio of
+# runs taken minutes apart measures the host; the benches report the median
+# over the rounds of each ratio taken within a round, of runs taken one
+# right after the other.
 mgc_rounds() {
-  local model=$1 steps=$2 rounds=$3 r
+  local model=$1 steps=$2 rounds=$3 r one two peer_one peer_two
   for ((r = 0; r < rounds; r++)); do
-    echo "$(sgemm_gflops) $(mgc_ips "$model" cpu:0 "$steps" taskset -c 0) $(mgc_ips "$model" cpu:0,cpu:1 "$steps")" \
-         "$(ceiling "$model" "$steps")" $(declare -F round_peers >/dev/null && round_peers)
+    one=$(mgc_ips "$model" cpu:0 "$steps" taskset -c 0)
+    peer_one=$(! declare -F round_peer_one >/dev/null || round_peer_one)
+    two=$(mgc_ips "$model" cpu:0,cpu:1 "$steps")
+    peer_two=$(! declare -F round_peer_two >/dev/null || round_peer_two)
+    echo "$(sgemm_gflops) $one $two $(ceiling "$model" "$steps") $peer_one $peer_two"
   done
 }
 
-# median_columns FILE -> the median of each column of FILE's lines
+# median_columns FILE -> the median of each column of FILE's lines, over the
+# rows where it is a number (a peer's run reads "skipped" or "failed"; with no
+# number in a column, its first row's word)
 median_columns() {
-  /usr/bin/python3 -c "import statistics, sys
+  /usr/bin/python3 -c "import math, statistics, sys
+def num(v):
+    try:
+        return float(v) if math.isfinite(float(v)) else None
+    except ValueError:
+        return None
 rows = [l.split() for l in open(sys.argv[1])]
-print(' '.join(f'{statistics.median(float(r[c]) for r in rows):g}' for c in range(len(rows[0]))))" "$1"
+cols = [[num(r[c]) for r in rows if num(r[c]) is not None] for c in range(len(rows[0]))]
+print(' '.join(f'{statistics.median(v):g}' if v else rows[0][c] for c, v in enumerate(cols)))" "$1"
 }
 
 # ceiling MODEL STEPS -> images/s of two independent one-device runs at once,

@@ -8,8 +8,9 @@
 # 128: mgc on one core vs PyTorch on one thread, mgc on 2 logical devices vs
 # DDP on 2 processes (64 a replica) and the 2-core ceiling, and the step's flop
 # rate beside OpenBLAS's one-core sgemm rate; mgc's runs, PyTorch's and DDP's
-# in SPEED_ROUNDS rounds (default 3; bench/lib.sh, mgc_rounds), the figures the
-# medians, mgc's ratios the medians of each round's. EPOCHS 0 stops after it.
+# (each right after mgc's run it is set against) in SPEED_ROUNDS rounds
+# (default 3; bench/lib.sh, mgc_rounds), the figures the medians, mgc's ratios
+# the medians of each round's. EPOCHS 0 stops after it.
 #   bench/resnet20.sh [EPOCHS] [SEEDS...]     (default 3 epochs, seeds 1 2; needs build/mgc)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,11 +22,10 @@ model=examples/resnet20.mg
 steps=${SPEED_STEPS:-30}
 
 export OMP_NUM_THREADS=1
-# PyTorch on one thread and DDP run in each round beside mgc (bench/lib.sh)
-round_peers() {
-  echo "$(taskset -c 0 /usr/bin/python3 bench/torch_resnet20.py --speed "$steps" 128 1 2>/dev/null)" \
-       "$(/usr/bin/python3 bench/torch_resnet20.py --speed "$steps" 64 1 2 2>/dev/null)"
-}
+# PyTorch on one thread right after mgc on one core, DDP right after mgc on 2
+# devices, in each round (bench/lib.sh)
+round_peer_one() { taskset -c 0 /usr/bin/python3 bench/torch_resnet20.py --speed "$steps" 128 1 2>/dev/null; }
+round_peer_two() { /usr/bin/python3 bench/torch_resnet20.py --speed "$steps" 64 1 2 2>/dev/null; }
 warm_kernels $model
 mgc_rounds $model "$steps" "${SPEED_ROUNDS:-3}" > "$tmp/rounds"
 read -r sgemm one two both torch ddp < <(median_columns "$tmp/rounds")

@@ -10,10 +10,12 @@
 # (build/bench-venv, tensorflow-cpu and jax from PyPI); without PyPI they are
 # reported as skipped. The step's flop rate (mgc inspect's count) is set beside
 # OpenBLAS's sgemm rate on one core measured in the same run. mgc's runs,
-# sgemm, PyTorch on one thread and DDP are taken in ROUNDS rounds (bench/lib.sh,
-# mgc_rounds): their figures are the medians, mgc's ratios to PyTorch, to DDP,
-# to the ceiling and to sgemm the medians of each round's ratio (PyTorch's
-# single runs moved by 20% from one invocation to the next, 2026-11-28).
+# sgemm, PyTorch on one thread, TF on 1 device (each right after mgc on one
+# core), DDP and TF on 2 devices (right after mgc on 2 devices) are taken in
+# ROUNDS rounds (bench/lib.sh, mgc_rounds): their figures are the medians,
+# mgc's ratios to PyTorch, TF, DDP, the ceiling and sgemm the medians of each
+# round's ratio (PyTorch's single runs moved by 20% from one invocation to the
+# next, 2026-11-28; this VM's speed moves within minutes). JAX runs once.
 #   bench/train.sh [STEPS] [ROUNDS]     (defaults 300 and 3; needs build/mgc, build/tests/sgemm_peak)
 # MGC_COMPILE_FLAGS adds compile options to every mgc plan (e.g. --no-fuse, issue 14; bench/lib.sh).
 set -euo pipefail
@@ -40,20 +42,18 @@ peer() { # script devices [command prefix, e.g. taskset -c 0] -> images/s, "skip
   PYTHONPATH=bench "$@" "$venv/bin/python" "bench/$script" "$steps" 64 "$devices" 2>/dev/null || echo failed
 }
 
-# PyTorch on one thread and DDP run in each round beside mgc (bench/lib.sh)
-round_peers() {
-  echo "$(taskset -c 0 /usr/bin/python3 bench/torch_cnn.py "$steps" 64 1) $(/usr/bin/python3 bench/torch_cnn.py "$steps" 64 1 2)"
-}
+# PyTorch on one thread and TF on one device right after mgc on one core,
+# DDP and TF on 2 devices right after mgc on 2 devices, in each round (bench/lib.sh)
+round_peer_one() { echo "$(taskset -c 0 /usr/bin/python3 bench/torch_cnn.py "$steps" 64 1) $(peer tf_cnn.py 1 taskset -c 0)"; }
+round_peer_two() { echo "$(/usr/bin/python3 bench/torch_cnn.py "$steps" 64 1 2) $(peer tf_cnn.py 2)"; }
 warm_kernels $model
 mgc_rounds $model "$steps" "$rounds" > "$tmp/rounds"
-read -r sgemm one two ceiling torch ddp < <(median_columns "$tmp/rounds")
+read -r sgemm one two ceiling torch tf1 ddp tf2 < <(median_columns "$tmp/rounds")
 gflop=$(gflop_per_image $model)
-tf1=$(peer tf_cnn.py 1 taskset -c 0)
 jax1=$(peer jax_cnn.py 1 taskset -c 0)
-tf2=$(peer tf_cnn.py 2)
 jax2=$(peer jax_cnn.py 2)
 printf "%-40s %10s\n" "run (seed CNN, Adam, batch 64/replica)" "images/s"
-printf "%-40s %10s\n" "(mgc, pytorch, DDP: medians of $rounds rounds)" ""
+printf "%-40s %10s\n" "(mgc, pytorch, DDP, TF: medians of $rounds rounds)" ""
 printf "%-40s %10s\n" "pytorch $(/usr/bin/python3 -c 'import torch;print(torch.__version__)'), 1 thread, 1 core" "$torch"
 printf "%-40s %10s\n" "tensorflow MirroredStrategy, 1 device" "$tf1"
 printf "%-40s %10s\n" "jax, 1 device" "$jax1"
@@ -63,21 +63,26 @@ printf "%-40s %10s\n" "pytorch DDP, 2 processes, 2 cores" "$ddp"
 printf "%-40s %10s\n" "tensorflow MirroredStrategy, 2 devices" "$tf2"
 printf "%-40s %10s\n" "jax, 2 devices (sharded jit)" "$jax2"
 printf "%-40s %10s\n" "2 x mgc cpu:0 at once, 1 core each" "$ceiling"
-/usr/bin/python3 - "$one" "$two" "$ceiling" "$tf1" "$tf2" "$jax1" "$jax2" "$gflop" "$sgemm" "$tmp/rounds" <<'PY'
+/usr/bin/python3 - "$one" "$two" "$ceiling" "$jax1" "$jax2" "$gflop" "$sgemm" "$tmp/rounds" <<'PY'
 import statistics, sys
+number = lambda v: float(v) if v not in ("skipped", "failed") else None
 one, two, ceiling = map(float, sys.argv[1:4])
-tf1, tf2, jax1, jax2 = (float(v) if v not in ("skipped", "failed") else None for v in sys.argv[4:8])
-gflop, sgemm = map(float, sys.argv[8:10])
-rounds = [list(map(float, l.split())) for l in open(sys.argv[10])]  # sgemm one two ceiling torch ddp
+jax1, jax2 = map(number, sys.argv[4:6])
+gflop, sgemm = map(float, sys.argv[6:8])
+rounds = [list(map(number, l.split())) for l in open(sys.argv[8])]  # sgemm one two ceiling torch tf1 ddp tf2
+def times(f, need=()):  # the median of the rounds' ratios, over the rounds whose peer ran
+    got = [r for r in rounds if all(r[c] is not None for c in need)]
+    if not got:
+        return "n/a"
+    return f"{statistics.median(map(f, got)):.2f}x (each round: {', '.join(f'{f(r):.2f}x' for r in got)})"
 each = lambda f: f"{statistics.median(map(f, rounds)):.0%} (each round: {', '.join(f'{f(r):.0%}' for r in rounds)})"
-times = lambda f: f"{statistics.median(map(f, rounds)):.2f}x (each round: {', '.join(f'{f(r):.2f}x' for r in rounds)})"
 ratio = lambda a, b: f"{a / b:.2f}x" if b else "n/a"
 print(f"mgc / pytorch (1 core):        {times(lambda r: r[1] / r[4])}   (target >= 4x)")
-print(f"mgc / tensorflow (1 device):   {ratio(one, tf1)}   (target >= 2x)")
-print(f"mgc / tensorflow (2 devices):  {ratio(two, tf2)}   (target >= 2x)")
+print(f"mgc / tensorflow (1 device):   {times(lambda r: r[1] / r[5], (5,))}   (target >= 2x)")
+print(f"mgc / tensorflow (2 devices):  {times(lambda r: r[2] / r[7], (7,))}   (target >= 2x)")
 print(f"mgc / jax (1 device):          {ratio(one, jax1)}")
 print(f"mgc / jax (2 devices):         {ratio(two, jax2)}")
-print(f"mgc / pytorch DDP (2 cores):   {times(lambda r: r[2] / r[5])}")
+print(f"mgc / pytorch DDP (2 cores):   {times(lambda r: r[2] / r[6])}")
 print(f"mgc 2 devices / 1 device:      {two / one:.2f}x")
 print(f"2-core ceiling / 1 device:     {ceiling / one:.2f}x   (no communication: what the machine allows)")
 print(f"mgc 2 devices / ceiling:       {each(lambda r: r[2] / r[3])}   (target >= 90%)")

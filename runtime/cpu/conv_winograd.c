@@ -30,8 +30,8 @@
  * order, mm_small's chunks in order; OpenBLAS on one thread).
  * On x86-64-v4 (AVX-512) machines the transforms and mm_small run 16 channels
  * a vector (forward_wide, grad_filter_wide): the same arithmetic per channel,
- * so the same bits as the AVX2 clone (kern_kernels checks it), 3-16% faster
- * on ResNet-20's layers (docs/cpu-kernels.md). */
+ * so the same bits as the AVX2 clone (kern_kernels checks it), about 5-7%
+ * faster on ResNet-20's layers in all (docs/cpu-kernels.md). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3")
 #endif

@@ -439,27 +439,42 @@ WG_WIDE static void forward_wide(int m, const wgeom *g, const float *in, const f
 WG_WIDE static void grad_filter_wide(int m, const wgeom *g, const float *x, const float *dy, float *dw, float *s) {
     grad_filter(m, 1, g, g->C, g->O, x, dy, dw, s);
 }
+#endif
 #undef FWD
 
-/* the AVX-512 path on machines with it (libgcc's check covers the OS's saving
- * of the registers), unless a test turned it off */
+/* whether the AVX-512 path runs: on machines with it (libgcc's check covers
+ * the OS's saving of the registers), unless a test turned it off */
 static int wg_wide_off;
-static int wg_wide(void) { return !wg_wide_off && __builtin_cpu_supports("x86-64-v4"); }
+static int wg_has_wide(void) {
+#ifdef WG_WIDE
+    return __builtin_cpu_supports("x86-64-v4") != 0;
+#else
+    return 0;
+#endif
+}
 int cpu_conv_winograd_avx512(int on) {
     wg_wide_off = !on;
-    return __builtin_cpu_supports("x86-64-v4") != 0;
+    return wg_has_wide();
 }
-#define FORWARD(...) (wg_wide() ? forward_wide(__VA_ARGS__) : forward_m(__VA_ARGS__))
-#define GRAD_FILTER(...) (wg_wide() ? grad_filter_wide(__VA_ARGS__) : grad_filter_m(__VA_ARGS__))
-#else
-#undef FWD
-int cpu_conv_winograd_avx512(int on) {
-    (void)on;
-    return 0;
-}
-#define FORWARD forward_m
-#define GRAD_FILTER grad_filter_m
+
+static void run_forward(int m, const wgeom *g, const float *in, const float *f, float *out, float *s) {
+#ifdef WG_WIDE
+    if (!wg_wide_off && wg_has_wide()) {
+        forward_wide(m, g, in, f, out, s);
+        return;
+    }
 #endif
+    forward_m(m, g, in, f, out, s);
+}
+static void run_grad_filter(int m, const wgeom *g, const float *x, const float *dy, float *dw, float *s) {
+#ifdef WG_WIDE
+    if (!wg_wide_off && wg_has_wide()) {
+        grad_filter_wide(m, g, x, dy, dw, s);
+        return;
+    }
+#endif
+    grad_filter_m(m, g, x, dy, dw, s);
+}
 
 /* ---- the candidate ---- */
 
@@ -484,17 +499,17 @@ int cpu_conv_winograd(const rt_kernel_args *k, char *err, size_t cap) {
         for (int64_t r = 0; r < 9; r++)
             for (int64_t c = 0; c < C; c++)
                 for (int64_t o = 0; o < O; o++) rot[(r * O + o) * C + c] = wf[((8 - r) * C + c) * O + o];
-        FORWARD(m, &g, IN_F32(k, 0), rot, k->out, s);
+        run_forward(m, &g, IN_F32(k, 0), rot, k->out, s);
         return 0;
     }
     wgeom g = geom_of(m, N, H, Wd, C, OH, OW, O, cv.pad[0], cv.pad[1]);
     float *s = cpu_thread_scratch(CPU_SCRATCH_WINOGRAD, forward_floats(m, &g));
     if (!s) return cpu_kerr(k, err, cap, "out of memory");
     if (op == OP_CONV2D_GRAD_FILTER) {
-        GRAD_FILTER(m, &g, IN_F32(k, 0), IN_F32(k, 1), k->out, s);
+        run_grad_filter(m, &g, IN_F32(k, 0), IN_F32(k, 1), k->out, s);
         return 0;
     }
-    FORWARD(m, &g, IN_F32(k, 0), IN_F32(k, 1), k->out, s);
+    run_forward(m, &g, IN_F32(k, 0), IN_F32(k, 1), k->out, s);
     if (op == OP_CONV2D_EPILOGUE)
         cpu_epilogue_rows(k->out, IN_F32(k, 2), nd->n_in == 4 ? IN_F32(k, 3) : NULL, OUT_NUMEL(k) / O, O, nd->iattr[9]);
     return 0;

@@ -44,7 +44,9 @@ peer() { # script devices [command prefix, e.g. taskset -c 0] -> images/s, "skip
 
 # PyTorch on one thread and TF on one device right after mgc on one core,
 # DDP and TF on 2 devices right after mgc on 2 devices, in each round (bench/lib.sh)
-round_peer_one() { echo "$(taskset -c 0 /usr/bin/python3 bench/torch_cnn.py "$steps" 64 1) $(peer tf_cnn.py 1 taskset -c 0)"; }
+round_peer_one() {
+  echo "$(taskset -c 0 /usr/bin/python3 bench/torch_cnn.py "$steps" 64 1) $(peer tf_cnn.py 1 taskset -c 0)"
+}
 round_peer_two() { echo "$(/usr/bin/python3 bench/torch_cnn.py "$steps" 64 1 2) $(peer tf_cnn.py 2)"; }
 warm_kernels $model
 mgc_rounds $model "$steps" "$rounds" > "$tmp/rounds"

@@ -233,108 +233,115 @@ static inline __attribute__((always_inline)) void pool_row(const cgeom *G, int64
     }
 }
 
-/* the window's gradient, channels c0 .. c0 + 7, into g [4, 8]: dy (at c0;
- * where the window's maximum is > 0, mg_relu_grad) to the first of its four
- * pixels holding the maximum, row-major (first_max's), 0 to the other three */
-static inline __attribute__((always_inline)) void window_g(const v8 *y0, const v8 *y1, const v8 *y2, const v8 *y3,
-                                                           const float *dy, float *g) {
-    v8 m = max8(max8(*y0, *y1), max8(*y2, *y3)), z = {0};
-    v8i rest = (v8i)LD8(dy) & (m > z), e = *y0 == m;
-    ST8(g, (v8)(rest & e));
-    rest &= ~e, e = *y1 == m;
-    ST8(g + 8, (v8)(rest & e));
-    rest &= ~e, e = *y2 == m;
-    ST8(g + 16, (v8)(rest & e)), ST8(g + 24, (v8)(rest & ~e));
-}
+/* A window's gradient is nonzero at one pixel only, the first of its four
+ * holding the maximum (first_max's), and there it is dy where the maximum is
+ * > 0 (mg_relu_grad). So the filter gradient takes one product a tap and a
+ * window, dy times x under that pixel's tap, picked from a vector of x by
+ * the pixel's lane (PERM8), not four products of which three are by 0. */
 
-enum { RB = 2 }; /* rows of windows a pass of the filter gradient: their gradients g stay in L1 */
+/* the window's gradient g (dy at d, 0 where the maximum is <= 0) and the
+ * lane k of its first maximum's pixel (l1 .. l3: pixel 1 .. 3's; pixel 0's
+ * is 0), into gk [2, 8] */
+#define PICK(y0, y1, y2, y3, d, gk)                                                                                    \
+    {                                                                                                                  \
+        v8 m_ = max8(max8(y0, y1), max8(y2, y3)), z_ = {0};                                                            \
+        v8i k_ = (l2 & (y2 == m_)) | (l3 & ~(y2 == m_));                                                               \
+        k_ = (l1 & (y1 == m_)) | (k_ & ~(y1 == m_));                                                                   \
+        ST8(gk, (v8)((v8i)LD8(d) & (m_ > z_))), ST8((gk) + 8, (v8)(k_ & ~(y0 == m_)));                                 \
+    }
 
-/* the gradients of image b's windows inside x on rows [r0, r1), channels c0
- * .. c0 + 8 nv - 1 (nv 1 or 2: eight independent sums), into g (at the
- * vector; a window every gs floats, [nv, 4, 8] of it): y made again
- * (window_y), window_g; no sum carried from window to window */
-static inline __attribute__((always_inline)) void grad_g(const cgeom *G, int64_t b, int64_t r0, int64_t r1,
-                                                         const float *dy, int64_t c0, int nv, float *g, int64_t gs,
-                                                         int64_t sh, int64_t sw, int64_t dh, int64_t dw) {
+/* the lane of pixel k = 1, 2, 3 of a window in the vectors of x TAPS_X makes */
+#define LANES(k33)                                                                                                     \
+    const v8i l1 = (v8i){0} + 1, l2 = (v8i){0} + ((k33) ? 4 : 2), l3 = l2 + 1
+
+enum { RB = 2 }; /* rows of windows a pass of the filter gradient: their g and k stay in L1 */
+
+/* windows of image b inside x on rows [r0, r1), channels c0 .. c0 + 8 nv -
+ * 1 (nv 1 or 2): y made again (window_y, window_y2), g and k (PICK) into gk
+ * (at the vector; a window every gs floats, [nv, 2, 8] of it) */
+static inline __attribute__((always_inline)) void grad_pick(const cgeom *G, int64_t b, int64_t r0, int64_t r1,
+                                                            const float *dy, int64_t c0, int nv, float *gk,
+                                                            int64_t gs, int64_t sh, int64_t sw, int64_t dh,
+                                                            int64_t dw) {
     const int64_t C = G->C, W = G->W, PW = G->OW / 2, pw0 = G->pw0, pw1 = G->pw1;
     const float *w = G->wv + 9 * c0, *bias = G->bias + c0;
+    LANES(sh == 1 && sw == 1 && dh == 1 && dw == 1);
     for (int64_t ph = r0; ph < r1; ph++) {
         const float *p = window_x(G, b, ph, pw0), *d = dy + (ph * PW + pw0) * C + c0;
-        for (int64_t pw = pw0; pw < pw1; pw++, p += 2 * sw, d += C, g += gs) {
+        for (int64_t pw = pw0; pw < pw1; pw++, p += 2 * sw, d += C, gk += gs) {
             v8 y[4], u[4];
             if (nv == 2) window_y2(p, w, bias, W, sh, sw, dh, dw, y, u);
             else window_y(p, w, bias, W, sh, sw, dh, dw, &y[0], &y[1], &y[2], &y[3]);
-            window_g(&y[0], &y[1], &y[2], &y[3], d, g);
-            if (nv == 2) window_g(&u[0], &u[1], &u[2], &u[3], d + 8, g + 32);
+            PICK(y[0], y[1], y[2], y[3], d, gk)
+            if (nv == 2) PICK(u[0], u[1], u[2], u[3], d + 8, gk + 16)
         }
     }
 }
 
-/* the window's pixel k's gradient, vector j (< nb), times x into the taps s = 0, 1, 2 of its row */
-#define TAPS3(j, a, t, u)                                                                                              \
-    if (nb > j) {                                                                                                      \
-        v8 gv = LD8(gk + 32 * j);                                                                                      \
-        a += x0 * gv, t += x1 * gv, u += x2 * gv;                                                                      \
-    }
-/* a tap's float sums (nb vectors) added to acc at o */
-#define FLUSH(o, a0, a1, a2, a3)                                                                                       \
+/* x under tap (r, s) of the window's four pixels (p from window_x), for
+ * PERM8 to pick from by pixel lane: with stride and dilation 1 (k33) rows r
+ * and r + 1 of the 4x4 x under the window side by side, the same vector for
+ * s = 0, 1, 2, pixel k's tap s at lane (k / 2) * 4 + k % 2 + s; else tap
+ * (r, s)'s four pixels' x, pixel k at lane k (macros: see relu8) */
+typedef float v4 __attribute__((vector_size(16)));
+#define TAPS_X(p, W, r, s, sh, sw, dh, dw, k33)                                                                        \
+    ({                                                                                                                 \
+        v8 v_;                                                                                                         \
+        if (k33) {                                                                                                     \
+            v4 lo_, hi_;                                                                                               \
+            memcpy(&lo_, (p) + (r) * (W), sizeof lo_), memcpy(&hi_, (p) + ((r) + 1) * (W), sizeof hi_);                \
+            v_ = __builtin_shufflevector(lo_, hi_, 0, 1, 2, 3, 4, 5, 6, 7);                                            \
+        } else {                                                                                                       \
+            const float *q_ = (p) + (r) * (dh) * (W) + (s) * (dw);                                                      \
+            v_ = (v8){q_[0], q_[sw], q_[(sh) * (W)], q_[(sh) * (W) + (sw)]};                                            \
+        }                                                                                                              \
+        v_;                                                                                                            \
+    })
+/* filter row r's three taps: g times x under the window's pixel of lane k, added to t0, t1, t2 */
+#define ROW_TAPS(r, t0, t1, t2)                                                                                        \
     {                                                                                                                  \
-        v8 s_[4] = {a0, a1, a2, a3};                                                                                   \
-        for (int j = 0; j < nb; j++) ST8((o) + 8 * j, LD8((o) + 8 * j) + s_[j]);                                       \
+        v8 x0_ = TAPS_X(p, W, r, 0, sh, sw, dh, dw, k33);                                                              \
+        v8 x1_ = k33 ? x0_ : TAPS_X(p, W, r, 1, sh, sw, dh, dw, k33);                                                  \
+        v8 x2_ = k33 ? x0_ : TAPS_X(p, W, r, 2, sh, sw, dh, dw, k33);                                                  \
+        t0 += g * PERM8(x0_, k), t1 += g * PERM8(x1_, k33 ? k + 1 : k), t2 += g * PERM8(x2_, k33 ? k + 2 : k);         \
     }
 
-/* the filter gradient of image b's windows inside x on rows [r0, r1) from
- * their gradients g (grad_g's, a window every gs floats), nb (1 .. 4)
- * vectors of channels, added to acc [3, 3, 1, C] (at the first vector): a
- * filter row r at a time, its three taps x nb vectors summed in registers
- * (the old conv_direct.c blocking), each window's pixels in order */
-static inline __attribute__((always_inline)) void grad_rows(const cgeom *G, int64_t b, int64_t r0, int64_t r1,
-                                                            const float *g, int64_t gs, int nb, float *acc,
-                                                            int64_t sh, int64_t sw, int64_t dh, int64_t dw) {
-    const int64_t C = G->C, W = G->W, pw0 = G->pw0, pw1 = G->pw1;
-    for (int64_t r = 0; r < 3; r++) {
-        v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, t0 = {0}, t1 = {0}, t2 = {0}, t3 = {0}; /* taps s = 0, 1 */
-        v8 u0 = {0}, u1 = {0}, u2 = {0}, u3 = {0};                                         /* s = 2 */
-        const float *gw = g;
-        for (int64_t ph = r0; ph < r1; ph++) {
-            const float *p = window_x(G, b, ph, pw0) + r * dh * W;
-            for (int64_t pw = pw0; pw < pw1; pw++, p += 2 * sw, gw += gs)
-#pragma GCC unroll 4
-                for (int k = 0; k < 4; k++) {
-                    const float *xk = p + (k / 2) * sh * W + (k % 2) * sw, *gk = gw + 8 * k;
-                    float x0 = xk[0], x1 = xk[dw], x2 = xk[2 * dw];
-                    TAPS3(0, a0, t0, u0)
-                    TAPS3(1, a1, t1, u1)
-                    TAPS3(2, a2, t2, u2)
-                    TAPS3(3, a3, t3, u3)
-                }
+/* the filter gradient of image b's windows inside x on rows [r0, r1), channels
+ * c0 .. c0 + 7, from their g and k (grad_pick's, at the vector, a window
+ * every gs floats) added to acc [3, 3, 1, C] (at c0): the nine taps' float
+ * sums in registers over the windows in order */
+static inline __attribute__((always_inline)) void grad_taps(const cgeom *G, int64_t b, int64_t r0, int64_t r1,
+                                                            const float *gk, int64_t gs, float *acc, int64_t sh,
+                                                            int64_t sw, int64_t dh, int64_t dw) {
+    const int64_t C = G->C, W = G->W;
+    const int k33 = sh == 1 && sw == 1 && dh == 1 && dw == 1;
+    v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0}, a8 = {0}; /* taps (r, s) */
+    for (int64_t ph = r0; ph < r1; ph++) {
+        const float *p = window_x(G, b, ph, G->pw0);
+        for (int64_t pw = G->pw0; pw < G->pw1; pw++, p += 2 * sw, gk += gs) {
+            v8 g = LD8(gk);
+            v8i k = (v8i)LD8(gk + 8);
+            ROW_TAPS(0, a0, a1, a2)
+            ROW_TAPS(1, a3, a4, a5)
+            ROW_TAPS(2, a6, a7, a8)
         }
-        float *o = acc + r * 3 * C;
-        FLUSH(o, a0, a1, a2, a3)
-        FLUSH(o + C, t0, t1, t2, t3)
-        FLUSH(o + 2 * C, u0, u1, u2, u3)
     }
+    v8 a[9] = {a0, a1, a2, a3, a4, a5, a6, a7, a8};
+    for (int t = 0; t < 9; t++) ST8(acc + t * C, LD8(acc + t * C) + a[t]);
 }
 
-/* the filter gradient of image b's windows inside x added to acc [3, 3, 1, C],
- * RB rows of windows at a time: their gradients into g ([RB, OW / 2, C / 8,
- * 4, 8]) two vectors of channels at a time, then the taps from it four
- * vectors at a time */
+/* the filter gradient of image b's windows inside x added to acc [3, 3, 1,
+ * C], RB rows of windows at a time: their g and k into gk ([RB, OW / 2, C /
+ * 8, 2, 8]) two vectors of channels at a time, then the taps a vector at a time */
 static inline __attribute__((always_inline)) void grad_windows(const cgeom *G, int64_t b, const float *dy, float *acc,
-                                                               float *g, int64_t sh, int64_t sw, int64_t dh,
+                                                               float *gk, int64_t sh, int64_t sw, int64_t dh,
                                                                int64_t dw) {
-    const int64_t C = G->C, gs = 4 * C;
+    const int64_t C = G->C, gs = 2 * C;
     for (int64_t r0 = G->ph0; r0 < G->ph1; r0 += RB) {
         int64_t r1 = r0 + RB < G->ph1 ? r0 + RB : G->ph1, c0 = 0;
-        for (; c0 + 16 <= C; c0 += 16) grad_g(G, b, r0, r1, dy, c0, 2, g + 4 * c0, gs, sh, sw, dh, dw);
-        if (c0 < C) grad_g(G, b, r0, r1, dy, c0, 1, g + 4 * c0, gs, sh, sw, dh, dw);
-        for (c0 = 0; c0 < C; c0 += 32) {
-            int64_t nb = (C - c0) / 8 < 4 ? (C - c0) / 8 : 4;
-            if (nb == 4) grad_rows(G, b, r0, r1, g + 4 * c0, gs, 4, acc + c0, sh, sw, dh, dw);
-            else if (nb == 3) grad_rows(G, b, r0, r1, g + 4 * c0, gs, 3, acc + c0, sh, sw, dh, dw);
-            else if (nb == 2) grad_rows(G, b, r0, r1, g + 4 * c0, gs, 2, acc + c0, sh, sw, dh, dw);
-            else grad_rows(G, b, r0, r1, g + 4 * c0, gs, 1, acc + c0, sh, sw, dh, dw);
-        }
+        for (; c0 + 16 <= C; c0 += 16) grad_pick(G, b, r0, r1, dy, c0, 2, gk + 2 * c0, gs, sh, sw, dh, dw);
+        if (c0 < C) grad_pick(G, b, r0, r1, dy, c0, 1, gk + 2 * c0, gs, sh, sw, dh, dw);
+        for (c0 = 0; c0 < C; c0 += 8) grad_taps(G, b, r0, r1, gk + 2 * c0, gs, acc + c0, sh, sw, dh, dw);
     }
 }
 
@@ -376,8 +383,8 @@ int cpu_k_conv2d_relu_pool2(const rt_kernel_args *k, char *err, size_t cap) {
 
 /* the filter gradient of image b into acc [KH, KW, CG, C] (float sums, zeroed
  * here): the windows outside x's interior a channel at a time, then those
- * inside a vector at a time; y: room for [4, C], gb for [RB, OW / 2, C / 8, 4, 8] */
-POOL_CLONES static void grad_image(const cgeom *G, int64_t b, const float *dy, float *acc, float *y, float *gb) {
+ * inside a vector at a time; y: room for [4, C], gk for [RB, OW / 2, C / 8, 2, 8] */
+POOL_CLONES static void grad_image(const cgeom *G, int64_t b, const float *dy, float *acc, float *y, float *gk) {
     const ir_conv *g = &G->g;
     const int64_t C = G->C, PH = G->OH / 2, PW = G->OW / 2;
     memset(acc, 0, (size_t)(G->KH * G->KW * G->CG * C) * sizeof *acc);
@@ -385,8 +392,8 @@ POOL_CLONES static void grad_image(const cgeom *G, int64_t b, const float *dy, f
         for (int64_t pw = 0; pw < PW; pw++)
             if (!in_regs(G, ph, pw)) window_any_grad(G, b, ph, pw, dy + (ph * PW + pw) * C, acc, y);
     if (!G->reg || G->ph0 == G->ph1 || G->pw0 == G->pw1) return;
-    if (G->k33) grad_windows(G, b, dy, acc, gb, 1, 1, 1, 1); /* the seed CNN's */
-    else grad_windows(G, b, dy, acc, gb, g->stride[0], g->stride[1], g->dilation[0], g->dilation[1]);
+    if (G->k33) grad_windows(G, b, dy, acc, gk, 1, 1, 1, 1); /* the seed CNN's */
+    else grad_windows(G, b, dy, acc, gk, g->stride[0], g->stride[1], g->dilation[0], g->dilation[1]);
 }
 
 /* conv2d_relu_pool2_grad_filter: (x, w, bias, dy) -> dw, the filter gradient
@@ -396,19 +403,19 @@ int cpu_k_conv2d_relu_pool2_grad_filter(const rt_kernel_args *k, char *err, size
     cgeom G = cgeom_of(k);
     const int64_t taps = G.KH * G.KW * G.CG * G.C, img = (G.OH / 2) * (G.OW / 2) * G.C;
     float *acc = malloc((size_t)taps * sizeof *acc), *y = malloc((size_t)(4 * G.C) * sizeof *y),
-          *gb = malloc((size_t)(RB * (G.OW / 2) * 4 * G.C) * sizeof *gb);
+          *gk = malloc((size_t)(RB * (G.OW / 2) * 2 * G.C) * sizeof *gk);
     double *sum = calloc((size_t)taps, sizeof *sum);
-    if (!acc || !y || !gb || !sum || pack_w(&G)) {
-        free(acc), free(y), free(gb), free(sum);
+    if (!acc || !y || !gk || !sum || pack_w(&G)) {
+        free(acc), free(y), free(gk), free(sum);
         return cpu_kerr(k, err, cap, "out of memory");
     }
     const float *dy = IN_F32(k, 3);
     for (int64_t b = 0; b < G.N; b++) {
-        grad_image(&G, b, dy + b * img, acc, y, gb);
+        grad_image(&G, b, dy + b * img, acc, y, gk);
         for (int64_t i = 0; i < taps; i++) sum[i] += (double)acc[i];
     }
     float *out = k->out;
     for (int64_t i = 0; i < taps; i++) out[i] = (float)sum[i];
-    free(acc), free(y), free(gb), free(sum), free(G.wv);
+    free(acc), free(y), free(gk), free(sum), free(G.wv);
     return 0;
 }

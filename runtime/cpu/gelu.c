@@ -20,11 +20,7 @@
 #include "vec8.h"
 
 /* the 8 values of a coefficient row at the lanes' intervals i (0..7) */
-#if defined(__GNUC__) && !defined(__clang__)
-#define PICK8(row, i) __builtin_shuffle(LD8(row), (i)) /* vpermps */
-#else /* clang has no variable __builtin_shuffle */
-#define PICK8(row, i) ({ v8 r_; for (int l_ = 0; l_ < 8; l_++) r_[l_] = (row)[(i)[l_] & 7]; r_; })
-#endif
+#define PICK8(row, i) PERM8(LD8(row), (i))
 
 static const float h_coef[][8] __attribute__((aligned(32))) = {MG_GELU_H_COEF(MG_GELU_ROW)};
 static const float k_coef[][8] __attribute__((aligned(32))) = {MG_GELU_K_COEF(MG_GELU_ROW)};

@@ -28,6 +28,7 @@ typedef struct {
     int **shard;    /* shard[r][i]: replica r's SHARD of old INPUT node i */
     int *host;      /* host[i]: new host INPUT node of old INPUT node i */
     bool *sparse;   /* sparse[p]: param p's gradient is exchanged as (ids, rows) */
+    int report_at;  /* the last of the old loss and metrics: the report follows its clone (-1: none) */
 } replicator;
 
 static bool is_update(const ir_node *n) { return ir_ops[n->op].flags & OPF_UPDATE; }
@@ -91,7 +92,27 @@ static bool sparse_grad(const replicator *R, int i) {
     return false;
 }
 
-/* Clones every node but inputs, the optimizer's and sparse gradients onto replica r. */
+/* Replica r's batch means of loss and metrics, averaged over replicas for
+ * reporting (the bucket after the gradients'). Cloned right after the last
+ * of them, so first on the comm stream: the replicas meet there after the
+ * forward pass, while the backward runs, not after the last bucket, where
+ * the meeting would end the step late. */
+static void reduce_report(replicator *R, int r) {
+    ir_module *m = R->m;
+    int in[1 + m->n_metrics];
+    for (int k = 0; k <= m->n_metrics; k++) {
+        int src = R->map[r][k == 0 ? m->loss : m->metrics[k - 1].node];
+        in[k] = add(R, OP_REDUCE_MEAN, &src, 1, ir_node_at(m, src)->loc, r, STREAM_COMPUTE);
+        ir_node_at(m, in[k])->iattr[0] = 1;
+        infer_or_die(m, in[k]);
+    }
+    int ar = add(R, OP_ALL_REDUCE, in, 1 + m->n_metrics, ir_node_at(m, in[0])->loc, r, comm_stream(R));
+    ir_node_at(m, ar)->iattr[0] = m->n_buckets, ir_node_at(m, ar)->iattr[1] = 1;
+    infer_or_die(m, ar);
+}
+
+/* Clones every node but inputs, the optimizer's and sparse gradients onto
+ * replica r, and its report after the loss and metrics. */
 static void clone_replica(replicator *R, int r) {
     int in[64];
     for (int i = 0; i < R->old.n; i++) {
@@ -105,6 +126,7 @@ static void clone_replica(replicator *R, int r) {
         n->dtype = o->dtype, n->shape = o->shape, n->name = o->name, n->origin = i;
         n->fused = o->fused; /* issue 14: programs are module-owned and shared */
         R->map[r][i] = c;
+        if (i == R->report_at) reduce_report(R, r);
     }
 }
 
@@ -238,24 +260,6 @@ static void sparse_gradients(replicator *R, int **view) {
     }
 }
 
-/* Batch means of loss and metrics, averaged over replicas for reporting. */
-static void reduce_report(replicator *R, const int *old_metrics, int old_loss) {
-    ir_module *m = R->m;
-    if (old_loss < 0) return;
-    for (int r = 0; r < R->n_dev; r++) {
-        int in[1 + m->n_metrics];
-        for (int k = 0; k <= m->n_metrics; k++) {
-            int src = R->map[r][k == 0 ? old_loss : old_metrics[k - 1]];
-            in[k] = add(R, OP_REDUCE_MEAN, &src, 1, ir_node_at(m, src)->loc, r, STREAM_COMPUTE);
-            ir_node_at(m, in[k])->iattr[0] = 1;
-            infer_or_die(m, in[k]);
-        }
-        int ar = add(R, OP_ALL_REDUCE, in, 1 + m->n_metrics, ir_node_at(m, in[0])->loc, r, comm_stream(R));
-        ir_node_at(m, ar)->iattr[0] = m->n_buckets, ir_node_at(m, ar)->iattr[1] = 1;
-        infer_or_die(m, ar);
-    }
-}
-
 /* The param whose gradient is old node g, or -1. */
 static int grad_param(const ir_module *m, int g) {
     for (int p = 0; p < m->n_params; p++)
@@ -366,15 +370,18 @@ bool pass_replicate(ir_module *m, ir_diag *d, const pass_options *o) {
 
     add_host_inputs(&R);
     if (m->has_train && m->grads) choose_sparse(&R, o->sparse_grads);
+    R.report_at = -1;
+    if (m->has_train && m->grads) {
+        make_buckets(m, &R.old, m->bucket_bytes, R.sparse); /* numbers the report */
+        R.report_at = m->loss;
+        for (int k = 0; k < m->n_metrics && m->loss >= 0; k++)
+            if (m->metrics[k].node > R.report_at) R.report_at = m->metrics[k].node;
+    }
     for (int r = 0; r < R.n_dev; r++) clone_replica(&R, r);
     int **view = NULL;
-    int old_metrics[m->n_metrics + 1];
-    for (int k = 0; k < m->n_metrics; k++) old_metrics[k] = m->metrics[k].node;
     if (m->has_train && m->grads) {
-        make_buckets(m, &R.old, m->bucket_bytes, R.sparse);
         view = reduce_gradients(&R);
         sparse_gradients(&R, view);
-        reduce_report(&R, old_metrics, m->loss);
         clone_updates(&R, view);
     }
     add_broadcasts(&R);

@@ -9,7 +9,9 @@
  * vacuous - and gets the same problems and pairs as the pairwise reference
  * (ir_check_races_pairwise), as do mutants of it with moved bytes or
  * dropped waits; and memplan's first fit places every root of it where the
- * quadratic rescan (pass_options.memplan_rescan) does.
+ * quadratic rescan (pass_options.memplan_rescan) does; and on several
+ * devices the loss and metrics' all-reduce comes before every gradient
+ * bucket's on each comm stream (replicate.c).
  *   test_irplan_races STDLIB_DIR MODEL.mg... */
 #include <string.h>
 
@@ -277,6 +279,28 @@ static void same_placement(ir_module *m, ir_diag *d, pass_options *o, const char
     free(fast);
 }
 
+/* The train program's report (the loss and metrics' all-reduce, collective
+ * n_buckets) runs on each device's comm stream before any gradient bucket's:
+ * it meets after the forward pass, not at the end of the step. */
+static void report_first(const ir_module *m, const char *path) {
+    int per = m->n_devices * STREAM_COUNT;
+    for (int l = 0; l < per; l++) {
+        const ir_sched_list *list = &m->sched[l]; /* program 0: train */
+        int buckets_before = 0, report = 0;
+        for (int k = 0; k < list->n && !report; k++) {
+            const ir_node *n = list->items[k].kind == SCHED_KERNEL ? &m->g.nodes[list->items[k].arg] : NULL;
+            if (!n || n->op != OP_ALL_REDUCE) continue;
+            if (n->iattr[0] == m->n_buckets) report = 1;
+            else if (n->iattr[0] < m->n_buckets) buckets_before++;
+        }
+        if (list->stream == STREAM_COMM && (!report || buckets_before)) {
+            fprintf(stderr, "FAIL: %s on %d devices: device %d's report %s\n", path, m->n_devices, list->device,
+                    report ? "runs after a gradient bucket's all-reduce" : "is not on its comm stream");
+            exit(1);
+        }
+    }
+}
+
 /* Compiles `path` for n_dev devices; returns the pairs the check ordered. */
 static int64_t sweep_one(const char *path, const char *stdlib, int n_dev, int64_t bucket) {
     pass_options o;
@@ -297,6 +321,7 @@ static int64_t sweep_one(const char *path, const char *stdlib, int n_dev, int64_
     same_placement(m, d, &o, path);
     unsigned seed = (unsigned)(n_dev * 131 + bucket);
     if (!bucket) broken += mutants(m, path, &seed); /* the default buckets: enough, and quick */
+    if (n_dev > 1 && m->has_train && m->loss >= 0) report_first(m, path);
     if (n_dev > 1 && m->has_train && pairs == 0) {
         fprintf(stderr, "FAIL: %s on %d devices: no cross-stream pair checked\n", path, n_dev);
         exit(1);

@@ -12,10 +12,12 @@
  * The windows whose taps all fall inside x, for one input channel, groups 1,
  * 3x3 filters and channels a multiple of 8: vectors of 8 channels, two at a
  * time, each of the four elements a sum from 0 over the taps (r, s
- * ascending), + bias, relu; the filter gradient takes the windows' gradients
- * two rows of windows at a time (in L1) and sums a filter row's 3 taps x 32
- * channels in registers from them. Any other window or geometry: the same
- * rule a pixel and a channel at a time (pixel_any), into the image's sums in
+ * ascending), + bias, relu. The filter gradient finds, two rows of windows at
+ * a time (in L1), each window's gradient and the pixel it goes to (the only
+ * one of the four with a nonzero gradient), then sums the 9 taps x 8
+ * channels in registers, one product a tap and a window: dy times x under
+ * that pixel, picked by vpermps. Any other window or geometry: the same rule
+ * a pixel and a channel at a time (pixel_any), into the image's sums in
  * memory.
  * Deterministic: float sums within an image in a fixed order, double across
  * images. */
@@ -240,8 +242,8 @@ static inline __attribute__((always_inline)) void pool_row(const cgeom *G, int64
  * the pixel's lane (PERM8), not four products of which three are by 0. */
 
 /* the window's gradient g (dy at d, 0 where the maximum is <= 0) and the
- * lane k of its first maximum's pixel (l1 .. l3: pixel 1 .. 3's; pixel 0's
- * is 0), into gk [2, 8] */
+ * lane k of its first maximum's pixel (l1 .. l3 from LANES: pixel 1 .. 3's;
+ * pixel 0's is 0), into gk [2, 8] */
 #define PICK(y0, y1, y2, y3, d, gk)                                                                                    \
     {                                                                                                                  \
         v8 m_ = max8(max8(y0, y1), max8(y2, y3)), z_ = {0};                                                            \
@@ -297,7 +299,8 @@ typedef float v4 __attribute__((vector_size(16)));
         }                                                                                                              \
         v_;                                                                                                            \
     })
-/* filter row r's three taps: g times x under the window's pixel of lane k, added to t0, t1, t2 */
+/* filter row r's three taps: g times x under the window's pixel of lane k,
+ * added to t0, t1, t2 (p, W, g, k, the geometry and k33: the caller's) */
 #define ROW_TAPS(r, t0, t1, t2)                                                                                        \
     {                                                                                                                  \
         v8 x0_ = TAPS_X(p, W, r, 0, sh, sw, dh, dw, k33);                                                              \

@@ -5,6 +5,7 @@
 
 #include <cblas.h>
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 enum { KEY_CAP = 512, PATH_CAP = 1024, TIMED_RUNS = 5, TUNE_MAX_CAND = 8 }; /* an op's candidates: 4 at most today */
+enum { KEEP_FILES = 8 }; /* cache files kept in the directory, this build's and the most recently used others */
 
 typedef struct choice {
     char key[KEY_CAP];
@@ -188,6 +190,73 @@ static void load_cache(int merge) {
     free(text);
 }
 
+/* ---- the cache directory: one file per build, the least recently used pruned ---- */
+
+/* "kernels-" 16 hex digits ".json": a cache file's name */
+static int is_cache_name(const char *n) {
+    if (strncmp(n, "kernels-", 8) || strlen(n) != 8 + 16 + 5 || strcmp(n + 24, ".json")) return 0;
+    for (int i = 8; i < 24; i++)
+        if (!strchr("0123456789abcdef", n[i])) return 0;
+    return 1;
+}
+
+typedef struct {
+    struct timespec used; /* the file's mtime: its build's last run (mark_used) or write */
+    char name[32];
+} cache_file;
+
+static int newer_first(const void *a, const void *b) {
+    const struct timespec *x = &((const cache_file *)a)->used, *y = &((const cache_file *)b)->used;
+    return x->tv_sec != y->tv_sec ? (x->tv_sec < y->tv_sec) - (x->tv_sec > y->tv_sec)
+                                   : (x->tv_nsec < y->tv_nsec) - (x->tv_nsec > y->tv_nsec);
+}
+
+/* A build that reads its cache marks it used (its mtime), so that pruning
+ * goes by last use, not by last measurement. */
+static void mark_used(void) {
+    if (path[0]) utimensat(AT_FDCWD, path, NULL, 0);
+}
+
+/* Removes the cache files of other builds (and their locks) beyond the
+ * KEEP_FILES - 1 most recently used: every rebuild of mgc writes a file of
+ * its own, and nothing else would ever remove the old ones. Called by a
+ * build writing its file. A run of a pruned build measures again. */
+static void prune_others(void) {
+    char dir[PATH_CAP];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) return;
+    *slash = 0;
+    const char *mine = slash + 1;
+    DIR *d = opendir(dir);
+    if (!d) return;
+    cache_file *files = NULL;
+    size_t n = 0, cap = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        struct stat st;
+        char file[2 * PATH_CAP];
+        snprintf(file, sizeof file, "%s/%s", dir, e->d_name);
+        if (!is_cache_name(e->d_name) || !strcmp(e->d_name, mine) || stat(file, &st)) continue;
+        if (n == cap) {
+            cache_file *f = realloc(files, (cap = cap ? 2 * cap : 16) * sizeof *files);
+            if (!f) break;
+            files = f;
+        }
+        files[n].used = st.st_mtim;
+        snprintf(files[n++].name, sizeof files->name, "%s", e->d_name);
+    }
+    closedir(d);
+    qsort(files, n, sizeof *files, newer_first);
+    for (size_t i = KEEP_FILES - 1; i < n; i++) {
+        char file[2 * PATH_CAP];
+        snprintf(file, sizeof file, "%s/%s", dir, files[i].name);
+        unlink(file);
+        snprintf(file, sizeof file, "%s/%s.lock", dir, files[i].name);
+        unlink(file);
+    }
+    free(files);
+}
+
 /* Writes the table to a temporary file beside the cache and renames it over,
  * holding an flock on FILE.lock: the file is read back first and the keys
  * other processes chose since this one loaded it are kept (a corrupt one is
@@ -211,6 +280,7 @@ static void save_cache(void) {
     if (f) ok = !fclose(f) && ok;
     if (ok) ok = rename(tmp, path) == 0;
     else if (f) unlink(tmp);
+    if (ok) prune_others();
     static int warned;
     if (!ok && !warned) fprintf(stderr, "mgc: warning: cannot write kernel cache %s: %s\n", path, strerror(errno));
     warned |= !ok;
@@ -244,6 +314,7 @@ static void load(void) {
                 env);
     find_path();
     load_cache(0);
+    mark_used();
     loaded = 1;
 }
 

@@ -70,17 +70,7 @@ mgc_rounds() {
 # median_columns FILE -> the median of each column of FILE's lines, over the
 # rows where it is a number (a peer's run reads "skipped" or "failed"; with no
 # number in a column, its first row's word)
-median_columns() {
-  /usr/bin/python3 -c "import math, statistics, sys
-def num(v):
-    try:
-        return float(v) if math.isfinite(float(v)) else None
-    except ValueError:
-        return None
-rows = [l.split() for l in open(sys.argv[1])]
-cols = [[num(r[c]) for r in rows if num(r[c]) is not None] for c in range(len(rows[0]))]
-print(' '.join(f'{statistics.median(v):g}' if v else rows[0][c] for c, v in enumerate(cols)))" "$1"
-}
+median_columns() { /usr/bin/python3 bench/rounds.py medians "$1"; }
 
 # ceiling MODEL STEPS -> images/s of two independent one-device runs at once,
 # one per core, with no communication: what two cores allow

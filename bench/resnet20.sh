@@ -37,17 +37,16 @@ printf "%-44s %10s\n" "mgc, cpu:0, 1 core" "$one"
 printf "%-44s %10s\n" "pytorch DDP, 2 processes, 64 each" "$ddp"
 printf "%-44s %10s\n" "mgc, cpu:0,cpu:1, 2 cores, 64 each" "$two"
 printf "%-44s %10s\n" "2 x mgc cpu:0 at once, 1 core each" "$both"
-/usr/bin/python3 - "$one" "$gflop" "$sgemm" "$tmp/rounds" <<'PY'
-import statistics, sys
+PYTHONPATH=bench /usr/bin/python3 - "$one" "$gflop" "$sgemm" "$tmp/rounds" <<'PY'
+import sys
+from rounds import each, read, times
 one, gflop, sgemm = map(float, sys.argv[1:4])
-rounds = [list(map(float, l.split())) for l in open(sys.argv[4])]  # sgemm one two ceiling torch ddp
-each = lambda f: f"{statistics.median(map(f, rounds)):.0%} (each round: {', '.join(f'{f(r):.0%}' for r in rounds)})"
-times = lambda f: f"{statistics.median(map(f, rounds)):.2f}x (each round: {', '.join(f'{f(r):.2f}x' for r in rounds)})"
-print(f"mgc / pytorch (1 core):        {times(lambda r: r[1] / r[4])}   (target >= 2x)")
-print(f"mgc / pytorch DDP (2 cores):   {times(lambda r: r[2] / r[5])}   (target >= 2x)")
-print(f"mgc 2 devices / ceiling:       {each(lambda r: r[2] / r[3])}")
+rounds = read(sys.argv[4])  # sgemm one two ceiling torch ddp
+print(f"mgc / pytorch (1 core):        {times(rounds, lambda r: r[1] / r[4])}   (target >= 2x)")
+print(f"mgc / pytorch DDP (2 cores):   {times(rounds, lambda r: r[2] / r[5])}   (target >= 2x)")
+print(f"mgc 2 devices / ceiling:       {each(rounds, lambda r: r[2] / r[3])}")
 print(f"mgc step flop rate (1 core):   {one * gflop:.1f} GFLOP/s ({1000 * gflop:.1f} MFLOP an image); "
-      f"sgemm {sgemm:.1f} GFLOP/s: {each(lambda r: r[1] * gflop / r[0])}")
+      f"sgemm {sgemm:.1f} GFLOP/s: {each(rounds, lambda r: r[1] * gflop / r[0])}")
 PY
 [ "$epochs" != 0 ] || { echo "load average at the end: $(load_average)"; exit 0; }
 

@@ -65,30 +65,24 @@ printf "%-40s %10s\n" "pytorch DDP, 2 processes, 2 cores" "$ddp"
 printf "%-40s %10s\n" "tensorflow MirroredStrategy, 2 devices" "$tf2"
 printf "%-40s %10s\n" "jax, 2 devices (sharded jit)" "$jax2"
 printf "%-40s %10s\n" "2 x mgc cpu:0 at once, 1 core each" "$ceiling"
-/usr/bin/python3 - "$one" "$two" "$ceiling" "$jax1" "$jax2" "$gflop" "$sgemm" "$tmp/rounds" <<'PY'
-import statistics, sys
-number = lambda v: float(v) if v not in ("skipped", "failed") else None
+PYTHONPATH=bench /usr/bin/python3 - "$one" "$two" "$ceiling" "$jax1" "$jax2" "$gflop" "$sgemm" "$tmp/rounds" <<'PY'
+import sys
+from rounds import each, number, read, times
 one, two, ceiling = map(float, sys.argv[1:4])
 jax1, jax2 = map(number, sys.argv[4:6])
 gflop, sgemm = map(float, sys.argv[6:8])
-rounds = [list(map(number, l.split())) for l in open(sys.argv[8])]  # sgemm one two ceiling torch tf1 ddp tf2
-def times(f, need=()):  # the median of the rounds' ratios, over the rounds whose peer ran
-    got = [r for r in rounds if all(r[c] is not None for c in need)]
-    if not got:
-        return "n/a"
-    return f"{statistics.median(map(f, got)):.2f}x (each round: {', '.join(f'{f(r):.2f}x' for r in got)})"
-each = lambda f: f"{statistics.median(map(f, rounds)):.0%} (each round: {', '.join(f'{f(r):.0%}' for r in rounds)})"
+rounds = read(sys.argv[8])  # sgemm one two ceiling torch tf1 ddp tf2
 ratio = lambda a, b: f"{a / b:.2f}x" if b else "n/a"
-print(f"mgc / pytorch (1 core):        {times(lambda r: r[1] / r[4])}   (target >= 4x)")
-print(f"mgc / tensorflow (1 device):   {times(lambda r: r[1] / r[5], (5,))}   (target >= 2x)")
-print(f"mgc / tensorflow (2 devices):  {times(lambda r: r[2] / r[7], (7,))}   (target >= 2x)")
+print(f"mgc / pytorch (1 core):        {times(rounds, lambda r: r[1] / r[4])}   (target >= 4x)")
+print(f"mgc / tensorflow (1 device):   {times(rounds, lambda r: r[1] / r[5], (5,))}   (target >= 2x)")
+print(f"mgc / tensorflow (2 devices):  {times(rounds, lambda r: r[2] / r[7], (7,))}   (target >= 2x)")
 print(f"mgc / jax (1 device):          {ratio(one, jax1)}")
 print(f"mgc / jax (2 devices):         {ratio(two, jax2)}")
-print(f"mgc / pytorch DDP (2 cores):   {times(lambda r: r[2] / r[6])}")
+print(f"mgc / pytorch DDP (2 cores):   {times(rounds, lambda r: r[2] / r[6])}")
 print(f"mgc 2 devices / 1 device:      {two / one:.2f}x")
 print(f"2-core ceiling / 1 device:     {ceiling / one:.2f}x   (no communication: what the machine allows)")
-print(f"mgc 2 devices / ceiling:       {each(lambda r: r[2] / r[3])}   (target >= 90%)")
+print(f"mgc 2 devices / ceiling:       {each(rounds, lambda r: r[2] / r[3])}   (target >= 90%)")
 print(f"mgc step flop rate (1 core):   {one * gflop:.1f} GFLOP/s ({1000 * gflop:.2f} MFLOP an image); "
-      f"sgemm {sgemm:.1f} GFLOP/s: {each(lambda r: r[1] * gflop / r[0])}   (target >= 60%)")
+      f"sgemm {sgemm:.1f} GFLOP/s: {each(rounds, lambda r: r[1] * gflop / r[0])}   (target >= 60%)")
 PY
 echo "load average at the end: $(load_average)"

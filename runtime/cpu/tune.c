@@ -246,7 +246,7 @@ static void prune_others(void) {
         snprintf(files[n++].name, sizeof files->name, "%s", e->d_name);
     }
     closedir(d);
-    qsort(files, n, sizeof *files, newer_first);
+    if (n) qsort(files, n, sizeof *files, newer_first); /* files is NULL when there is none */
     for (size_t i = KEEP_FILES - 1; i < n; i++) {
         char file[2 * PATH_CAP];
         snprintf(file, sizeof file, "%s/%s", dir, files[i].name);

@@ -17,8 +17,8 @@ static int64_t conv_macs(const ir_module *m, const ir_node *n) {
     case OP_CONV2D_GRAD_INPUT: return ir_shape_numel(&m->g.nodes[n->in[0]].shape) * taps;
     case OP_CONV2D_GRAD_FILTER: return ir_shape_numel(&m->g.nodes[n->in[1]].shape) * taps;
     case OP_CONV2D_GRAD_FILTER_POOL2: return ir_shape_numel(&m->g.nodes[n->in[1]].shape) * taps; /* y: dx's shape */
-    /* issue 14 (seed CNN speed): y, 4 times the pooled output; not counted: the filter gradient's making y again */
-    case OP_CONV2D_RELU_POOL2: return 4 * ir_shape_numel(&n->shape) * taps;
+    /* issue 14 (seed CNN speed): y, 4 times the pooled output (half of the node's); the unfused count */
+    case OP_CONV2D_RELU_POOL2: return 2 * ir_shape_numel(&n->shape) * taps;
     case OP_CONV2D_RELU_POOL2_GRAD_FILTER: return 4 * ir_shape_numel(&m->g.nodes[n->in[3]].shape) * taps;
     default: /* conv2d_transpose, w [kh, kw, cout, cin]: each input element meets kh * kw * cout taps */
         return ir_shape_numel(&m->g.nodes[n->in[0]].shape) * w->dim[0] * w->dim[1] * w->dim[2];

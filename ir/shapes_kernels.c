@@ -232,39 +232,47 @@ bool rule_conv2d_grad_filter_pool2(rule *r) {
 
 /* ---- issue 14 (seed CNN speed): conv2d_relu_pool2 and its filter gradient ---- */
 
-/* y = conv2d(x, w) f32 with bias f32[channels] and an even height and width
- * (the 2x2 stride-2 max-pool tiles it): y's shape into *y */
-static bool relu_pool2_conv(rule *r, ir_shape *y) {
-    char b1[96], b2[96];
-    const ir_node *bias = &r->m->g.nodes[r->n->in[2]];
+/* y = conv2d(x, w) f32 with an even height and width (the 2x2 stride-2
+ * max-pool tiles it): the pooled shape [N, OH/2, OW/2, C] into *p */
+static bool relu_pool2_conv(rule *r, ir_shape *p) {
+    char b1[96];
     if (!rule_conv2d(r)) return false;
-    *y = r->n->shape;
-    if (r->n->dtype != IR_F32 || y->dim[1] % 2 || y->dim[2] % 2 || bias->dtype != IR_F32 || bias->shape.rank != 1 ||
-        bias->shape.dim[0] != y->dim[3])
-        return fail(r, "'%s' pools 2x2 windows of stride 2 that tile relu(conv2d(x, w) + bias): needs f32, an even "
-                    "height and width of the convolution's output %s and bias %s of its channels", op_name(r),
-                    tstr(&(ir_node){.dtype = r->n->dtype, .shape = *y}, b1), tstr(bias, b2));
+    const ir_shape *y = &r->n->shape;
+    if (r->n->dtype != IR_F32 || y->dim[1] % 2 || y->dim[2] % 2)
+        return fail(r, "'%s' pools 2x2 windows of stride 2 that tile relu(conv2d(x, w) + bias): needs f32 and an "
+                    "even height and width of the convolution's output %s", op_name(r),
+                    tstr(&(ir_node){.dtype = r->n->dtype, .shape = *y}, b1));
+    *p = ir_shape_make(4, (int64_t[4]){y->dim[0], y->dim[1] / 2, y->dim[2] / 2, y->dim[3]});
     return true;
 }
 
-/* conv2d_relu_pool2: (x, w, bias) -> [N, OH/2, OW/2, C] */
-bool rule_conv2d_relu_pool2(rule *r) {
-    ir_shape y;
-    if (!relu_pool2_conv(r, &y)) return false;
-    r->n->shape = ir_shape_make(4, (int64_t[4]){y.dim[0], y.dim[1] / 2, y.dim[2] / 2, y.dim[3]});
-    return true;
-}
-
-/* conv2d_relu_pool2_grad_filter: (x, w, bias, dy of conv2d_relu_pool2's type) -> w's type */
-bool rule_conv2d_relu_pool2_grad_filter(rule *r) {
+/* input k of the node (what) must be f32 of shape s (why) */
+static bool f32_of(rule *r, int k, const char *what, const ir_shape *s, const char *why) {
     char b1[96], b2[96];
-    ir_shape y;
-    if (!relu_pool2_conv(r, &y)) return false;
-    const ir_node *dy = &r->m->g.nodes[r->n->in[3]];
-    ir_shape half = ir_shape_make(4, (int64_t[4]){y.dim[0], y.dim[1] / 2, y.dim[2] / 2, y.dim[3]});
-    if (dy->dtype != IR_F32 || !ir_shape_eq(&dy->shape, &half))
-        return fail(r, "dy %s of '%s' must be %s, the pooled output's type", tstr(dy, b1), op_name(r),
-                    tstr(&(ir_node){.dtype = IR_F32, .shape = half}, b2));
+    const ir_node *x = &r->m->g.nodes[r->n->in[k]];
+    if (x->dtype == IR_F32 && ir_shape_eq(&x->shape, s)) return true;
+    return fail(r, "%s %s of '%s' must be %s, %s", what, tstr(x, b1), op_name(r),
+                tstr(&(ir_node){.dtype = IR_F32, .shape = *s}, b2), why);
+}
+
+/* conv2d_relu_pool2: (x, w, bias [C]) -> [2, N, OH/2, OW/2, C], the pooled maxima and the windows' pixels */
+bool rule_conv2d_relu_pool2(rule *r) {
+    ir_shape p, bias;
+    if (!relu_pool2_conv(r, &p)) return false;
+    bias = ir_shape_make(1, (int64_t[1]){p.dim[3]});
+    if (!f32_of(r, 2, "bias", &bias, "one value a channel")) return false;
+    r->n->shape = ir_shape_make(5, (int64_t[5]){2, p.dim[0], p.dim[1], p.dim[2], p.dim[3]});
+    return true;
+}
+
+/* conv2d_relu_pool2_grad_filter: (x, w, f (conv2d_relu_pool2's output), dy of the pooled type) -> w's type */
+bool rule_conv2d_relu_pool2_grad_filter(rule *r) {
+    ir_shape p, f;
+    if (!relu_pool2_conv(r, &p)) return false;
+    f = ir_shape_make(5, (int64_t[5]){2, p.dim[0], p.dim[1], p.dim[2], p.dim[3]});
+    if (!f32_of(r, 2, "f", &f, "conv2d_relu_pool2's output (the pooled maxima, then each window's pixel)") ||
+        !f32_of(r, 3, "dy", &p, "the pooled output's type"))
+        return false;
     r->n->dtype = IR_F32, r->n->shape = r->y->shape;
     return true;
 }

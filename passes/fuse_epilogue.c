@@ -261,10 +261,13 @@ static void fuse_bias_grad_pool(fuser *f, int j) {
  *   y = conv2d_epilogue(x, w, bias; relu), f32, no residual, read by nothing but
  *       max_pool2d(y) (2x2 windows of stride 2 tiling y) and conv2d_grad_filter_pool2(x, y, dy)
  *       (the same x and convolution):
- *   max_pool2d(y)                      -> conv2d_relu_pool2(x, w, bias)
- *   conv2d_grad_filter_pool2(x, y, dy) -> conv2d_relu_pool2_grad_filter(x, w, bias, dy)
- *       y is then read by nothing and never made: the forward pools two rows of it at a
- *       time in cache, the filter gradient makes it again an image at a time. */
+ *   y                                  -> f = conv2d_relu_pool2(x, w, bias), [2, N, P, Q, C]
+ *   max_pool2d(y)                      -> view(f) of its first half, the pooled maxima
+ *   conv2d_grad_filter_pool2(x, y, dy) -> conv2d_relu_pool2_grad_filter(x, w, f, dy)
+ *       y is then never made: the forward pools two rows of it at a time in cache and
+ *       writes, behind the maxima, each window's pixel the gradient goes to, which the
+ *       filter gradient reads instead of making y again. f takes y's index, which comes
+ *       before every reader. */
 
 /* node u reads y as rule 6 takes it: 1 a max_pool2d, 2 a filter gradient through it, 0 otherwise */
 static int relu_pool2_reader(const fuser *f, int u, int y) {
@@ -296,14 +299,15 @@ static void fuse_relu_pool2(fuser *f, int y) {
     int x = c->in[0], w = c->in[1], b = c->in[2];
     int64_t iattr[IR_MAX_IATTR] = {0};
     memcpy(iattr, c->iattr, 9 * sizeof *iattr);
-    ir_loc loc = c->loc;
-    for (int u = y + 1; u < n; u++) {
-        if (!f->live[u]) continue;
-        int kind = relu_pool2_reader(f, u, y);
-        if (kind == 1) rewrite(f, u, OP_CONV2D_RELU_POOL2, (int[]){x, w, b}, 3, iattr, loc);
-        else if (kind == 2) rewrite(f, u, OP_CONV2D_RELU_POOL2_GRAD_FILTER, (int[]){x, w, b, at(f, u)->in[2]}, 4, iattr,
-                                    at(f, u)->loc);
-    }
+    int kinds[n]; /* the readers' kinds, taken before y changes */
+    for (int u = y + 1; u < n; u++) kinds[u] = f->live[u] ? relu_pool2_reader(f, u, y) : 0;
+    if (!rewrite(f, y, OP_CONV2D_RELU_POOL2, (int[]){x, w, b}, 3, iattr, c->loc)) return;
+    for (int u = y + 1; u < n; u++)
+        if (kinds[u] == 1) { /* a view keeps the pool's shape (rewrite keeps it, and rule_view reads it) */
+            if (!rewrite(f, u, OP_VIEW, (int[]){y}, 1, (int64_t[IR_MAX_IATTR]){0}, at(f, u)->loc)) abort();
+        } else if (kinds[u] == 2 && !rewrite(f, u, OP_CONV2D_RELU_POOL2_GRAD_FILTER, (int[]){x, w, y, at(f, u)->in[2]},
+                                             4, iattr, at(f, u)->loc))
+            abort(); /* the shape rules accept what relu_pool2_reader did */
 }
 
 /* ---- issue 14 (char_gpt speed): attention's dropout gradient in causal_softmax_grad ----

@@ -1,24 +1,23 @@
-/* conv_pool.c - conv2d_relu_pool2 and its filter gradient (issue 14, seed CNN
- * speed; docs/epilogue.md, rule 6): the seed CNN's first convolution (3x3x1x32
- * over 28x28 images), its bias, relu and 2x2 stride-2 max-pool in one pass.
- * Both kernels walk y = relu(conv2d(x, w) + bias) a pool window at a time and
- * make the window's four elements in registers: the forward keeps their
- * maximum, the filter gradient finds the window's first maximum and passes
- * dy (where that maximum is > 0) straight into the taps. y ([64, 26, 26, 32],
+/* conv_pool.c - conv2d_relu_pool2 and its filter gradient (issue 14, seed
+ * CNN speed; docs/epilogue.md, rule 6): the seed CNN's first convolution
+ * (3x3x1x32 over 28x28 images), its bias, relu and 2x2 stride-2 max-pool in
+ * one pass. The forward walks y = relu(conv2d(x, w) + bias) a pool window at
+ * a time, makes the window's four elements in registers and writes their
+ * maximum and, behind the maxima, the window's pixel the pool's gradient goes
+ * to: the first of the four holding the maximum (row-major, 0..3), or -1
+ * where the maximum is not > 0 (mg_relu_grad's zero). y ([64, 26, 26, 32],
  * 5.5 MB), its pool gradient and the dense [N, OH, OW, C] gradient are never
- * written. Both make y with the same functions, so the window maxima the
- * gradient finds are the forward's, bit for bit.
+ * written. The filter gradient reads the pixels: one product a tap and a
+ * window, dy times x under the window's pixel, not four of which three are
+ * by 0, and no y made again.
  *
  * The windows whose taps all fall inside x, for one input channel, groups 1,
  * 3x3 filters and channels a multiple of 8: vectors of 8 channels, two at a
  * time, each of the four elements a sum from 0 over the taps (r, s
- * ascending), + bias, relu. The filter gradient finds, two rows of windows at
- * a time (in L1), each window's gradient and the pixel it goes to (the only
- * one of the four with a nonzero gradient), then sums the 9 taps x 8
- * channels in registers, one product a tap and a window: dy times x under
- * that pixel, picked by vpermps. Any other window or geometry: the same rule
- * a pixel and a channel at a time (pixel_any), into the image's sums in
- * memory.
+ * ascending), + bias, relu; the filter gradient sums the 9 taps x 8 channels
+ * in registers over an image's windows, x under each window's pixel picked
+ * by vpermps. Any other window or geometry: the same rule a pixel and a
+ * channel at a time (pixel_any), into the image's sums in memory.
  * Deterministic: float sums within an image in a fixed order, double across
  * images. */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -46,7 +45,7 @@
 
 /* x [N, H, W, CX], w [KH, KW, CG, C], bias [C] -> y [N, OH, OW, C], pooled [N, OH / 2, OW / 2, C] */
 typedef struct {
-    const float *x, *w, *bias;
+    const float *x, *w, *bias;  /* bias: the forward's (the gradient's input 2 is the forward's output) */
     float *wv;                  /* reg: w [3, 3, 1, C] as [C / 8, 9, 8], a vector's taps together */
     int64_t N, H, W, CX, OH, OW, C, KH, KW, CG;
     ir_conv g;
@@ -136,30 +135,32 @@ static int first_max(const float *y, int64_t C, int64_t c) {
     return arg;
 }
 
+/* the pixel of each channel's gradient in a window whose four elements of y
+ * are y [4, C]: the first maximum (first_max's) where it is > 0, else -1 */
+static float pixel_of(const float *y, int64_t C, int64_t c) {
+    int arg = first_max(y, C, c);
+    return y[arg * C + c] > 0.0f ? (float)arg : -1.0f;
+}
+
 /* the filter gradient of window (ph, pw) of image b into acc [KH, KW, CG, C]:
- * each channel's dy (where the window's maximum is > 0) times x under its
- * first maximum's taps, 0 times x under the other three's; y: room for [4, C] */
-static void window_any_grad(const cgeom *G, int64_t b, int64_t ph, int64_t pw, const float *dy, float *acc,
-                            float *y) {
+ * each channel's dy times x under the taps of its pixel (px, pixel_of's) */
+static void window_any_grad(const cgeom *G, int64_t b, int64_t ph, int64_t pw, const float *dy, const float *px,
+                            float *acc) {
     const ir_conv *g = &G->g;
     const int64_t C = G->C, per = C / g->groups, CG = G->CG;
-    window_any(G, b, ph, pw, y);
     for (int64_t c = 0; c < C; c++) {
-        int arg = first_max(y, C, c);
-        float d = mg_relu_grad(y[arg * C + c], dy[c]);
-        for (int k = 0; k < 4; k++) {
-            float gk = k == arg ? d : 0.0f;
-            int64_t oh = 2 * ph + k / 2, ow = 2 * pw + k % 2;
-            for (int64_t r = 0; r < G->KH; r++) {
-                int64_t ih = oh * g->stride[0] - g->pad[0] + r * g->dilation[0];
-                if (ih < 0 || ih >= G->H) continue;
-                for (int64_t s = 0; s < G->KW; s++) {
-                    int64_t iw = ow * g->stride[1] - g->pad[1] + s * g->dilation[1];
-                    if (iw < 0 || iw >= G->W) continue;
-                    const float *xp = G->x + ((b * G->H + ih) * G->W + iw) * G->CX + c / per * CG;
-                    float *a = acc + (r * G->KW + s) * CG * C + c;
-                    for (int64_t ci = 0; ci < CG; ci++) a[ci * C] += xp[ci] * gk;
-                }
+        if (!(px[c] >= 0.0f)) continue;
+        int k = (int)px[c] & 3;
+        int64_t oh = 2 * ph + k / 2, ow = 2 * pw + k % 2;
+        for (int64_t r = 0; r < G->KH; r++) {
+            int64_t ih = oh * g->stride[0] - g->pad[0] + r * g->dilation[0];
+            if (ih < 0 || ih >= G->H) continue;
+            for (int64_t s = 0; s < G->KW; s++) {
+                int64_t iw = ow * g->stride[1] - g->pad[1] + s * g->dilation[1];
+                if (iw < 0 || iw >= G->W) continue;
+                const float *xp = G->x + ((b * G->H + ih) * G->W + iw) * G->CX + c / per * CG;
+                float *a = acc + (r * G->KW + s) * CG * C + c;
+                for (int64_t ci = 0; ci < CG; ci++) a[ci * C] += xp[ci] * dy[c];
             }
         }
     }
@@ -212,70 +213,36 @@ static inline __attribute__((always_inline)) void window_y2(const float *p, cons
     u[0] = relu8(e + bu), u[1] = relu8(f + bu), u[2] = relu8(g + bu), u[3] = relu8(h + bu);
 }
 
+/* the window's maximum (of y0 .. y3, 8 channels) into o and its pixel (as
+ * pixel_of: the first maximum where it is > 0, else -1) into px */
+#define POOL8(y0, y1, y2, y3, o, px)                                                                                   \
+    {                                                                                                                  \
+        v8 m_ = max8(max8(y0, y1), max8(y2, y3)), z_ = {0};                                                            \
+        v8i k_ = (((v8i){0} + 2) & (y2 == m_)) | (((v8i){0} + 3) & ~(y2 == m_));                                       \
+        k_ = (((v8i){0} + 1) & (y1 == m_)) | (k_ & ~(y1 == m_)), k_ &= ~(y0 == m_);                                    \
+        k_ = ((m_ > z_) & k_) | (~(m_ > z_) & ((v8i){0} - 1));                                                         \
+        ST8(o, m_), ST8(px, __builtin_convertvector(k_, v8));                                                          \
+    }
+
 /* windows [pw0, pw1) of row ph of image b pooled, every channel, into o (at
- * window pw0) */
+ * window pw0) and their pixels into px (likewise) */
 static inline __attribute__((always_inline)) void pool_row(const cgeom *G, int64_t b, int64_t ph, int64_t pw0,
-                                                           int64_t pw1, float *o, int64_t sh, int64_t sw, int64_t dh,
-                                                           int64_t dw) {
+                                                           int64_t pw1, float *o, float *px, int64_t sh, int64_t sw,
+                                                           int64_t dh, int64_t dw) {
     const float *p = window_x(G, b, ph, pw0), *w = G->wv, *bias = G->bias;
     const int64_t C = G->C, W = G->W;
-    for (int64_t pw = pw0; pw < pw1; pw++, p += 2 * sw, o += C) {
+    for (int64_t pw = pw0; pw < pw1; pw++, p += 2 * sw, o += C, px += C) {
         int64_t c0 = 0;
         for (; c0 + 16 <= C; c0 += 16) { /* two vectors: eight independent sums */
             v8 y[4], u[4];
             window_y2(p, w + 9 * c0, bias + c0, W, sh, sw, dh, dw, y, u);
-            ST8(o + c0, max8(max8(y[0], y[1]), max8(y[2], y[3])));
-            ST8(o + c0 + 8, max8(max8(u[0], u[1]), max8(u[2], u[3])));
+            POOL8(y[0], y[1], y[2], y[3], o + c0, px + c0)
+            POOL8(u[0], u[1], u[2], u[3], o + c0 + 8, px + c0 + 8)
         }
         if (c0 < C) {
             v8 y0, y1, y2, y3;
             window_y(p, w + 9 * c0, bias + c0, W, sh, sw, dh, dw, &y0, &y1, &y2, &y3);
-            ST8(o + c0, max8(max8(y0, y1), max8(y2, y3)));
-        }
-    }
-}
-
-/* A window's gradient is nonzero at one pixel only, the first of its four
- * holding the maximum (first_max's), and there it is dy where the maximum is
- * > 0 (mg_relu_grad). So the filter gradient takes one product a tap and a
- * window, dy times x under that pixel's tap, picked from a vector of x by
- * the pixel's lane (PERM8), not four products of which three are by 0. */
-
-/* the window's gradient g (dy at d, 0 where the maximum is <= 0) and the
- * lane k of its first maximum's pixel (l1 .. l3 from LANES: pixel 1 .. 3's;
- * pixel 0's is 0), into gk [2, 8] */
-#define PICK(y0, y1, y2, y3, d, gk)                                                                                    \
-    {                                                                                                                  \
-        v8 m_ = max8(max8(y0, y1), max8(y2, y3)), z_ = {0};                                                            \
-        v8i k_ = (l2 & (y2 == m_)) | (l3 & ~(y2 == m_));                                                               \
-        k_ = (l1 & (y1 == m_)) | (k_ & ~(y1 == m_));                                                                   \
-        ST8(gk, (v8)((v8i)LD8(d) & (m_ > z_))), ST8((gk) + 8, (v8)(k_ & ~(y0 == m_)));                                 \
-    }
-
-/* the lane of pixel k = 1, 2, 3 of a window in the vectors of x TAPS_X makes */
-#define LANES(k33)                                                                                                     \
-    const v8i l1 = (v8i){0} + 1, l2 = (v8i){0} + ((k33) ? 4 : 2), l3 = l2 + 1
-
-enum { RB = 2 }; /* rows of windows a pass of the filter gradient: their g and k stay in L1 */
-
-/* windows of image b inside x on rows [r0, r1), channels c0 .. c0 + 8 nv -
- * 1 (nv 1 or 2): y made again (window_y, window_y2), g and k (PICK) into gk
- * (at the vector; a window every gs floats, [nv, 2, 8] of it) */
-static inline __attribute__((always_inline)) void grad_pick(const cgeom *G, int64_t b, int64_t r0, int64_t r1,
-                                                            const float *dy, int64_t c0, int nv, float *gk,
-                                                            int64_t gs, int64_t sh, int64_t sw, int64_t dh,
-                                                            int64_t dw) {
-    const int64_t C = G->C, W = G->W, PW = G->OW / 2, pw0 = G->pw0, pw1 = G->pw1;
-    const float *w = G->wv + 9 * c0, *bias = G->bias + c0;
-    LANES(sh == 1 && sw == 1 && dh == 1 && dw == 1);
-    for (int64_t ph = r0; ph < r1; ph++) {
-        const float *p = window_x(G, b, ph, pw0), *d = dy + (ph * PW + pw0) * C + c0;
-        for (int64_t pw = pw0; pw < pw1; pw++, p += 2 * sw, d += C, gk += gs) {
-            v8 y[4], u[4];
-            if (nv == 2) window_y2(p, w, bias, W, sh, sw, dh, dw, y, u);
-            else window_y(p, w, bias, W, sh, sw, dh, dw, &y[0], &y[1], &y[2], &y[3]);
-            PICK(y[0], y[1], y[2], y[3], d, gk)
-            if (nv == 2) PICK(u[0], u[1], u[2], u[3], d + 8, gk + 16)
+            POOL8(y0, y1, y2, y3, o + c0, px + c0)
         }
     }
 }
@@ -309,69 +276,61 @@ typedef float v4 __attribute__((vector_size(16)));
         t0 += g * PERM8(x0_, k), t1 += g * PERM8(x1_, k33 ? k + 1 : k), t2 += g * PERM8(x2_, k33 ? k + 2 : k);         \
     }
 
-/* the filter gradient of image b's windows inside x on rows [r0, r1), channels
- * c0 .. c0 + 7, from their g and k (grad_pick's, at the vector, a window
- * every gs floats) added to acc [3, 3, 1, C] (at c0): the nine taps' float
- * sums in registers over the windows in order */
-static inline __attribute__((always_inline)) void grad_taps(const cgeom *G, int64_t b, int64_t r0, int64_t r1,
-                                                            const float *gk, int64_t gs, float *acc, int64_t sh,
-                                                            int64_t sw, int64_t dh, int64_t dw) {
-    const int64_t C = G->C, W = G->W;
+/* the filter gradient of image b's windows inside x, channels c0 .. c0 + 7,
+ * added to acc [3, 3, 1, C] (at c0), from dy and the windows' pixels px (the
+ * image's, [OH / 2, OW / 2, C]): g = dy where the pixel is >= 0, else 0, its
+ * lane k in TAPS_X's vectors; the nine taps' float sums in registers over
+ * the windows in order (ph, pw) */
+static inline __attribute__((always_inline)) void grad_windows(const cgeom *G, int64_t b, const float *dy,
+                                                               const float *px, int64_t c0, float *acc, int64_t sh,
+                                                               int64_t sw, int64_t dh, int64_t dw) {
+    const int64_t C = G->C, W = G->W, PW = G->OW / 2;
     const int k33 = sh == 1 && sw == 1 && dh == 1 && dw == 1;
     v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0}, a8 = {0}; /* taps (r, s) */
-    for (int64_t ph = r0; ph < r1; ph++) {
+    for (int64_t ph = G->ph0; ph < G->ph1; ph++) {
         const float *p = window_x(G, b, ph, G->pw0);
-        for (int64_t pw = G->pw0; pw < G->pw1; pw++, p += 2 * sw, gk += gs) {
-            v8 g = LD8(gk);
-            v8i k = (v8i)LD8(gk + 8);
+        const int64_t at = (ph * PW + G->pw0) * C + c0;
+        const float *d = dy + at, *q = px + at;
+        for (int64_t pw = G->pw0; pw < G->pw1; pw++, p += 2 * sw, d += C, q += C) {
+            v8 pix = LD8(q), z = {0};
+            v8i k = __builtin_convertvector(pix, v8i) & 3; /* pixel 0..3 (-1: no gradient) */
+            v8 g = (v8)((v8i)LD8(d) & (pix >= z));
+            if (k33) k += k & 2; /* pixel 2, 3: lanes 4, 5 */
             ROW_TAPS(0, a0, a1, a2)
             ROW_TAPS(1, a3, a4, a5)
             ROW_TAPS(2, a6, a7, a8)
         }
     }
     v8 a[9] = {a0, a1, a2, a3, a4, a5, a6, a7, a8};
-    for (int t = 0; t < 9; t++) ST8(acc + t * C, LD8(acc + t * C) + a[t]);
-}
-
-/* the filter gradient of image b's windows inside x added to acc [3, 3, 1,
- * C], RB rows of windows at a time: their g and k into gk ([RB, OW / 2, C /
- * 8, 2, 8]) two vectors of channels at a time, then the taps a vector at a time */
-static inline __attribute__((always_inline)) void grad_windows(const cgeom *G, int64_t b, const float *dy, float *acc,
-                                                               float *gk, int64_t sh, int64_t sw, int64_t dh,
-                                                               int64_t dw) {
-    const int64_t C = G->C, gs = 2 * C;
-    for (int64_t r0 = G->ph0; r0 < G->ph1; r0 += RB) {
-        int64_t r1 = r0 + RB < G->ph1 ? r0 + RB : G->ph1, c0 = 0;
-        for (; c0 + 16 <= C; c0 += 16) grad_pick(G, b, r0, r1, dy, c0, 2, gk + 2 * c0, gs, sh, sw, dh, dw);
-        if (c0 < C) grad_pick(G, b, r0, r1, dy, c0, 1, gk + 2 * c0, gs, sh, sw, dh, dw);
-        for (c0 = 0; c0 < C; c0 += 8) grad_taps(G, b, r0, r1, gk + 2 * c0, gs, acc + c0, sh, sw, dh, dw);
-    }
+    for (int t = 0; t < 9; t++) ST8(acc + t * C + c0, LD8(acc + t * C + c0) + a[t]);
 }
 
 /* ---- the kernels ---- */
 
-/* every pooled window of the batch into out [N, OH / 2, OW / 2, C]; y: room for [4, C] */
-POOL_CLONES static void pool_all(const cgeom *G, float *out, float *y) {
+/* every pooled window of the batch into out [N, OH / 2, OW / 2, C] and its
+ * pixel into px (the same shape); y: room for [4, C] */
+POOL_CLONES static void pool_all(const cgeom *G, float *out, float *px, float *y) {
     const ir_conv *g = &G->g;
     const int64_t C = G->C, PH = G->OH / 2, PW = G->OW / 2;
     for (int64_t b = 0; b < G->N; b++)
         for (int64_t ph = 0; ph < PH; ph++) {
-            float *o = out + (b * PH + ph) * PW * C;
+            float *o = out + (b * PH + ph) * PW * C, *q = px + (b * PH + ph) * PW * C;
             int in = G->reg && ph >= G->ph0 && ph < G->ph1 && G->pw0 < G->pw1; /* windows [pw0, pw1) in registers */
             for (int64_t pw = 0; pw < PW; pw++)
                 if (!in || pw < G->pw0 || pw >= G->pw1) {
                     window_any(G, b, ph, pw, y);
-                    for (int64_t c = 0; c < C; c++) o[pw * C + c] = y[first_max(y, C, c) * C + c];
+                    for (int64_t c = 0; c < C; c++)
+                        o[pw * C + c] = y[first_max(y, C, c) * C + c], q[pw * C + c] = pixel_of(y, C, c);
                 }
-            if (in && G->k33) pool_row(G, b, ph, G->pw0, G->pw1, o + G->pw0 * C, 1, 1, 1, 1); /* the seed CNN's */
+            if (in && G->k33) pool_row(G, b, ph, G->pw0, G->pw1, o + G->pw0 * C, q + G->pw0 * C, 1, 1, 1, 1);
             else if (in)
-                pool_row(G, b, ph, G->pw0, G->pw1, o + G->pw0 * C, g->stride[0], g->stride[1], g->dilation[0],
-                         g->dilation[1]);
+                pool_row(G, b, ph, G->pw0, G->pw1, o + G->pw0 * C, q + G->pw0 * C, g->stride[0], g->stride[1],
+                         g->dilation[0], g->dilation[1]);
         }
 }
 
-/* conv2d_relu_pool2: (x, w, bias) -> [N, OH/2, OW/2, C], the maximum of each
- * window of y = relu(conv2d(x, w) + bias) */
+/* conv2d_relu_pool2: (x, w, bias) -> [2, N, OH/2, OW/2, C]: the maximum of
+ * each window of y = relu(conv2d(x, w) + bias), then each window's pixel */
 int cpu_k_conv2d_relu_pool2(const rt_kernel_args *k, char *err, size_t cap) {
     cgeom G = cgeom_of(k);
     float *y = malloc((size_t)(4 * G.C) * sizeof *y);
@@ -379,46 +338,47 @@ int cpu_k_conv2d_relu_pool2(const rt_kernel_args *k, char *err, size_t cap) {
         free(y);
         return cpu_kerr(k, err, cap, "out of memory");
     }
-    pool_all(&G, k->out, y);
+    float *out = k->out;
+    pool_all(&G, out, out + OUT_NUMEL(k) / 2, y);
     free(y), free(G.wv);
     return 0;
 }
 
 /* the filter gradient of image b into acc [KH, KW, CG, C] (float sums, zeroed
- * here): the windows outside x's interior a channel at a time, then those
- * inside a vector at a time; y: room for [4, C], gk for [RB, OW / 2, C / 8, 2, 8] */
-POOL_CLONES static void grad_image(const cgeom *G, int64_t b, const float *dy, float *acc, float *y, float *gk) {
+ * here) from its dy and pixels px: the windows outside x's interior a channel
+ * at a time, then those inside a vector at a time */
+POOL_CLONES static void grad_image(const cgeom *G, int64_t b, const float *dy, const float *px, float *acc) {
     const ir_conv *g = &G->g;
     const int64_t C = G->C, PH = G->OH / 2, PW = G->OW / 2;
     memset(acc, 0, (size_t)(G->KH * G->KW * G->CG * C) * sizeof *acc);
     for (int64_t ph = 0; ph < PH; ph++)
         for (int64_t pw = 0; pw < PW; pw++)
-            if (!in_regs(G, ph, pw)) window_any_grad(G, b, ph, pw, dy + (ph * PW + pw) * C, acc, y);
+            if (!in_regs(G, ph, pw)) window_any_grad(G, b, ph, pw, dy + (ph * PW + pw) * C, px + (ph * PW + pw) * C, acc);
     if (!G->reg || G->ph0 == G->ph1 || G->pw0 == G->pw1) return;
-    if (G->k33) grad_windows(G, b, dy, acc, gk, 1, 1, 1, 1); /* the seed CNN's */
-    else grad_windows(G, b, dy, acc, gk, g->stride[0], g->stride[1], g->dilation[0], g->dilation[1]);
+    for (int64_t c0 = 0; c0 < C; c0 += 8)
+        if (G->k33) grad_windows(G, b, dy, px, c0, acc, 1, 1, 1, 1); /* the seed CNN's */
+        else grad_windows(G, b, dy, px, c0, acc, g->stride[0], g->stride[1], g->dilation[0], g->dilation[1]);
 }
 
-/* conv2d_relu_pool2_grad_filter: (x, w, bias, dy) -> dw, the filter gradient
- * through the pool's windows of y = relu(conv2d(x, w) + bias) made again;
- * float sums within an image, double across images */
+/* conv2d_relu_pool2_grad_filter: (x, w, f, dy) -> dw, dy times x under each
+ * window's pixel (f's second half, conv2d_relu_pool2's); float sums within an
+ * image, double across images */
 int cpu_k_conv2d_relu_pool2_grad_filter(const rt_kernel_args *k, char *err, size_t cap) {
     cgeom G = cgeom_of(k);
     const int64_t taps = G.KH * G.KW * G.CG * G.C, img = (G.OH / 2) * (G.OW / 2) * G.C;
-    float *acc = malloc((size_t)taps * sizeof *acc), *y = malloc((size_t)(4 * G.C) * sizeof *y),
-          *gk = malloc((size_t)(RB * (G.OW / 2) * 2 * G.C) * sizeof *gk);
+    float *acc = malloc((size_t)taps * sizeof *acc);
     double *sum = calloc((size_t)taps, sizeof *sum);
-    if (!acc || !y || !gk || !sum || pack_w(&G)) {
-        free(acc), free(y), free(gk), free(sum);
+    if (!acc || !sum) {
+        free(acc), free(sum);
         return cpu_kerr(k, err, cap, "out of memory");
     }
-    const float *dy = IN_F32(k, 3);
+    const float *dy = IN_F32(k, 3), *px = IN_F32(k, 2) + G.N * img;
     for (int64_t b = 0; b < G.N; b++) {
-        grad_image(&G, b, dy + b * img, acc, y, gk);
+        grad_image(&G, b, dy + b * img, px + b * img, acc);
         for (int64_t i = 0; i < taps; i++) sum[i] += (double)acc[i];
     }
     float *out = k->out;
     for (int64_t i = 0; i < taps; i++) out[i] = (float)sum[i];
-    free(acc), free(y), free(gk), free(sum), free(G.wv);
+    free(acc), free(sum);
     return 0;
 }

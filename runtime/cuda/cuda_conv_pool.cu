@@ -1,9 +1,9 @@
 /* cuda_conv_pool.cu - issue 14 (seed CNN speed): conv2d_relu_pool2 and its
  * filter gradient (docs/epilogue.md, rule 6), as on the CPU (conv_pool.c): y =
  * relu(conv2d(x, w) + bias) is never written; the forward makes each window's
- * four elements and keeps their maximum, the filter gradient makes them again
- * where it needs a window. Both make y with relu_conv_at, taps in (r, s, ci)
- * order. */
+ * four elements (relu_conv_at, taps in (r, s, ci) order) and writes their
+ * maximum and, behind the maxima, the window's pixel (the first maximum,
+ * row-major, where it is > 0, else -1), which the filter gradient reads. */
 #include "../ops_math.h"
 #include "cuda_device.cuh"
 
@@ -25,16 +25,20 @@ __device__ static float relu_conv_at(const float *x, const float *w, const float
     return mg_relu(acc + bias[c]);
 }
 
-/* out [n, oh/2, ow/2, c]: a thread per element, the maximum of its window's four in row-major order */
+/* out [2, n, oh/2, ow/2, c]: a thread per window and channel, the maximum of
+ * its four in row-major order (strict >, the first of ties), then its pixel */
 __global__ static void relu_pool2_kernel(const float *x, const float *w, const float *bias, float *out,
                                          cuda_pool2_geom g) {
-    const int64_t pw = g.ow / 2, ph = g.oh / 2;
-    FOR_EACH(i, g.n * ph * pw * g.c) {
+    const int64_t pw = g.ow / 2, ph = g.oh / 2, np = g.n * ph * pw * g.c;
+    FOR_EACH(i, np) {
         int64_t c = i % g.c, q = i / g.c % pw, p = i / (g.c * pw) % ph, b = i / (g.c * pw * ph);
-        float m = relu_conv_at(x, w, bias, g, b, 2 * p, 2 * q, c), v = relu_conv_at(x, w, bias, g, b, 2 * p, 2 * q + 1, c);
-        m = v > m ? v : m, v = relu_conv_at(x, w, bias, g, b, 2 * p + 1, 2 * q, c);
-        m = v > m ? v : m, v = relu_conv_at(x, w, bias, g, b, 2 * p + 1, 2 * q + 1, c);
-        out[i] = v > m ? v : m;
+        float m = relu_conv_at(x, w, bias, g, b, 2 * p, 2 * q, c);
+        int arg = 0;
+        for (int k = 1; k < 4; k++) {
+            float v = relu_conv_at(x, w, bias, g, b, 2 * p + k / 2, 2 * q + k % 2, c);
+            if (v > m) m = v, arg = k;
+        }
+        out[i] = m, out[np + i] = m > 0.0f ? (float)arg : -1.0f;
     }
 }
 
@@ -45,13 +49,13 @@ extern "C" cudaError_t cuda_k_relu_pool2(const float *x, const float *w, const f
 }
 
 /* dw [kh, kw, cg, c]: a block per element (grid-stride), its threads summing
- * in double over the pooled positions, each window's first maximum (strict >,
- * row-major), when > 0, taking dy; combined in a fixed tree: deterministic,
- * no atomics */
+ * in double over the pooled positions dy times x under the window's pixel
+ * (px, the forward's; none where -1); combined in a fixed tree:
+ * deterministic, no atomics */
 enum { RELU_POOL2_THREADS = 256 };
 
-__global__ static void relu_pool2_grad_filter_kernel(const float *x, const float *w, const float *bias,
-                                                     const float *dy, float *dw, cuda_pool2_geom g) {
+__global__ static void relu_pool2_grad_filter_kernel(const float *x, const float *px, const float *dy, float *dw,
+                                                     cuda_pool2_geom g) {
     __shared__ double part[RELU_POOL2_THREADS];
     const int64_t taps = g.kh * g.kw * g.cg * g.c, pw = g.ow / 2, ph = g.oh / 2;
     for (int64_t o = blockIdx.x; o < taps; o += gridDim.x) {
@@ -59,17 +63,13 @@ __global__ static void relu_pool2_grad_filter_kernel(const float *x, const float
         int64_t xc = c / (g.c / g.groups) * g.cg + ci;
         double sum = 0;
         for (int64_t p = threadIdx.x; p < g.n * ph * pw; p += RELU_POOL2_THREADS) {
-            int64_t q = p % pw, h2 = p / pw % ph, b = p / (pw * ph), arg = -1;
-            float best = -INFINITY;
-            for (int k = 0; k < 4; k++) {
-                float v = relu_conv_at(x, w, bias, g, b, 2 * h2 + k / 2, 2 * q + k % 2, c);
-                if (v > best) best = v, arg = k;
-            }
-            if (arg < 0 || !(best > 0.0f)) continue;
+            int64_t q = p % pw, h2 = p / pw % ph, b = p / (pw * ph), at = ((b * ph + h2) * pw + q) * g.c + c;
+            if (!(px[at] >= 0.0f)) continue;
+            int arg = (int)px[at] & 3;
             int64_t oh = 2 * h2 + arg / 2, ow = 2 * q + arg % 2;
             int64_t ih = oh * g.sh - g.pt + r * g.dh, iw = ow * g.sw - g.pl + s * g.dw;
             if (ih < 0 || iw < 0 || ih >= g.h || iw >= g.w) continue;
-            sum += (double)x[((b * g.h + ih) * g.w + iw) * g.cx + xc] * (double)dy[((b * ph + h2) * pw + q) * g.c + c];
+            sum += (double)x[((b * g.h + ih) * g.w + iw) * g.cx + xc] * (double)dy[at];
         }
         part[threadIdx.x] = sum;
         for (int half = RELU_POOL2_THREADS / 2; half > 0; half /= 2) {
@@ -81,10 +81,10 @@ __global__ static void relu_pool2_grad_filter_kernel(const float *x, const float
     }
 }
 
-extern "C" cudaError_t cuda_k_relu_pool2_grad_filter(const float *x, const float *w, const float *bias, const float *dy,
-                                                     float *dw, const cuda_pool2_geom *g, cudaStream_t s) {
-    int64_t taps = g->kh * g->kw * g->cg * g->c;
+extern "C" cudaError_t cuda_k_relu_pool2_grad_filter(const float *x, const float *f, const float *dy, float *dw,
+                                                     const cuda_pool2_geom *g, cudaStream_t s) {
+    int64_t taps = g->kh * g->kw * g->cg * g->c, np = g->n * (g->oh / 2) * (g->ow / 2) * g->c;
     unsigned blocks = (unsigned)(taps < 1 ? 1 : taps > MAX_BLOCKS ? MAX_BLOCKS : taps);
-    MGC_LAUNCH(blocks, RELU_POOL2_THREADS, 0, s, relu_pool2_grad_filter_kernel)(x, w, bias, dy, dw, *g);
+    MGC_LAUNCH(blocks, RELU_POOL2_THREADS, 0, s, relu_pool2_grad_filter_kernel)(x, f + np, dy, dw, *g);
     return cudaGetLastError();
 }

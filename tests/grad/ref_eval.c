@@ -250,28 +250,39 @@ static void eval_grad_filter_pool2_of(args *t, const ir_node *dy) {
 
 static void eval_grad_filter_pool2(ref_eval *e, args *t) { eval_grad_filter_pool2_of(t, &e->m->g.nodes[t->n->in[2]]); }
 
-/* issue 14 (seed CNN speed): conv2d_relu_pool2 (x, w, bias) = max_pool2d(y) and
- * conv2d_relu_pool2_grad_filter (x, w, bias, dy) = conv2d_grad_filter_pool2(x, y, dy),
- * y = relu(conv2d(x, w) + bias), 2x2 windows of stride 2 */
+/* issue 14 (seed CNN speed): conv2d_relu_pool2 (x, w, bias) = [max_pool2d(y);
+ * each window's pixel: its first maximum, row-major, where that is > 0, else
+ * -1], y = relu(conv2d(x, w) + bias), 2x2 windows of stride 2; and
+ * conv2d_relu_pool2_grad_filter (x, w, f, dy) = conv2d_grad_filter(x, dY), dY
+ * the pooled dy at each window's pixel (f's second half) */
 static void eval_relu_pool2(ref_eval *e, args *t) {
-    const ir_node *n = t->n, *pooled = n->op == OP_CONV2D_RELU_POOL2 ? n : &e->m->g.nodes[n->in[3]];
-    const ir_shape *p = &pooled->shape;
-    ir_node y = {.op = OP_CONV2D, .dtype = IR_F32, .shape = ir_shape_make(4, (int64_t[4]){p->dim[0], 2 * p->dim[1], 2 * p->dim[2], p->dim[3]})};
-    memcpy(y.iattr, n->iattr, sizeof y.iattr);
-    int64_t len = ir_shape_numel(&y.shape), C = p->dim[3];
-    double *yv = malloc((size_t)len * sizeof *yv);
-    args c = {.n = &y, .x = t->x, .y = t->y, .out = yv, .a = t->a, .b = t->b, .len = len};
-    eval_conv(&c);
-    for (int64_t k = 0; k < len; k++) yv[k] = yv[k] + t->c[k % C] > 0 ? yv[k] + t->c[k % C] : 0;
+    const ir_node *n = t->n;
+    const ir_shape *f = n->op == OP_CONV2D_RELU_POOL2 ? &n->shape : &e->m->g.nodes[n->in[2]].shape;
+    ir_shape ys = ir_shape_make(4, (int64_t[4]){f->dim[1], 2 * f->dim[2], 2 * f->dim[3], f->dim[4]});
+    int64_t len = ir_shape_numel(&ys), np = len / 4, H = ys.dim[1], W = ys.dim[2], C = ys.dim[3];
+    double *yv = calloc((size_t)len, sizeof *yv);
     if (n->op == OP_CONV2D_RELU_POOL2) {
-        ir_node pool = {.op = OP_MAX_POOL2D, .shape = n->shape, .iattr = {2, 2, 2, 2, 0, 0, 0, 0}};
-        args q = {.n = &pool, .x = &y, .out = t->out, .a = yv, .len = t->len};
-        eval_pool(&q);
-    } else {
-        ir_node g = {.op = OP_CONV2D_GRAD_FILTER_POOL2, .dtype = IR_F32, .shape = n->shape, .n_in = 3};
-        memcpy(g.iattr, n->iattr, sizeof g.iattr);
-        args q = {.n = &g, .x = t->x, .y = &y, .out = t->out, .a = t->a, .b = yv, .c = e->val[n->in[3]], .len = t->len};
-        eval_grad_filter_pool2_of(&q, pooled);
+        ir_node y = {.op = OP_CONV2D, .dtype = IR_F32, .shape = ys};
+        memcpy(y.iattr, n->iattr, sizeof y.iattr);
+        args c = {.n = &y, .x = t->x, .y = t->y, .out = yv, .a = t->a, .b = t->b, .len = len};
+        eval_conv(&c);
+        for (int64_t k = 0; k < len; k++) yv[k] = yv[k] + t->c[k % C] > 0 ? yv[k] + t->c[k % C] : 0;
+    }
+    for (int64_t i = 0; i < np; i++) {
+        int64_t c = i % C, q = i / C % (W / 2), p = i / (C * (W / 2)) % (H / 2), b = i / (C * (W / 2) * (H / 2));
+        int64_t at[4];
+        for (int k = 0; k < 4; k++) at[k] = ((b * H + 2 * p + k / 2) * W + 2 * q + k % 2) * C + c;
+        if (n->op == OP_CONV2D_RELU_POOL2) {
+            int arg = 0;
+            for (int k = 1; k < 4; k++) arg = yv[at[k]] > yv[at[arg]] ? k : arg;
+            t->out[i] = yv[at[arg]], t->out[np + i] = yv[at[arg]] > 0 ? arg : -1;
+        } else if (t->c[np + i] >= 0) {
+            yv[at[(int)t->c[np + i]]] = e->val[n->in[3]][i]; /* dY */
+        }
+    }
+    if (n->op == OP_CONV2D_RELU_POOL2_GRAD_FILTER) {
+        memset(t->out, 0, (size_t)t->len * sizeof *t->out);
+        conv_terms(&t->x->shape, &ys, &n->shape, ir_conv_of(n, &n->shape), t->a, yv, t->out, 2);
     }
     free(yv);
 }

@@ -13,7 +13,7 @@ typedef struct tcase tcase;
 typedef void (*ref_fn)(const one_op *t, double **in, double *out);
 
 /* how inputs are filled */
-typedef enum { R_SIGNED, R_POSITIVE, R_WIDE, R_LABELS, R_SMALL_INT, R_IDS_OUT } fill_kind; /* R_SMALL_INT: 0, 1 or 2 (ties) */
+typedef enum { R_SIGNED, R_POSITIVE, R_WIDE, R_LABELS, R_SMALL_INT, R_IDS_OUT, R_PIXELS } fill_kind; /* R_SMALL_INT: 0, 1 or 2 (ties) */
 /* R_IDS_OUT (issue 13, one_hot): integers in [-2, 12), ids partly outside a depth of 10 or less */
 
 struct tcase {
@@ -698,6 +698,7 @@ static double draw(fill_kind f, const one_op *t, ir_dtype dt) {
     case R_LABELS: return floor(uniform() * (dt == IR_U8 ? 256 : (double)classes));
     case R_SMALL_INT: return floor(uniform() * 3);
     case R_IDS_OUT: return floor(uniform() * 14) - 2;
+    case R_PIXELS: return floor(uniform() * 5) - 1; /* a 2x2 window's pixel 0 .. 3, or -1 (conv2d_relu_pool2's) */
     default: return 2 * uniform() - 1;
     }
 }

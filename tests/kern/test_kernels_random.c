@@ -357,19 +357,29 @@ static int64_t y_at(const conv_case *k, int64_t n, int64_t ph, int64_t pw, int q
     return ((n * k->OH + 2 * ph + q / 2) * k->OW + 2 * pw + q % 2) * k->C + c;
 }
 
-/* the pooled output: each window's maximum */
-static void ref_pool(const conv_case *k, const double *y, double *out) {
+/* conv2d_relu_pool2's output: each window's maximum, then its pixel (the
+ * first maximum, row-major, where it is > 0, else -1). Returns the windows
+ * whose maximum > 0 another pixel's y comes within 1e-5 of without equalling
+ * it: of plain floats, float sums may find another pixel there. */
+static int ref_pool(const conv_case *k, const double *y, double *out) {
+    int near = 0;
+    int64_t np = k->N * (k->OH / 2) * (k->OW / 2) * k->C;
     for (int64_t n = 0, i = 0; n < k->N; n++)
         for (int64_t ph = 0; ph < k->OH / 2; ph++)
             for (int64_t pw = 0; pw < k->OW / 2; pw++)
                 for (int64_t c = 0; c < k->C; c++, i++) {
                     double best = -INFINITY;
-                    int tied = 0;
-                    for (int q = 0; q < 4; q++) best = fmax(best, y[y_at(k, n, ph, pw, q, c)]);
-                    for (int q = 0; q < 4; q++) tied += y[y_at(k, n, ph, pw, q, c)] == best;
+                    int tied = 0, arg = 0;
+                    for (int q = 0; q < 4; q++)
+                        if (y[y_at(k, n, ph, pw, q, c)] > best) best = y[y_at(k, n, ph, pw, q, c)], arg = q;
+                    for (int q = 0; q < 4; q++) {
+                        double v = y[y_at(k, n, ph, pw, q, c)];
+                        tied += v == best, near += best > 0 && v != best && best - v <= 1e-5 * fmax(1, best);
+                    }
                     seen.ties += best > 0 && tied > 1, seen.zero_max += best == 0;
-                    out[i] = best;
+                    out[i] = best, out[np + i] = best > 0 ? arg : -1;
                 }
+    return near;
 }
 
 static int window_inside(const conv_case *k, int64_t ph, int64_t pw);
@@ -502,9 +512,11 @@ static int relu_pool2_case(int no, ir_op op, const conv_case *k, int lv, double 
              (long long)k->dh, (long long)k->dw, (long long)k->groups, fill_names[lv], zx, zb ? ", on a block" : "",
              pos_bias ? ", bias > 0" : "");
     int grad = op == OP_CONV2D_RELU_POOL2_GRAD_FILTER;
+    int64_t np = k->N * (k->OH / 2) * (k->OW / 2) * k->C;
     ir_shape in[4] = {ir_shape_make(4, (int64_t[4]){k->N, k->H, k->W, k->CX}),
                       ir_shape_make(4, (int64_t[4]){k->KH, k->KW, k->CX / k->groups, k->C}),
-                      ir_shape_make(1, (int64_t[1]){k->C}),
+                      grad ? ir_shape_make(5, (int64_t[5]){2, k->N, k->OH / 2, k->OW / 2, k->C})
+                           : ir_shape_make(1, (int64_t[1]){k->C}), /* the gradient: the forward's output */
                       ir_shape_make(4, (int64_t[4]){k->N, k->OH / 2, k->OW / 2, k->C})};
     int64_t attr[IR_MAX_IATTR] = {k->sh, k->sw, k->pt, k->pl, k->pb, k->pr, k->dh, k->dw, k->groups};
     one_op t;
@@ -515,29 +527,39 @@ static int relu_pool2_case(int no, ir_op op, const conv_case *k, int lv, double 
         return 1;
     }
     double *d[4], *y = dalloc(k->N * k->OH * k->OW * k->C), *want = dalloc(ir_shape_numel(&t.m->g.nodes[t.node].shape));
+    double *bias = dalloc(k->C), *pooled = dalloc(2 * np);
     for (int i = 0; i < 4; i++) d[i] = dalloc(ir_shape_numel(&in[i]));
     static const fill_kind fx[] = {F_PLAIN, F_Q64, F_Q4, F_SMALL}, fw[] = {F_PLAIN, F_Q64, F_Q4, F_UNIT};
     fill(&t, 0, d[0], fx[lv], zx), fill(&t, 1, d[1], fw[lv], 0.1);
-    fill(&t, 2, d[2], lv ? F_Q8 : F_PLAIN, 0.1);
-    if (pos_bias)
-        for (int64_t c = 0; c < k->C; c++) d[2][c] = fabs(d[2][c]) + 0.25, ((float *)t.in[2])[c] = (float)d[2][c];
+    for (int64_t c = 0; c < k->C; c++) {
+        bias[c] = uniform() < 0.1 ? 0 : (float)draw(lv ? F_Q8 : F_PLAIN);
+        if (pos_bias) bias[c] = fabs(bias[c]) + 0.25;
+    }
     if (zb) zero_block(&t, d[0], k);
     if (grad) fill(&t, 3, d[3], lv ? F_Q16 : F_PLAIN, 0.1);
-    ref_y(k, d[0], d[1], d[2], y);
+    ref_y(k, d[0], d[1], bias, y);
+    if (ref_pool(k, y, pooled) && !grad && lv == 0) { /* a near tie of plain floats: the pixel may differ */
+        for (int i = 0; i < 4; i++) free(d[i]);
+        free(y), free(want), free(bias), free(pooled);
+        kh_free(&t);
+        return 0;
+    }
+    /* input 2: the forward's bias, or the gradient's forward output (the pixels of y in double) */
+    for (int64_t j = 0; j < (grad ? 2 * np : k->C); j++) ((float *)t.in[2])[j] = (float)(grad ? pooled : bias)[j];
     count_conv(k, grad, lv != 0);
     if (grad) ref_grad_filter(k, d[0], y, d[3], want);
-    else ref_pool(k, y, want);
+    else memcpy(want, pooled, (size_t)(2 * np) * sizeof *want);
     static const runner runs[] = {run_node, run_node};
     int bad = run_checked(&t, runs, 2, want, lv != 0, desc);
     for (int i = 0; i < 4; i++) free(d[i]);
-    free(y), free(want);
+    free(y), free(want), free(bias), free(pooled);
     kh_free(&t);
     return bad;
 }
 
 /* Each drawn case runs the forward and the filter gradient on the same x, w
- * and bias; the gradient only on exact inputs (a near tie of plain floats
- * may fall either way in float) */
+ * and bias (the gradient given the forward's pixels, in double); the
+ * gradient only on exact inputs */
 static int test_relu_pool2(int *count) {
     int failed = 0, cases = 0;
     for (int i = 0; i < 260; i++) {

@@ -4,6 +4,6 @@ model m {
   input label: i32[batch]
   w = prim.reshape(prim.reduce_sum(image, axes: 15), 1, 1, 1, 1)
   v = prim.reshape(prim.reduce_sum(image, axes: 15), 1)
-  dw = prim.conv2d_relu_pool2_grad_filter(image, w, v, image)
+  dw = prim.conv2d_relu_pool2_grad_filter(image, w, prim.conv2d_relu_pool2(image, w, v), image)
   loss = prim.reduce_mean(prim.reshape(dw, 1), axes: 1)
 }

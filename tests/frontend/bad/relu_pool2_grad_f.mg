@@ -1,0 +1,9 @@
+# issue 14: conv2d_relu_pool2_grad_filter reads conv2d_relu_pool2's output: the pooled maxima and each window's pixel
+model m {
+  input image: f32[batch, 28, 28, 1]
+  input label: i32[batch]
+  w = prim.reshape(prim.reduce_sum(image, axes: 15), 1, 1, 1, 1)
+  v = prim.reshape(prim.reduce_sum(image, axes: 15), 1)
+  dw = prim.conv2d_relu_pool2_grad_filter(image, w, v, image)
+  loss = prim.reduce_mean(prim.reshape(dw, 1), axes: 1)
+}

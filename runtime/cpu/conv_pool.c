@@ -214,13 +214,14 @@ static inline __attribute__((always_inline)) void window_y2(const float *p, cons
 }
 
 /* the window's maximum (of y0 .. y3, 8 channels) into o and its pixel (as
- * pixel_of: the first maximum where it is > 0, else -1) into px */
+ * pixel_of: the first maximum where it is > 0, else -1) into px: the pixel
+ * counts the leading pixels below the maximum (masks are -1), with no
+ * constant but 0 so that window_y2's sums keep their registers */
 #define POOL8(y0, y1, y2, y3, o, px)                                                                                   \
     {                                                                                                                  \
         v8 m_ = max8(max8(y0, y1), max8(y2, y3)), z_ = {0};                                                            \
-        v8i k_ = (((v8i){0} + 2) & (y2 == m_)) | (((v8i){0} + 3) & ~(y2 == m_));                                       \
-        k_ = (((v8i){0} + 1) & (y1 == m_)) | (k_ & ~(y1 == m_)), k_ &= ~(y0 == m_);                                    \
-        k_ = ((m_ > z_) & k_) | (~(m_ > z_) & ((v8i){0} - 1));                                                         \
+        v8i b0_ = y0 != m_, b01_ = b0_ & (y1 != m_), b012_ = b01_ & (y2 != m_);                                        \
+        v8i k_ = ((v8i){0} - (b0_ + b01_ + b012_)) | (m_ <= z_);                                                       \
         ST8(o, m_), ST8(px, __builtin_convertvector(k_, v8));                                                          \
     }
 

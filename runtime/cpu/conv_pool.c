@@ -214,9 +214,8 @@ static inline __attribute__((always_inline)) void window_y2(const float *p, cons
 }
 
 /* the window's maximum (of y0 .. y3, 8 channels) into o and its pixel (as
- * pixel_of: the first maximum where it is > 0, else -1) into px: the pixel
- * counts the leading pixels below the maximum (masks are -1), with no
- * constant but 0 so that window_y2's sums keep their registers */
+ * pixel_of: the first maximum where it is > 0, else -1) into px: the count
+ * of leading pixels below the maximum, from masks (-1 where true) */
 #define POOL8(y0, y1, y2, y3, o, px)                                                                                   \
     {                                                                                                                  \
         v8 m_ = max8(max8(y0, y1), max8(y2, y3)), z_ = {0};                                                            \

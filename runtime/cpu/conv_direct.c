@@ -170,8 +170,8 @@ static void grad_image_any(const geom *G, int64_t CX, int64_t CG, const float *x
 
 /* conv2d_grad_filter_pool2: (x, y, dy) -> the filter gradient w [KH, KW, CG, C]
  * of x [N, H, W, CX] through the 2x2 pool of y [N, OH, OW, C], an image's pool
- * gradient at a time (conv2d_relu_pool2's filter gradient, y made again, is
- * conv_pool.c's own, a pool window at a time) */
+ * gradient at a time (conv2d_relu_pool2's filter gradient, from the
+ * forward's pixels, is conv_pool.c's own, a pool window at a time) */
 int cpu_k_conv2d_grad_filter_pool2(const rt_kernel_args *k, char *err, size_t cap) {
     const ir_shape *x = IN_SHAPE(k, 0), *y = IN_SHAPE(k, 1), *w = &k->node->shape;
     const float *xs = IN_F32(k, 0), *ys = IN_F32(k, 1), *dy = IN_F32(k, 2);

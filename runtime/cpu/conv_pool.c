@@ -43,7 +43,7 @@
 /* the larger of a and b lane by lane, for values that are no NaN (y, after relu) */
 #define max8(a, b) ({ v8 a_ = (a), b_ = (b), r_; for (int e_ = 0; e_ < 8; e_++) r_[e_] = a_[e_] > b_[e_] ? a_[e_] : b_[e_]; r_; })
 
-/* x [N, H, W, CX], w [KH, KW, CG, C], bias [C] -> y [N, OH, OW, C], pooled [N, OH / 2, OW / 2, C] */
+/* x [N, H, W, CX], w [KH, KW, CG, C], bias [C]; y [N, OH, OW, C], pooled [N, OH / 2, OW / 2, C] */
 typedef struct {
     const float *x, *w, *bias;  /* bias: the forward's (the gradient's input 2 is the forward's output) */
     float *wv;                  /* reg: w [3, 3, 1, C] as [C / 8, 9, 8], a vector's taps together */
@@ -101,23 +101,26 @@ static int in_regs(const cgeom *G, int64_t ph, int64_t pw) {
 
 /* ---- any window: a pixel and a channel at a time ---- */
 
+/* x under tap (r, s) of pixel (oh, ow) of image b, at its first channel; NULL in the padding */
+static const float *tap_x(const cgeom *G, int64_t b, int64_t oh, int64_t ow, int64_t r, int64_t s) {
+    const ir_conv *g = &G->g;
+    int64_t ih = oh * g->stride[0] - g->pad[0] + r * g->dilation[0];
+    int64_t iw = ow * g->stride[1] - g->pad[1] + s * g->dilation[1];
+    return ih < 0 || ih >= G->H || iw < 0 || iw >= G->W ? NULL : G->x + ((b * G->H + ih) * G->W + iw) * G->CX;
+}
+
 /* y at (b, oh, ow), every channel, a tap at a time (the padding skipped) */
 static void pixel_any(const cgeom *G, int64_t b, int64_t oh, int64_t ow, float *y) {
-    const ir_conv *g = &G->g;
-    const int64_t C = G->C, per = C / g->groups;
+    const int64_t C = G->C, per = C / G->g.groups;
     for (int64_t c = 0; c < C; c++) {
         float acc = 0.0f;
-        for (int64_t r = 0; r < G->KH; r++) {
-            int64_t ih = oh * g->stride[0] - g->pad[0] + r * g->dilation[0];
-            if (ih < 0 || ih >= G->H) continue;
+        for (int64_t r = 0; r < G->KH; r++)
             for (int64_t s = 0; s < G->KW; s++) {
-                int64_t iw = ow * g->stride[1] - g->pad[1] + s * g->dilation[1];
-                if (iw < 0 || iw >= G->W) continue;
-                const float *xp = G->x + ((b * G->H + ih) * G->W + iw) * G->CX + c / per * G->CG;
-                const float *wp = G->w + (r * G->KW + s) * G->CG * C + c;
+                const float *xp = tap_x(G, b, oh, ow, r, s), *wp = G->w + (r * G->KW + s) * G->CG * C + c;
+                if (!xp) continue;
+                xp += c / per * G->CG;
                 for (int64_t ci = 0; ci < G->CG; ci++) acc += xp[ci] * wp[ci * C];
             }
-        }
         y[c] = mg_relu(acc + G->bias[c]);
     }
 }
@@ -135,34 +138,23 @@ static int first_max(const float *y, int64_t C, int64_t c) {
     return arg;
 }
 
-/* the pixel of each channel's gradient in a window whose four elements of y
- * are y [4, C]: the first maximum (first_max's) where it is > 0, else -1 */
-static float pixel_of(const float *y, int64_t C, int64_t c) {
-    int arg = first_max(y, C, c);
-    return y[arg * C + c] > 0.0f ? (float)arg : -1.0f;
-}
-
 /* the filter gradient of window (ph, pw) of image b into acc [KH, KW, CG, C]:
- * each channel's dy times x under the taps of its pixel (px, pixel_of's) */
+ * each channel's dy times x under the taps of its pixel (px: 0..3, or -1
+ * for none) */
 static void window_any_grad(const cgeom *G, int64_t b, int64_t ph, int64_t pw, const float *dy, const float *px,
                             float *acc) {
-    const ir_conv *g = &G->g;
-    const int64_t C = G->C, per = C / g->groups, CG = G->CG;
+    const int64_t C = G->C, per = C / G->g.groups, CG = G->CG;
     for (int64_t c = 0; c < C; c++) {
         if (!(px[c] >= 0.0f)) continue;
         int k = (int)px[c] & 3;
-        int64_t oh = 2 * ph + k / 2, ow = 2 * pw + k % 2;
-        for (int64_t r = 0; r < G->KH; r++) {
-            int64_t ih = oh * g->stride[0] - g->pad[0] + r * g->dilation[0];
-            if (ih < 0 || ih >= G->H) continue;
+        for (int64_t r = 0; r < G->KH; r++)
             for (int64_t s = 0; s < G->KW; s++) {
-                int64_t iw = ow * g->stride[1] - g->pad[1] + s * g->dilation[1];
-                if (iw < 0 || iw >= G->W) continue;
-                const float *xp = G->x + ((b * G->H + ih) * G->W + iw) * G->CX + c / per * CG;
+                const float *xp = tap_x(G, b, 2 * ph + k / 2, 2 * pw + k % 2, r, s);
+                if (!xp) continue;
+                xp += c / per * CG;
                 float *a = acc + (r * G->KW + s) * CG * C + c;
                 for (int64_t ci = 0; ci < CG; ci++) a[ci * C] += xp[ci] * dy[c];
             }
-        }
     }
 }
 
@@ -213,8 +205,8 @@ static inline __attribute__((always_inline)) void window_y2(const float *p, cons
     u[0] = relu8(e + bu), u[1] = relu8(f + bu), u[2] = relu8(g + bu), u[3] = relu8(h + bu);
 }
 
-/* the window's maximum (of y0 .. y3, 8 channels) into o and its pixel (as
- * pixel_of: the first maximum where it is > 0, else -1) into px: the count
+/* the window's maximum (of y0 .. y3, 8 channels) into o and its pixel (the
+ * first maximum, first_max's, where it is > 0, else -1) into px: the count
  * of leading pixels below the maximum, from masks (-1 where true) */
 #define POOL8(y0, y1, y2, y3, o, px)                                                                                   \
     {                                                                                                                  \
@@ -261,8 +253,8 @@ typedef float v4 __attribute__((vector_size(16)));
             memcpy(&lo_, (p) + (r) * (W), sizeof lo_), memcpy(&hi_, (p) + ((r) + 1) * (W), sizeof hi_);                \
             v_ = __builtin_shufflevector(lo_, hi_, 0, 1, 2, 3, 4, 5, 6, 7);                                            \
         } else {                                                                                                       \
-            const float *q_ = (p) + (r) * (dh) * (W) + (s) * (dw);                                                      \
-            v_ = (v8){q_[0], q_[sw], q_[(sh) * (W)], q_[(sh) * (W) + (sw)]};                                            \
+            const float *q_ = (p) + (r) * (dh) * (W) + (s) * (dw);                                                     \
+            v_ = (v8){q_[0], q_[sw], q_[(sh) * (W)], q_[(sh) * (W) + (sw)]};                                           \
         }                                                                                                              \
         v_;                                                                                                            \
     })
@@ -319,8 +311,10 @@ POOL_CLONES static void pool_all(const cgeom *G, float *out, float *px, float *y
             for (int64_t pw = 0; pw < PW; pw++)
                 if (!in || pw < G->pw0 || pw >= G->pw1) {
                     window_any(G, b, ph, pw, y);
-                    for (int64_t c = 0; c < C; c++)
-                        o[pw * C + c] = y[first_max(y, C, c) * C + c], q[pw * C + c] = pixel_of(y, C, c);
+                    for (int64_t c = 0; c < C; c++) { /* the maximum, and its pixel where it is > 0 */
+                        int arg = first_max(y, C, c);
+                        o[pw * C + c] = y[arg * C + c], q[pw * C + c] = y[arg * C + c] > 0.0f ? (float)arg : -1.0f;
+                    }
                 }
             if (in && G->k33) pool_row(G, b, ph, G->pw0, G->pw1, o + G->pw0 * C, q + G->pw0 * C, 1, 1, 1, 1);
             else if (in)
@@ -353,7 +347,8 @@ POOL_CLONES static void grad_image(const cgeom *G, int64_t b, const float *dy, c
     memset(acc, 0, (size_t)(G->KH * G->KW * G->CG * C) * sizeof *acc);
     for (int64_t ph = 0; ph < PH; ph++)
         for (int64_t pw = 0; pw < PW; pw++)
-            if (!in_regs(G, ph, pw)) window_any_grad(G, b, ph, pw, dy + (ph * PW + pw) * C, px + (ph * PW + pw) * C, acc);
+            if (!in_regs(G, ph, pw))
+                window_any_grad(G, b, ph, pw, dy + (ph * PW + pw) * C, px + (ph * PW + pw) * C, acc);
     if (!G->reg || G->ph0 == G->ph1 || G->pw0 == G->pw1) return;
     for (int64_t c0 = 0; c0 < C; c0 += 8)
         if (G->k33) grad_windows(G, b, dy, px, c0, acc, 1, 1, 1, 1); /* the seed CNN's */

@@ -456,10 +456,11 @@ int cpu_conv_winograd_avx512(int on) {
     wg_wide_off = !on;
     return wg_has_wide();
 }
+static int wg_use_wide(void) { return !wg_wide_off && wg_has_wide(); }
 
 static void run_forward(int m, const wgeom *g, const float *in, const float *f, float *out, float *s) {
 #ifdef WG_WIDE
-    if (!wg_wide_off && wg_has_wide()) {
+    if (wg_use_wide()) {
         forward_wide(m, g, in, f, out, s);
         return;
     }
@@ -468,7 +469,7 @@ static void run_forward(int m, const wgeom *g, const float *in, const float *f, 
 }
 static void run_grad_filter(int m, const wgeom *g, const float *x, const float *dy, float *dw, float *s) {
 #ifdef WG_WIDE
-    if (!wg_wide_off && wg_has_wide()) {
+    if (wg_use_wide()) {
         grad_filter_wide(m, g, x, dy, dw, s);
         return;
     }

@@ -109,13 +109,19 @@ static void find_path(void) {
     snprintf(path, sizeof path, "%s/kernels-%016llx.json", dir, (unsigned long long)h);
 }
 
+/* the cache file's directory into d (PATH_CAP); its file name, or NULL without a '/' */
+static const char *dir_of_path(char *d) {
+    snprintf(d, PATH_CAP, "%s", path);
+    char *slash = strrchr(d, '/');
+    if (!slash) return NULL;
+    *slash = 0;
+    return slash + 1;
+}
+
 /* mkdir -p of the cache file's directory */
 static int make_dirs(void) {
     char d[PATH_CAP];
-    snprintf(d, sizeof d, "%s", path);
-    char *slash = strrchr(d, '/');
-    if (!slash) return 0;
-    *slash = 0;
+    if (!dir_of_path(d)) return 0;
     for (char *p = d + 1; *p; p++)
         if (*p == '/') {
             *p = 0;
@@ -223,11 +229,8 @@ static void mark_used(void) {
  * build writing its file. A run of a pruned build measures again. */
 static void prune_others(void) {
     char dir[PATH_CAP];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash) return;
-    *slash = 0;
-    const char *mine = slash + 1;
+    const char *mine = dir_of_path(dir);
+    if (!mine) return;
     DIR *d = opendir(dir);
     if (!d) return;
     cache_file *files = NULL;

@@ -236,8 +236,8 @@ static void eval_pool(args *t) {
 
 /* issue 14 (seed CNN speed): conv2d_grad_filter_pool2 (x, y, dy) =
  * conv2d_grad_filter(x, max_pool2d_relu_grad(y, dy)), 2x2 windows of stride 2 */
-static void eval_grad_filter_pool2_of(args *t, const ir_node *dy) {
-    const ir_node *n = t->n;
+static void eval_grad_filter_pool2(ref_eval *e, args *t) {
+    const ir_node *n = t->n, *dy = &e->m->g.nodes[n->in[2]];
     ir_node pool = {.op = OP_MAX_POOL2D_RELU_GRAD, .shape = t->y->shape, .iattr = {2, 2, 2, 2, 0, 0, 0, 0}};
     int64_t len = ir_shape_numel(&t->y->shape);
     double *dx = malloc((size_t)len * sizeof *dx);
@@ -247,8 +247,6 @@ static void eval_grad_filter_pool2_of(args *t, const ir_node *dy) {
     conv_terms(&t->x->shape, &t->y->shape, &n->shape, ir_conv_of(n, &n->shape), t->a, dx, t->out, 2);
     free(dx);
 }
-
-static void eval_grad_filter_pool2(ref_eval *e, args *t) { eval_grad_filter_pool2_of(t, &e->m->g.nodes[t->n->in[2]]); }
 
 /* issue 14 (seed CNN speed): conv2d_relu_pool2 (x, w, bias) = [max_pool2d(y);
  * each window's pixel: its first maximum, row-major, where that is > 0, else

@@ -283,9 +283,9 @@ static void same_placement(ir_module *m, ir_diag *d, pass_options *o, const char
  * n_buckets) runs on each device's comm stream before any gradient bucket's:
  * it meets after the forward pass, not at the end of the step. */
 static void report_first(const ir_module *m, const char *path) {
-    int per = m->n_devices * STREAM_COUNT;
-    for (int l = 0; l < per; l++) {
+    for (int l = 0; l < m->n_devices * STREAM_COUNT; l++) {
         const ir_sched_list *list = &m->sched[l]; /* program 0: train */
+        if (list->stream != STREAM_COMM) continue;
         int buckets_before = 0, report = 0;
         for (int k = 0; k < list->n && !report; k++) {
             const ir_node *n = list->items[k].kind == SCHED_KERNEL ? &m->g.nodes[list->items[k].arg] : NULL;
@@ -293,7 +293,7 @@ static void report_first(const ir_module *m, const char *path) {
             if (n->iattr[0] == m->n_buckets) report = 1;
             else if (n->iattr[0] < m->n_buckets) buckets_before++;
         }
-        if (list->stream == STREAM_COMM && (!report || buckets_before)) {
+        if (!report || buckets_before) {
             fprintf(stderr, "FAIL: %s on %d devices: device %d's report %s\n", path, m->n_devices, list->device,
                     report ? "runs after a gradient bucket's all-reduce" : "is not on its comm stream");
             exit(1);

@@ -456,7 +456,9 @@ int cpu_conv_winograd_avx512(int on) {
     wg_wide_off = !on;
     return wg_has_wide();
 }
+#ifdef WG_WIDE
 static int wg_use_wide(void) { return !wg_wide_off && wg_has_wide(); }
+#endif
 
 static void run_forward(int m, const wgeom *g, const float *in, const float *f, float *out, float *s) {
 #ifdef WG_WIDE

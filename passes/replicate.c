@@ -161,60 +161,6 @@ static void make_buckets(ir_module *m, const ir_graph *old, int64_t bucket_bytes
     free(order);
 }
 
-/* The param whose gradient is old node g, or -1. */
-static int grad_param(const ir_module *m, int g) {
-    for (int p = 0; p < m->n_params; p++)
-        if (m->grads[p] == g) return p;
-    return -1;
-}
-
-/* Replica r's copy of optimizer node i (old graph), on `stream`: where it
- * reads a gradient it reads its all-reduced view, so every replica clips by
- * the same norm and applies the same update. */
-static void clone_update(replicator *R, int r, int i, int **view, int stream) {
-    ir_module *m = R->m;
-    const ir_node *o = &R->old.nodes[i];
-    int *in = malloc((size_t)o->n_in * sizeof *in);
-    if (!in) abort();
-    for (int k = 0; k < o->n_in; k++) {
-        int p = grad_param(m, o->in[k]);
-        in[k] = p >= 0 ? view[r][p] : R->map[r][o->in[k]];
-    }
-    int u = add(R, o->op, in, o->n_in, o->loc, r, stream);
-    free(in);
-    ir_node *n = ir_node_at(m, u);
-    memcpy(n->iattr, o->iattr, sizeof n->iattr);
-    memcpy(n->fattr, o->fattr, sizeof n->fattr);
-    n->origin = i;
-    R->map[r][i] = u;
-    infer_or_die(m, u);
-}
-
-/* Bucket b's updates on replica r, right after its all-reduce and on its
- * stream: the update of a param that clips by its own gradient only (no
- * norm input) needs nothing but the bucket, so it runs as soon as the bucket
- * is reduced, and the CPU backend does it inside the all-reduce (each device
- * updates its chunk of the bucket for every replica: docs/runtime.md, "Updates
- * inside the all-reduce"). */
-static void clone_bucket_updates(replicator *R, int r, int b, int **view) {
-    const ir_bucket *bk = &R->m->buckets[b];
-    for (int i = 0; i < R->old.n; i++) {
-        const ir_node *o = &R->old.nodes[i];
-        if (!is_update(o) || ir_update_norm_input(o) >= 0) continue;
-        int p = grad_param(R->m, o->in[1]);
-        for (int j = 0; j < bk->n_grads && p >= 0; j++)
-            if (bk->grads[j] == p) clone_update(R, r, i, view, comm_stream(R));
-    }
-}
-
-/* The other optimizer nodes on every replica, after the all-reduces: updates
- * that clip by the global norm, the norms, sparse gradients' updates. */
-static void clone_updates(replicator *R, int **view) {
-    for (int r = 0; r < R->n_dev; r++)
-        for (int i = 0; i < R->old.n; i++)
-            if (reads_reduced(&R->old.nodes[i]) && R->map[r][i] < 0) clone_update(R, r, i, view, STREAM_COMPUTE);
-}
-
 /* all_reduce per bucket and replica, then one view per gradient. Returns
  * view[r][param index]. */
 static int **reduce_gradients(replicator *R) {
@@ -239,7 +185,6 @@ static int **reduce_gradients(replicator *R) {
                 offset += ir_shape_numel(&g->shape);
                 view[r][bk->grads[j]] = v;
             }
-            clone_bucket_updates(R, r, b, view);
         }
     }
     return view;
@@ -315,6 +260,38 @@ static void sparse_gradients(replicator *R, int **view) {
     }
 }
 
+/* The param whose gradient is old node g, or -1. */
+static int grad_param(const ir_module *m, int g) {
+    for (int p = 0; p < m->n_params; p++)
+        if (m->grads[p] == g) return p;
+    return -1;
+}
+
+/* The optimizer's nodes on every replica, after the all-reduces: where they
+ * read a gradient they read its all-reduced view, so every replica clips by
+ * the same norm and applies the same update. */
+static void clone_updates(replicator *R, int **view) {
+    ir_module *m = R->m;
+    for (int r = 0; r < R->n_dev; r++)
+        for (int i = 0; i < R->old.n; i++) {
+            const ir_node *o = &R->old.nodes[i];
+            if (!reads_reduced(o)) continue;
+            int *in = malloc((size_t)o->n_in * sizeof *in);
+            if (!in) abort();
+            for (int k = 0; k < o->n_in; k++) {
+                int p = grad_param(m, o->in[k]);
+                in[k] = p >= 0 ? view[r][p] : R->map[r][o->in[k]];
+            }
+            int u = add(R, o->op, in, o->n_in, o->loc, r, STREAM_COMPUTE);
+            free(in);
+            ir_node *n = ir_node_at(m, u);
+            memcpy(n->iattr, o->iattr, sizeof n->iattr);
+            memcpy(n->fattr, o->fattr, sizeof n->fattr);
+            n->origin = i;
+            R->map[r][i] = u;
+            infer_or_die(m, u);
+        }
+}
 
 /* All-reduces of the forward pass (sync batch_norm's statistics) are
  * collectives of their own, numbered after the buckets and the report. */

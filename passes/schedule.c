@@ -40,43 +40,6 @@ static int writer_of(const ir_module *m, int i) {
     return i;
 }
 
-/* Node i writing an input in place (an optimizer update on the comm stream)
- * waits, too, for the last earlier reader of those bytes on each other
- * stream of its device: the compute stream's forward and backward still read
- * the param. */
-static void write_after_reads(const ir_module *m, int i, int list, const int *last_read, const int *waited_past,
-                              int *wait_for) {
-    const ir_node *node = &m->g.nodes[i];
-    for (int k = 0; k < node->n_in; k++) {
-        if (!ir_writes_input(node, k)) continue;
-        int w = writer_of(m, node->in[k]);
-        for (int t = 0; t < STREAM_COUNT; t++) {
-            int r = last_read[w * STREAM_COUNT + t], *latest = &wait_for[i * STREAM_COUNT + t];
-            if (t != node->stream && r >= 0 && r > waited_past[list * STREAM_COUNT + t] && r > *latest) *latest = r;
-        }
-    }
-}
-
-/* An update that reads its gradient from an all-reduce on its own stream
- * waits where that all-reduce does, when what it waits for comes before the
- * all-reduce: the bucket's updates then follow it with nothing in between,
- * and the CPU backend runs them inside it (runtime/exec.c). Returns the
- * all-reduce, or -1. */
-static int wait_with_all_reduce(const ir_module *m, int i, int *wait_for) {
-    const ir_node *node = &m->g.nodes[i];
-    if (!(ir_ops[node->op].flags & OPF_UPDATE) || node->n_in < 2) return -1;
-    int a = writer_of(m, node->in[1]);
-    const ir_node *ar = &m->g.nodes[a];
-    if (ar->op != OP_ALL_REDUCE || ar->device != node->device || ar->stream != node->stream) return -1;
-    for (int t = 0; t < STREAM_COUNT; t++) {
-        int *mine = &wait_for[i * STREAM_COUNT + t], *theirs = &wait_for[a * STREAM_COUNT + t];
-        if (*mine < 0 || *mine >= a) continue;
-        if (*mine > *theirs) *theirs = *mine;
-        *mine = -1;
-    }
-    return a;
-}
-
 /* Lists of one program: lists[device * STREAM_COUNT + stream]. A stream's
  * work runs in order, so waiting for a node's event covers every earlier
  * node of its stream: a consumer waits only for the latest producer of each
@@ -86,10 +49,8 @@ static int wait_with_all_reduce(const ir_module *m, int i, int *wait_for) {
 static void schedule_program(ir_module *m, int p, ir_sched_list *lists, int *wait_for, int *event_of) {
     int n = m->g.n, n_lists = m->n_devices * STREAM_COUNT;
     int *waited_past = malloc((size_t)n_lists * STREAM_COUNT * sizeof *waited_past); /* (list, source stream) */
-    int *last_read = malloc((size_t)n * STREAM_COUNT * sizeof *last_read); /* (bytes' writer, reader's stream) */
-    if (!waited_past || !last_read) abort();
+    if (!waited_past) abort();
     for (int k = 0; k < n_lists * STREAM_COUNT; k++) waited_past[k] = -1;
-    for (int k = 0; k < n * STREAM_COUNT; k++) last_read[k] = -1;
     for (int i = 0; i < n; i++) event_of[i] = -1;
     /* which producers each node waits for: wait_for[i * STREAM_COUNT + source stream] */
     for (int i = 0; i < n; i++) {
@@ -105,18 +66,11 @@ static void schedule_program(ir_module *m, int p, ir_sched_list *lists, int *wai
             int *latest = &wait_for[i * STREAM_COUNT + src->stream];
             if (w > waited_past[list * STREAM_COUNT + src->stream] && w > *latest) *latest = w;
         }
-        write_after_reads(m, i, list, last_read, waited_past, wait_for);
-        for (int k = 0; k < node->n_in; k++)
-            if (ir_reads_input(node, k, p)) last_read[writer_of(m, node->in[k]) * STREAM_COUNT + node->stream] = i;
-        int a = wait_with_all_reduce(m, i, wait_for);
-        for (int j = 0; j < 2; j++) {
-            int at = j ? a : i;
-            for (int t = 0; at >= 0 && t < STREAM_COUNT; t++) {
-                int producer = wait_for[at * STREAM_COUNT + t], *past = &waited_past[list * STREAM_COUNT + t];
-                if (producer < 0) continue;
-                if (producer > *past) *past = producer;
-                if (event_of[producer] < 0) event_of[producer] = 0; /* numbered below, in graph order */
-            }
+        for (int t = 0; t < STREAM_COUNT; t++) {
+            int producer = wait_for[i * STREAM_COUNT + t];
+            if (producer < 0) continue;
+            waited_past[list * STREAM_COUNT + t] = producer;
+            if (event_of[producer] < 0) event_of[producer] = 0; /* numbered below, in graph order */
         }
     }
     for (int i = 0; i < n; i++)
@@ -130,7 +84,7 @@ static void schedule_program(ir_module *m, int p, ir_sched_list *lists, int *wai
         push(l, SCHED_KERNEL, i);
         if (event_of[i] >= 0) push(l, SCHED_RECORD, event_of[i]);
     }
-    free(waited_past), free(last_read);
+    free(waited_past);
 }
 
 bool pass_schedule(ir_module *m, ir_diag *d, const pass_options *o) {

@@ -44,15 +44,6 @@ static inline double rt_update_rate(const rt_kernel_args *k) {
  * block, the collective fills in the others */
 typedef enum { COLL_ALL_REDUCE, COLL_BROADCAST, COLL_ALL_GATHER } rt_coll_kind;
 
-/* An optimizer update that a bucket's all_reduce does inside it (a backend
- * with fuses_updates; docs/runtime.md, "Updates inside the all-reduce"): its
- * kernel's arguments on this device, and where its gradient starts in the
- * bucket. */
-typedef struct {
-    const rt_kernel_args *k;
-    int64_t offset;
-} rt_coll_update;
-
 typedef struct {
     rt_coll_kind kind;
     int group;                  /* bucket index (all_reduce), broadcast group or gather number */
@@ -63,10 +54,6 @@ typedef struct {
     int mean;                   /* all_reduce: divide by the global replica count */
     int root;                   /* broadcast: root replica */
     ir_cross_device algo;
-    const rt_coll_update *updates; /* all_reduce: its bucket's updates, in bucket order (NULL: none) */
-    int n_updates;
-    /* runs an update's kernel (the backend's), on the part of its tensors that k points at */
-    int (*run_update)(const rt_kernel_args *k, char *err, size_t cap);
 } rt_coll_args;
 
 typedef struct rt_backend rt_backend;
@@ -97,10 +84,6 @@ typedef struct {
     int (*record)(rt_backend *b, int device, int stream, int event, uint64_t generation);
     int (*wait)(rt_backend *b, int device, int stream, int event, uint64_t generation);
     int (*collective)(rt_backend *b, int device, int stream, const rt_coll_args *c);
-    /* whether collective runs a bucket's updates inside its all_reduce
-     * (c->updates, with each device writing its chunk into every local
-     * replica's params and slots); the executor then does not launch them */
-    bool fuses_updates;
     /* waits for every stream; returns -1 if any queued work failed */
     int (*sync)(rt_backend *b);
     /* Tracing (`mgc run --trace/--profile`; NULL: this backend cannot).

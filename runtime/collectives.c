@@ -14,8 +14,6 @@
  * device ends with a copy of the same bytes. */
 #include "collectives.h"
 
-#include "../ir/order.h"
-
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -38,12 +36,10 @@ typedef struct {
     int64_t occurrence;       /* how many earlier calls of (kind, group) each device made */
     int64_t count;
     ir_dtype dtype;
-    int n_updates;
     _Atomic int arrived;
     int left;
     unsigned char *present;   /* (n) */
     void **buf;               /* (n) */
-    const rt_coll_args **args; /* (n) each participant's, while it is in the meeting */
     progress *prog;           /* (n) */
     _Atomic int failed;
     char msg[MSG_CAP];        /* written under c->mu before failed is set */
@@ -100,7 +96,7 @@ rt_coll *rt_coll_new(int n_devices, int replica_base, int replica_total, const r
 
 static void slot_free(slot *s) {
     if (!s) return;
-    free(s->present), free(s->buf), free(s->args), free(s->prog);
+    free(s->present), free(s->buf), free(s->prog);
     free(s);
 }
 
@@ -180,9 +176,8 @@ static slot *slot_new(int n) {
     if (!s) return NULL;
     s->present = calloc((size_t)n, 1);
     s->buf = calloc((size_t)n, sizeof *s->buf);
-    s->args = calloc((size_t)n, sizeof *s->args);
     s->prog = aligned_alloc(64, (size_t)n * sizeof *s->prog);
-    if (!s->present || !s->buf || !s->args || !s->prog) {
+    if (!s->present || !s->buf || !s->prog) {
         slot_free(s);
         return NULL;
     }
@@ -206,7 +201,7 @@ static slot *find_slot(rt_coll *c, const rt_coll_args *a, int64_t occurrence) {
     }
     slot *s = free_slot;
     s->used = 1, s->kind = a->kind, s->group = a->group, s->occurrence = occurrence;
-    s->count = a->count, s->dtype = a->dtype, s->n_updates = a->n_updates;
+    s->count = a->count, s->dtype = a->dtype;
     atomic_store(&s->arrived, 0), atomic_store(&s->failed, 0);
     s->left = 0, s->msg[0] = 0;
     memset(s->present, 0, (size_t)c->n);
@@ -226,18 +221,12 @@ static slot *arrive(rt_coll *c, int me, const rt_coll_args *a, char *err, size_t
         if (!s) snprintf(err, cap, "%s: out of memory", a->label);
     }
     if (s) {
-        s->present[me] = 1, s->buf[me] = a->buf, s->args[me] = a;
+        s->present[me] = 1, s->buf[me] = a->buf;
         if (s->count != a->count || s->dtype != a->dtype) {
             char msg[MSG_CAP];
             snprintf(msg, sizeof msg, "%s: cpu:%d has %lld %s elements, another device %lld %s", a->label,
                      c->base + me, (long long)a->count, ir_dtype_name(a->dtype), (long long)s->count,
                      ir_dtype_name(s->dtype));
-            fail_locked(c, s, msg);
-        }
-        if (s->n_updates != a->n_updates) {
-            char msg[MSG_CAP];
-            snprintf(msg, sizeof msg, "%s: cpu:%d has %d optimizer updates in it, another device %d", a->label,
-                     c->base + me, a->n_updates, s->n_updates);
             fail_locked(c, s, msg);
         }
         if (atomic_fetch_add(&s->arrived, 1) + 1 == c->n) pthread_cond_broadcast(&c->cv);
@@ -428,90 +417,27 @@ static int from_device0(part *p) {
     return 0;
 }
 
-/* ---- updates inside the all-reduce (docs/runtime.md) ---- */
-
-enum { UPDATE_BLOCK = 16384 }; /* elements a block: the gradient, param and two slots stay in L2 */
-
-/* Update u over elements [lo, hi) of the bucket (within its gradient), from
- * the reduced gradient in device 0's buffer: run on this device's param and
- * slots, then copied into every other local replica's. Each element's update
- * depends on that element alone, so the replicas get the bytes their own
- * updates would have written. */
-static int update_range(part *p, int u, int64_t lo, int64_t hi, char *err, size_t cap) {
-    const rt_kernel_args *k = p->a->updates[u].k;
-    const ir_node *node = k->node;
-    size_t first = (size_t)(lo - p->a->updates[u].offset) * sizeof(float), bytes = (size_t)(hi - lo) * sizeof(float);
-    ir_node piece = *node;
-    piece.shape = (ir_shape){.rank = 1, .dim = {hi - lo}};
-    const void *in[node->n_in];
-    for (int t = 0; t < node->n_in; t++) in[t] = (const char *)k->in[t] + first;
-    in[1] = at(p, 0, lo);
-    rt_kernel_args part_args = *k;
-    part_args.node = &piece, part_args.in = in, part_args.out = (char *)k->out + first;
-    if (p->a->run_update(&part_args, err, cap)) return -1;
-    for (int j = 0; j < p->c->n; j++) {
-        const rt_kernel_args *theirs = p->s->args[j]->updates[u].k;
-        for (int t = 0; t < node->n_in && j != p->me; t++)
-            if (ir_writes_input(node, t)) memcpy((char *)theirs->in[t] + first, in[t], bytes);
-    }
-    return 0;
-}
-
-/* This device's chunk of the bucket, block by block: summed into device 0's
- * buffer (sum; else it is summed there already), averaged, and every update
- * over it run. */
-static int update_chunk(part *p, bool sum) {
+static int all_reduce(part *p) {
     rt_coll *c = p->c;
-    const rt_coll_args *a = p->a;
-    int64_t lo = chunk_start(a->count, p->me, c->n), hi = chunk_start(a->count, p->me + 1, c->n);
-    int u = 0;
-    for (int64_t b = lo; b < hi; b += UPDATE_BLOCK) {
-        int64_t e = hi - b < UPDATE_BLOCK ? hi : b + UPDATE_BLOCK;
-        for (int k = 1; k < c->n && sum; k++) add_into(a->dtype, at(p, 0, b), at(p, k, b), e - b);
-        mean_range(p, 0, b, e);
-        for (; u < a->n_updates; u++) {
-            const rt_coll_update *up = &a->updates[u];
-            int64_t from = up->offset > b ? up->offset : b, end = up->offset + ir_shape_numel(&up->k->node->shape);
-            if (from >= e) break;
-            char msg[MSG_CAP];
-            if (end > from && update_range(p, u, from, end < e ? end : e, msg, sizeof msg)) {
-                fail_slot(p, msg);
-                return -1;
-            }
-            if (end > e) break; /* the rest of it in the next block */
+    int n = c->n, procs = c->ip && c->ip->size > 1, all[n];
+    for (int j = 0; j < n; j++) all[j] = j;
+    if (p->a->algo == XDEV_ONE_DEVICE || n == 1 || (p->a->algo == XDEV_HIERARCHICAL && group_size(n) >= n)) {
+        if (sum_members(p, all, n, 0)) return -1;
+    } else if (p->a->algo == XDEV_RING) {
+        if (sum_members(p, all, n, !procs)) return -1;
+        if (!procs) return 0;
+    } else { /* hierarchical: sums within groups, then across the group leaders (m >= 2) */
+        int g = group_size(n), first = p->me / g * g, leaders[n], m = 0;
+        for (int l = 0; l < n; l += g) leaders[m++] = l;
+        if (sum_members(p, all + first, first + g <= n ? g : n - first, 0)) return -1;
+        if (sum_members(p, leaders, m, !procs)) return -1;
+        if (!procs) {
+            if (p->me != first) memcpy(p->s->buf[p->me], p->s->buf[first], (size_t)p->a->count * p->esize);
+            return 0;
         }
     }
-    return 0;
-}
-
-/* Every device's buffer summed into device 0's, and (to_all) the mean copied
- * into every device's where the algorithm can do both in one pass; 1 when
- * it did. */
-static int sum_into_first(part *p, int to_all) {
-    rt_coll *c = p->c;
-    int n = c->n, all[n];
-    for (int j = 0; j < n; j++) all[j] = j;
-    if (p->a->algo == XDEV_ONE_DEVICE || n == 1 || (p->a->algo == XDEV_HIERARCHICAL && group_size(n) >= n))
-        return sum_members(p, all, n, 0) ? -1 : 0;
-    if (p->a->algo == XDEV_RING) return sum_members(p, all, n, to_all) ? -1 : to_all;
-    /* hierarchical: sums within groups, then across the group leaders (m >= 2) */
-    int g = group_size(n), first = p->me / g * g, leaders[n], m = 0;
-    for (int l = 0; l < n; l += g) leaders[m++] = l;
-    if (sum_members(p, all + first, first + g <= n ? g : n - first, 0)) return -1;
-    if (sum_members(p, leaders, m, to_all)) return -1;
-    if (to_all && p->me != first) memcpy(p->s->buf[p->me], p->s->buf[first], (size_t)p->a->count * p->esize);
-    return to_all;
-}
-
-/* With updates inside (a->n_updates), the other devices' buffers keep their
- * own gradients: only those updates read the bucket (runtime/exec.c). */
-static int all_reduce(part *p) {
-    int procs = p->c->ip && p->c->ip->size > 1;
-    if (p->a->n_updates && !procs && p->a->algo == XDEV_RING) return update_chunk(p, true);
-    int done = sum_into_first(p, !procs && !p->a->n_updates);
-    if (done) return done < 0 ? -1 : 0;
     if (procs && across_processes(p)) return -1;
-    return p->a->n_updates ? update_chunk(p, false) : from_device0(p);
+    return from_device0(p);
 }
 
 static int broadcast(part *p, char *err, size_t cap) {

@@ -23,8 +23,6 @@ struct rt_session {
     const ir_node **in_nodes;  /* flat storage behind args[i].in_nodes */
     const void **in_ptrs;      /* flat storage behind args[i].in */
     rt_coll_args *coll;        /* per node, for collectives */
-    rt_coll_update *updates;   /* storage of the coll[i].updates lists */
-    bool *in_all_reduce;       /* per node: an update its bucket's all_reduce runs (not launched) */
     char **labels;             /* per node, collectives' names in errors */
     int64_t step;
     int training;
@@ -130,76 +128,6 @@ static void bind_nodes(rt_session *s) {
     }
 }
 
-/* ---- updates inside the all-reduce (docs/runtime.md) ---- */
-
-/* An update whose new value of each element depends on that element alone
- * (Lamb's trust ratio and a clip by the global norm do not), in place, that
- * reads its gradient as a view of all_reduce ar */
-static bool updates_from(const rt_session *s, int u, int ar) {
-    const ir_node *n = &s->m->g.nodes[u];
-    bool elementwise = n->op == OP_SGD_UPDATE || n->op == OP_ADAM_UPDATE || n->op == OP_RMSPROP_UPDATE ||
-                       n->op == OP_ADAGRAD_UPDATE || n->op == OP_NADAM_UPDATE;
-    if (!elementwise || n->dtype != IR_F32 || ir_update_norm_input(n) >= 0 || s->args[u].out != s->args[u].in[0])
-        return false;
-    const ir_node *g = &s->m->g.nodes[n->in[1]];
-    return g->op == OP_VIEW && g->in[0] == ar && ir_shape_numel(&g->shape) == ir_shape_numel(&n->shape);
-}
-
-/* How many kernels read all_reduce ar's output, directly or through views. */
-static int readers_of(const ir_module *m, int ar) {
-    bool *names = calloc((size_t)m->g.n, sizeof *names); /* the node names ar's bytes */
-    if (!names) abort();
-    int count = 0;
-    names[ar] = true;
-    for (int i = ar + 1; i < m->g.n; i++) {
-        const ir_node *n = &m->g.nodes[i];
-        for (int k = 0; k < n->n_in; k++)
-            if (names[n->in[k]]) ir_is_view(n) ? (void)(names[i] = true) : (void)count++;
-    }
-    free(names);
-    return count;
-}
-
-static int by_offset(const void *a, const void *b) {
-    int64_t x = ((const rt_coll_update *)a)->offset, y = ((const rt_coll_update *)b)->offset;
-    return (x > y) - (x < y);
-}
-
-/* The updates of each bucket that its all_reduce runs inside it, where the
- * backend can (fuses_updates) and the plan lets it: on the train program's
- * list, they follow the all_reduce with no wait or record between (replicate
- * and schedule put them there), and nothing else reads the bucket, whose
- * other devices' copies then keep their own gradients. MGC_FUSE_UPDATES=0
- * turns it off (the equality tests' reference). */
-static void bind_updates(rt_session *s) {
-    const ir_module *m = s->m;
-    const char *off = getenv("MGC_FUSE_UPDATES");
-    if (!s->b->i->fuses_updates || m->n_devices < 2 || (off && strcmp(off, "0") == 0)) return;
-    s->updates = calloc((size_t)m->g.n, sizeof *s->updates);
-    s->in_all_reduce = calloc((size_t)m->g.n, sizeof *s->in_all_reduce);
-    int used = 0;
-    for (int l = 0; l < m->n_devices * STREAM_COUNT; l++) { /* the train program's lists */
-        const ir_sched_list *list = &m->sched[l];
-        for (int k = 0; k < list->n && rt_session_is_local(s, list->device); k++) {
-            int ar = list->items[k].arg, n_up = 0;
-            if (list->items[k].kind != SCHED_KERNEL || m->g.nodes[ar].op != OP_ALL_REDUCE) continue;
-            while (k + 1 + n_up < list->n && list->items[k + 1 + n_up].kind == SCHED_KERNEL &&
-                   updates_from(s, list->items[k + 1 + n_up].arg, ar))
-                n_up++;
-            if (!n_up || n_up != readers_of(m, ar)) continue;
-            rt_coll_update *up = &s->updates[used];
-            for (int j = 0; j < n_up; j++) {
-                int u = list->items[k + 1 + j].arg;
-                up[j] = (rt_coll_update){&s->args[u], m->g.nodes[m->g.nodes[u].in[1]].iattr[0]};
-                s->in_all_reduce[u] = true;
-            }
-            qsort(up, (size_t)n_up, sizeof *up, by_offset);
-            s->coll[ar].updates = up, s->coll[ar].n_updates = n_up;
-            used += n_up;
-        }
-    }
-}
-
 /* Constants are written once, when the session starts. */
 static int fill_constants(rt_session *s) {
     for (int i = 0; i < s->m->g.n; i++) {
@@ -273,7 +201,6 @@ rt_session *rt_session_new(const ir_module *m, const rt_session_options *o, char
         }
     }
     bind_nodes(s);
-    bind_updates(s);
     if (fill_constants(s)) {
         snprintf(err, cap, "%s", s->err);
         rt_session_free(s);
@@ -290,7 +217,7 @@ void rt_session_free(rt_session *s) {
     free(s->b);
     for (int i = 0; i < s->m->g.n; i++) free(s->host[i]), free(s->labels[i]);
     free(s->arena), free(s->host), free(s->ptr), free(s->args), free(s->coll), free(s->labels), free(s->device_index);
-    free(s->in_nodes), free(s->in_ptrs), free(s->spans), free(s->updates), free(s->in_all_reduce);
+    free(s->in_nodes), free(s->in_ptrs), free(s->spans);
     free(s);
 }
 
@@ -306,7 +233,6 @@ static int issue_work(rt_session *s, int i) {
     rt_backend *b = s->b;
     int dev = n->device - s->first;
     if (ir_ops[n->op].flags & OPF_COLLECTIVE && n->device == s->absent) return 0;
-    if (s->in_all_reduce && s->in_all_reduce[i]) return 0; /* its all_reduce does it */
     switch (n->op) {
     case OP_SHARD: { /* rows of the host batch straight to the device */
         size_t bytes = (size_t)ir_node_bytes(n);
@@ -392,8 +318,6 @@ int rt_session_set_trace(rt_session *s, rt_trace *t) {
     int per_stream = 2 * s->m->g.n + 2; /* every node at most twice (an all_reduce: pack, collective) */
     if (b->i->trace_arm(b, t ? per_stream : 0)) return fail(s, b->err);
     if (!t) return 0;
-    for (int i = 0; i < s->m->g.n; i++)
-        if (s->coll[i].n_updates) rt_trace_note_updates(t, i, s->coll[i].n_updates);
     s->span_cap = per_stream * s->local * STREAM_COUNT;
     s->spans = malloc((size_t)s->span_cap * sizeof *s->spans);
     if (!s->spans) {

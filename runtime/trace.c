@@ -22,7 +22,6 @@ struct rt_trace {
     int64_t n, cap, kept_steps;
     int64_t *op_ns, *op_count;       /* (OP_COUNT * STREAM_COUNT) profiled time and events of (op, stream) */
     int64_t steps, wall_ns, comm_ns, overlap_ns; /* profiled steps; overlap: comm time with compute running */
-    int *updates;                    /* (nodes) optimizer updates run inside each all_reduce */
 };
 
 rt_trace *rt_trace_new(const ir_module *m, int first, int local, int64_t keep_from, int64_t keep_to,
@@ -32,15 +31,14 @@ rt_trace *rt_trace_new(const ir_module *m, int first, int local, int64_t keep_fr
     *t = (rt_trace){.m = m, .first = first, .local = local, .keep_from = keep_from, .keep_to = keep_to,
                     .profile_from = profile_from};
     t->op_ns = calloc(OP_COUNT * STREAM_COUNT, sizeof *t->op_ns);
-    t->updates = calloc((size_t)m->g.n + 1, sizeof *t->updates);
     t->op_count = calloc(OP_COUNT * STREAM_COUNT, sizeof *t->op_count);
-    if (!t->op_ns || !t->op_count || !t->updates) return rt_trace_free(t), NULL;
+    if (!t->op_ns || !t->op_count) return rt_trace_free(t), NULL;
     return t;
 }
 
 void rt_trace_free(rt_trace *t) {
     if (!t) return;
-    free(t->ev), free(t->op_ns), free(t->op_count), free(t->updates);
+    free(t->ev), free(t->op_ns), free(t->op_count);
     free(t);
 }
 
@@ -117,16 +115,12 @@ void rt_trace_add(rt_trace *t, int64_t step, rt_trace_span *spans, int n) {
     t->kept_steps++;
 }
 
-void rt_trace_note_updates(rt_trace *t, int i, int n) { t->updates[i] = n; }
-
 /* ---- Chrome trace event JSON ---- */
 
 static const char *const stream_names[STREAM_COUNT] = {"compute", "comm"};
 
 static void event_name(const rt_trace *t, const ir_node *n, char *buf, size_t cap) {
     if (n->op == OP_ALL_REDUCE && n->iattr[0] == t->m->n_buckets) snprintf(buf, cap, "all_reduce loss and metrics");
-    else if (n->op == OP_ALL_REDUCE && t->updates[n - t->m->g.nodes])
-        snprintf(buf, cap, "all_reduce bucket %lld + %d updates", (long long)n->iattr[0], t->updates[n - t->m->g.nodes]);
     else if (n->op == OP_ALL_REDUCE) snprintf(buf, cap, "all_reduce bucket %lld", (long long)n->iattr[0]);
     else if (n->name) snprintf(buf, cap, "%s %s", ir_ops[n->op].name, n->name);
     else snprintf(buf, cap, "%s", ir_ops[n->op].name);
@@ -161,7 +155,6 @@ static cJSON *span_event(const rt_trace *t, const trace_event *v) {
     cJSON_AddNumberToObject(args, "bytes", (double)ir_node_bytes(n));
     cJSON_AddStringToObject(args, "shape", ir_type_str(n->dtype, &n->shape, shape, sizeof shape));
     if (n->op == OP_ALL_REDUCE) cJSON_AddNumberToObject(args, "bucket", (double)n->iattr[0]);
-    if (t->updates[v->node]) cJSON_AddNumberToObject(args, "updates", t->updates[v->node]);
     cJSON_AddItemToObject(e, "args", args);
     return e;
 }

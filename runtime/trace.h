@@ -24,16 +24,13 @@ bool rt_trace_wants(const rt_trace *t, int64_t step);
 /* Adds the spans of one step (reordered in place); the pieces of one node on
  * one stream (an all_reduce's pack and its collective) become one event. */
 void rt_trace_add(rt_trace *t, int64_t step, rt_trace_span *spans, int n);
-/* Node i (an all_reduce) runs n optimizer updates inside it, which have no
- * events of their own: its events say "+ n updates" and carry "updates": n. */
-void rt_trace_note_updates(rt_trace *t, int i, int n);
 /* Steps kept so far. */
 int64_t rt_trace_kept_steps(const rt_trace *t);
 
 /* Writes the kept steps as Chrome trace event JSON ({"traceEvents": [...]}),
  * atomically: "X" events with pid = global replica, tid = stream (0 compute,
  * 1 comm), ts/dur in microseconds of CLOCK_MONOTONIC, and args (node, step,
- * op, bytes, shape, bucket for an all_reduce, updates when it runs some); "M" events naming each pid
+ * op, bytes, shape, bucket for an all_reduce); "M" events naming each pid
  * ("cpu:1", with " rank N" under mpirun) and tid. Returns 0 or -1 with err. */
 int rt_trace_write(const rt_trace *t, const char *path, int rank, int ranks, char *err, size_t cap);
 

@@ -8,11 +8,6 @@ add_executable(test_rt_collectives ${MGC_SRC}/tests/rtcoll/test_collectives.c)
 target_link_libraries(test_rt_collectives PRIVATE mgc_runtime)
 add_test(NAME rtcoll_collectives COMMAND test_rt_collectives)
 
-# issue 14: a bucket's optimizer updates inside its all-reduce, against the plain order
-add_executable(test_rt_coll_updates ${MGC_SRC}/tests/rtcoll/test_coll_updates.c)
-target_link_libraries(test_rt_coll_updates PRIVATE mgc_runtime)
-add_test(NAME rtcoll_updates COMMAND test_rt_coll_updates)
-
 # bench/allreduce.c: all-reduce algbw/busbw beside memcpy (run by hand, not a test)
 add_executable(bench_allreduce ${MGC_SRC}/bench/allreduce.c)
 target_link_libraries(bench_allreduce PRIVATE mgc_runtime)

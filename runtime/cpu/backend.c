@@ -268,7 +268,6 @@ static int cpu_wait(rt_backend *b, int device, int stream, int event, uint64_t g
 static int cpu_collective(rt_backend *b, int device, int stream, const rt_coll_args *c) {
     if (check_place(b, device, stream)) return -1;
     cpu_work w = {.kind = WORK_COLLECTIVE, .coll = *c};
-    w.coll.run_update = cpu_kernel_run;
     return enqueue(b, device, stream, &w);
 }
 
@@ -421,7 +420,6 @@ static const rt_backend_i cpu_backend_i = {
     .record = cpu_record,
     .wait = cpu_wait,
     .collective = cpu_collective,
-    .fuses_updates = true,
     .sync = cpu_sync,
     .trace_arm = cpu_trace_arm,
     .trace_take = cpu_trace_take,

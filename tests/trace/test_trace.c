@@ -1,7 +1,6 @@
 /* test_trace.c - a trace of 2 train steps on 2 CPU devices (runtime/trace.c):
  * valid JSON with named tracks, every node of the train program once per
- * traced step per replica (an update run inside its all_reduce: in its event)
- * and nothing else, buckets on the all_reduces, no
+ * traced step per replica and nothing else, buckets on the all_reduces, no
  * overlap on a track, happens-before (a node starts after the inputs it reads
  * on its device end; an all_reduce ends after every replica's gradients of its
  * bucket exist), every event inside the measured step, and each compute
@@ -35,7 +34,7 @@ static int failures;
     } while (0)
 
 typedef struct {
-    int node, pid, tid, step, bucket, updates;
+    int node, pid, tid, step, bucket;
     double ts, end;
 } event;
 
@@ -125,9 +124,8 @@ static int read_events(const cJSON *root, event *ev) {
         CHECK(ph && !strcmp(ph, "X") && n < MAX_EV, "an event is not \"X\"");
         if (!ph || strcmp(ph, "X") || n == MAX_EV) continue;
         const cJSON *bucket = cJSON_GetObjectItemCaseSensitive(args, "bucket");
-        const cJSON *updates = cJSON_GetObjectItemCaseSensitive(args, "updates");
         ev[n] = (event){num(args, "node"), num(e, "pid"), num(e, "tid"), num(args, "step"),
-                        cJSON_IsNumber(bucket) ? bucket->valueint : -1, cJSON_IsNumber(updates) ? updates->valueint : 0,
+                        cJSON_IsNumber(bucket) ? bucket->valueint : -1,
                         cJSON_GetObjectItemCaseSensitive(e, "ts")->valuedouble, 0};
         double dur = cJSON_GetObjectItemCaseSensitive(e, "dur")->valuedouble;
         CHECK(dur >= 0, "event of node %d has duration %g", ev[n].node, dur);
@@ -151,26 +149,14 @@ static int producer(const ir_module *m, int i) {
     return i;
 }
 
-/* Every kernel of the schedule once a step, but the optimizer updates that an
- * all_reduce runs inside it (its "updates": the update kernels after it on its
- * list), which are in its event. */
 static void check_nodes(const ir_module *m, const event *ev, int n) {
-    int per = m->n_devices * STREAM_COUNT, expected = 0, inside = 0, fused = 0;
+    int per = m->n_devices * STREAM_COUNT, expected = 0;
     const ir_sched_list *lists = &m->sched[0]; /* the train program */
     for (int s = FROM; s <= TO; s++)
         for (int l = 0; l < per; l++)
-            for (int k = 0, skip = 0; k < lists[l].n; k++) {
+            for (int k = 0; k < lists[l].n; k++) {
                 if (lists[l].items[k].kind != SCHED_KERNEL) continue;
                 int node = lists[l].items[k].arg, count = 0;
-                const event *e = find(ev, n, node, s);
-                if (skip > 0) {
-                    CHECK(!e && ir_ops[m->g.nodes[node].op].flags & OPF_UPDATE,
-                          "node %d (%s) after an all_reduce with updates has an event or is no update", node,
-                          ir_ops[m->g.nodes[node].op].name);
-                    skip--, inside++;
-                    continue;
-                }
-                if (e && e->updates) skip = e->updates, fused++;
                 expected++;
                 for (int j = 0; j < n; j++)
                     if (ev[j].node == node && ev[j].step == s) {
@@ -183,8 +169,6 @@ static void check_nodes(const ir_module *m, const event *ev, int n) {
                       count, s);
             }
     CHECK(n == expected, "%d events, the schedule has %d kernels in the traced steps", n, expected);
-    /* the CPU backend runs them inside (every bucket's updates clip by their own gradient here) */
-    CHECK(fused > 0 && inside >= fused, "%d all_reduces with %d updates inside them", fused, inside);
     int tracks[DEVICES][STREAM_COUNT] = {{0}};
     for (int k = 0; k < n; k++) {
         const ir_node *x = &m->g.nodes[ev[k].node];

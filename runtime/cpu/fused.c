@@ -157,6 +157,86 @@ static int assign_slots(const ir_fused *f, int n_in, const bool *inv, int *slot)
     return n_slots;
 }
 
+/* ---- batch norm's dx in one pass (issue 14, ResNet-20 speed) ----
+ * The input gradient of batch norm in training, as autodiff writes it and
+ * the fuse pass merges it, is per tile
+ *     t1 = dy * a;  t2 = x - m;  t3 = t2 * b;  t4 = t1 + t3;  out = t4 + k
+ * with a, m, b, k the same at every tile (per channel, or the program's
+ * invariant part). Run as instructions, each a loop over the tile, it reads
+ * and writes a tile buffer per op: 1.0-1.2 ms against 0.32-0.35 ms for one
+ * loop on ResNet-20's [128,28,28,16] with its data in L3 (a standalone
+ * timing). This is that one loop: the same operations in the same order,
+ * rounded after each (no contraction), so the same bits. */
+typedef struct {
+    int dy, a, x, m, b, k; /* registers */
+} bn_dx;
+
+static bool is_full(int r, int n_in, const operand *in) { return r >= 0 && r < n_in && in[r].kind == IN_FULL; }
+
+/* ins is op(x, c) or op(c, x), x full (want < 0) or register `want`, c
+ * invariant: *x and *c get them */
+static bool takes(const ir_finstr *ins, ir_op op, int want, int n_in, const bool *inv, const operand *in, int *x,
+                  int *c) {
+    int ops[2] = {ins->a, ins->b};
+    for (int k = 0; k < 2 && ins->op == op && ins->b >= 0; k++) {
+        int v = ops[k], w = ops[1 - k];
+        if ((want < 0 ? is_full(v, n_in, in) : v == want) && inv[w]) return *x = v, *c = w, true;
+    }
+    return false;
+}
+
+/* Whether f's per-tile instructions are exactly bn_dx's five (mul and add
+ * with their operands either way round); p gets the registers. */
+static bool match_bn_dx(const ir_fused *f, int n_in, const bool *inv, const operand *in, bn_dx *p) {
+    int at[5], n = 0, t;
+    for (int j = 0; j < f->n; j++)
+        if (!inv[n_in + j]) {
+            if (n == 5) return false;
+            at[n++] = j;
+        }
+    if (n != 5) return false;
+    const ir_finstr *t1 = &f->ins[at[0]], *t2 = &f->ins[at[1]], *t3 = &f->ins[at[2]], *t4 = &f->ins[at[3]],
+                    *out = &f->ins[at[4]];
+    int r1 = n_in + at[0], r2 = n_in + at[1], r3 = n_in + at[2], r4 = n_in + at[3];
+    p->x = t2->a, p->m = t2->b;
+    return takes(t1, OP_MUL, -1, n_in, inv, in, &p->dy, &p->a) && t2->op == OP_SUB && is_full(p->x, n_in, in) &&
+           p->m >= 0 && inv[p->m] && takes(t3, OP_MUL, r2, n_in, inv, in, &t, &p->b) && t4->op == OP_ADD &&
+           ((t4->a == r1 && t4->b == r3) || (t4->a == r3 && t4->b == r1)) &&
+           takes(out, OP_ADD, r4, n_in, inv, in, &t, &p->k);
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+#endif
+typedef float v16 __attribute__((vector_size(64), aligned(4))); /* unaligned loads through memcpy */
+
+/* o may be dy or x (in place); each chunk is loaded before it is stored */
+CPU_CLONES static void bn_dx_tile(float *o, const float *dy, const float *a, const float *x, const float *m,
+                                  const float *b, const float *k, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        v16 vdy, va, vx, vm, vb, vk;
+        memcpy(&vdy, dy + i, 64), memcpy(&va, a + i, 64), memcpy(&vx, x + i, 64);
+        memcpy(&vm, m + i, 64), memcpy(&vb, b + i, 64), memcpy(&vk, k + i, 64);
+        v16 t1 = vdy * va;
+        v16 t2 = vx - vm;
+        v16 t3 = t2 * vb;
+        v16 t4 = t1 + t3;
+        v16 r = t4 + vk;
+        memcpy(o + i, &r, 64);
+    }
+    for (; i < n; i++) {
+        float t1 = mg_mul(dy[i], a[i]);
+        float t3 = mg_mul(mg_sub(x[i], m[i]), b[i]);
+        float t4 = mg_add(t1, t3);
+        o[i] = mg_add(t4, k[i]);
+    }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+
 int cpu_k_fused(const rt_kernel_args *k, char *err, size_t cap) {
     const ir_node *node = k->node;
     const ir_fused *f = node->fused;
@@ -190,6 +270,13 @@ int cpu_k_fused(const rt_kernel_args *k, char *err, size_t cap) {
         reg[n_in + j] = o;
     }
     float *out = k->out;
+    bn_dx bn;
+    if (match_bn_dx(f, n_in, inv, in, &bn)) {
+        for (int64_t t0 = 0; t0 < n; t0 += TILE)
+            bn_dx_tile(out + t0, in[bn.dy].x + t0, reg[bn.a], in[bn.x].x + t0, reg[bn.m], reg[bn.b], reg[bn.k],
+                       n - t0 < TILE ? n - t0 : TILE);
+        return 0;
+    }
     for (int64_t t0 = 0; t0 < n; t0 += TILE) {
         int64_t len = n - t0 < TILE ? n - t0 : TILE;
         for (int i = 0; i < n_in; i++) {

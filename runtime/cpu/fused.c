@@ -237,6 +237,53 @@ CPU_CLONES static void bn_dx_tile(float *o, const float *dy, const float *a, con
 #pragma GCC pop_options
 #endif
 
+/* ---- a sum's or product's relu gradient in one pass (issue 14, ResNet-20) ----
+ * Where a residual branch joins before a relu, the backward pass is
+ *     t = a + b (or a * b);  out = relu_grad(y, t)
+ * over three full tensors; as two instruction loops it took 0.55-1.07 ms a
+ * call on ResNet-20's [128,28,28,16] in a step, against 0.29 ms for
+ * batch norm's dx in one loop over as many bytes but one stream. */
+typedef struct {
+    ir_op op;
+    int a, b, y; /* registers */
+} relu_grad_of;
+
+/* a full input or an invariant register: the kernel can read it per tile */
+static bool per_tile_operand(int r, int n_in, const bool *inv, const operand *in) {
+    return r >= 0 && (inv[r] || is_full(r, n_in, in));
+}
+
+static bool match_relu_grad_of(const ir_fused *f, int n_in, const bool *inv, const operand *in, relu_grad_of *p) {
+    int at[2], n = 0;
+    for (int j = 0; j < f->n; j++)
+        if (!inv[n_in + j]) {
+            if (n == 2) return false;
+            at[n++] = j;
+        }
+    if (n != 2) return false;
+    const ir_finstr *t = &f->ins[at[0]], *out = &f->ins[at[1]];
+    *p = (relu_grad_of){t->op, t->a, t->b, out->a};
+    return (t->op == OP_ADD || t->op == OP_MUL) && per_tile_operand(t->a, n_in, inv, in) &&
+           per_tile_operand(t->b, n_in, inv, in) && out->op == OP_RELU_GRAD && out->b == n_in + at[0] &&
+           per_tile_operand(out->a, n_in, inv, in);
+}
+
+typedef int32_t v16i __attribute__((vector_size(64), aligned(4)));
+
+/* o may be any of the inputs (in place); each chunk is loaded before it is stored */
+CPU_CLONES static void relu_grad_of_tile(float *o, ir_op op, const float *y, const float *a, const float *b,
+                                         int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        v16 vy, va, vb, zero = {0};
+        memcpy(&vy, y + i, 64), memcpy(&va, a + i, 64), memcpy(&vb, b + i, 64);
+        v16 t = op == OP_ADD ? va + vb : va * vb;
+        v16i r = (v16i)t & (v16i)(vy > zero); /* mg_relu_grad: t where y > 0, else +0 */
+        memcpy(o + i, &r, 64);
+    }
+    for (; i < n; i++) o[i] = mg_relu_grad(y[i], op == OP_ADD ? mg_add(a[i], b[i]) : mg_mul(a[i], b[i]));
+}
+
 int cpu_k_fused(const rt_kernel_args *k, char *err, size_t cap) {
     const ir_node *node = k->node;
     const ir_fused *f = node->fused;
@@ -271,10 +318,18 @@ int cpu_k_fused(const rt_kernel_args *k, char *err, size_t cap) {
     }
     float *out = k->out;
     bn_dx bn;
+    relu_grad_of rg;
     if (match_bn_dx(f, n_in, inv, in, &bn)) {
         for (int64_t t0 = 0; t0 < n; t0 += TILE)
             bn_dx_tile(out + t0, in[bn.dy].x + t0, reg[bn.a], in[bn.x].x + t0, reg[bn.m], reg[bn.b], reg[bn.k],
                        n - t0 < TILE ? n - t0 : TILE);
+        return 0;
+    }
+    if (match_relu_grad_of(f, n_in, inv, in, &rg)) {
+#define TILE_OF(r) (inv[r] ? reg[r] : in[r].x + t0) /* an invariant register's tile, or a full input's */
+        for (int64_t t0 = 0; t0 < n; t0 += TILE)
+            relu_grad_of_tile(out + t0, rg.op, TILE_OF(rg.y), TILE_OF(rg.a), TILE_OF(rg.b), n - t0 < TILE ? n - t0 : TILE);
+#undef TILE_OF
         return 0;
     }
     for (int64_t t0 = 0; t0 < n; t0 += TILE) {

@@ -9,8 +9,8 @@
  * program may hold is drawn. A second set draws every input but the first
  * from scalars and trailing vectors whose length divides the kernel's tile,
  * so that instructions over those alone (the invariant part, run once per
- * call) occur, counted: the set fails when none did. Last, batch norm's dx
- * program, which the kernel runs in one loop. */
+ * call) occur, counted: the set fails when none did. Last, the programs
+ * that the kernel runs in one loop (batch norm's dx, relu_grad of a sum). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,48 +154,77 @@ static int one_program(int case_no, const ir_shape *out, int first_op, bool cons
     return failed ? 1 : 0;
 }
 
-/* Batch norm's dx as the fuse pass writes it (ResNet-20's), which the kernel
- * runs in one loop (fused.c, bn_dx): against the unfused chain bit for bit,
- * also in place over dy, with the commutative operands either way round
- * (swap's bit k swaps instruction k's). */
-static int bn_dx_program(const char *shape, int swap) {
+/* A given program (n_in inputs of the given shapes, then its instructions)
+ * against its unfused chain, bit for bit, also in place over input 0. */
+static int fixed_program(const char *name, int n_in, const ir_shape *in_shape, int n, const ir_finstr *ins) {
     ir_module *m = ir_module_new();
-    ir_shape out = kh_shape(shape), c = ir_shape_make(1, &out.dim[out.rank - 1]), one = ir_shape_make(0, NULL);
-    const ir_shape in_shape[8] = {out, c, c, c, one, out, c, one}; /* dy, a, ., ., ., x, mean, . */
-    float *val[32] = {0};
-    for (int k = 0; k < 8; k++) {
+    float *val[IR_FUSED_MAX_INPUTS + IR_FUSED_MAX_INSTRS] = {0};
+    for (int k = 0; k < n_in; k++) {
         int i = ir_add(m, OP_INPUT, NULL, 0, (ir_loc){0});
         ir_node_at(m, i)->dtype = IR_F32, ir_node_at(m, i)->shape = in_shape[k];
         int64_t len = ir_shape_numel(&in_shape[k]);
         val[i] = xalloc((size_t)len * 4);
         for (int64_t e = 0; e < len; e++) val[i][e] = (float)((int)(next() % 4001) - 2000) / 700.0f;
     }
-    ir_finstr ins[8] = {{OP_MUL, 0, 1, 0}, {OP_NEG, 2, -1, 0}, {OP_MUL, 3, 4, 0}, {OP_SUB, 5, 6, 0},
-                        {OP_MUL, 11, 10, 0}, {OP_ADD, 8, 12, 0}, {OP_MUL, 9, 7, 0}, {OP_ADD, 13, 14, 0}};
-    ir_fused f = {.n = 8};
+    ir_fused f = {.n = n};
     char err[256];
-    for (int j = 0; j < 8; j++) {
-        if (swap >> j & 1 && ins[j].op != OP_SUB && ins[j].b >= 0) ins[j] = (ir_finstr){ins[j].op, ins[j].b, ins[j].a, 0};
+    int in[IR_FUSED_MAX_INPUTS], last = n_in + n - 1;
+    for (int j = 0; j < n; j++) {
         f.ins[j] = ins[j];
         int node = ir_add(m, ins[j].op, (int[]){ins[j].a, ins[j].b}, ins[j].b >= 0 ? 2 : 1, (ir_loc){0});
-        if (!ir_infer_node(m, node, err, sizeof err)) return fprintf(stderr, "FAIL bn dx: %s\n", err), 1;
+        if (!ir_infer_node(m, node, err, sizeof err)) return fprintf(stderr, "FAIL %s: %s\n", name, err), 1;
         val[node] = xalloc((size_t)ir_shape_numel(&ir_node_at(m, node)->shape) * 4);
-        if (!run(m, node, val, val[node], err, sizeof err)) return fprintf(stderr, "FAIL bn dx unfused: %s\n", err), 1;
+        if (!run(m, node, val, val[node], err, sizeof err)) return fprintf(stderr, "FAIL %s unfused: %s\n", name, err), 1;
     }
-    int fn = ir_add(m, OP_FUSED, (int[]){0, 1, 2, 3, 4, 5, 6, 7}, 8, (ir_loc){0});
+    for (int k = 0; k < n_in; k++) in[k] = k;
+    int fn = ir_add(m, OP_FUSED, in, n_in, (ir_loc){0});
     ir_node_at(m, fn)->fused = ir_fused_add(m, &f);
-    if (!ir_infer_node(m, fn, err, sizeof err)) return fprintf(stderr, "FAIL bn dx rule: %s\n", err), 1;
-    int64_t numel = ir_shape_numel(&out), at = 0;
-    float *got = xalloc((size_t)numel * 4), *dy = val[0];
-    int failed = !run(m, fn, val, got, err, sizeof err) || !same(got, val[15], numel, &at);
-    val[0] = got, memcpy(got, dy, (size_t)numel * 4); /* in place over dy */
-    failed |= !run(m, fn, val, got, err, sizeof err) || !same(got, val[15], numel, &at);
-    val[0] = dy;
-    if (failed) fprintf(stderr, "FAIL bn dx %s (swap %d): element %lld: fused %.9g, unfused %.9g\n", shape, swap,
-                        (long long)at, got[at], val[15][at]);
+    if (!ir_infer_node(m, fn, err, sizeof err)) return fprintf(stderr, "FAIL %s rule: %s\n", name, err), 1;
+    int64_t numel = ir_shape_numel(&ir_node_at(m, fn)->shape), at = 0;
+    float *got = xalloc((size_t)numel * 4), *x0 = val[0];
+    int failed = !run(m, fn, val, got, err, sizeof err) || !same(got, val[last], numel, &at);
+    if (ir_shape_numel(&in_shape[0]) == numel) { /* in place over input 0 */
+        val[0] = got, memcpy(got, x0, (size_t)numel * 4);
+        failed |= !run(m, fn, val, got, err, sizeof err) || !same(got, val[last], numel, &at);
+        val[0] = x0;
+    }
+    if (failed) fprintf(stderr, "FAIL %s: element %lld: fused %.9g, unfused %.9g\n", name, (long long)at, got[at],
+                        val[last][at]);
     free(got);
     for (int i = 0; i < m->g.n; i++) free(val[i]);
     ir_module_free(m);
+    return failed;
+}
+
+/* The programs the kernel runs in one loop (fused.c), as the fuse pass writes
+ * them for ResNet-20, with the operands of add and mul either way round (bit
+ * k of swap swaps instruction k's): batch norm's dx, and relu_grad of a sum
+ * or product (of full tensors, or of a full one and a scalar or [c]). */
+static int one_loop_programs(int *count) {
+    static const char *const outs[] = {"4,7,7,16", "2,14,14,32", "3,5,5,64", "2,3,3,16"};
+    int failed = 0;
+    for (int s = 0; s < 4; s++) {
+        ir_shape out = kh_shape(outs[s]), c = ir_shape_make(1, &out.dim[out.rank - 1]), one = ir_shape_make(0, NULL);
+        for (int swap = 0; swap < 256; swap += 37, ++*count) {
+            const ir_shape bn_in[8] = {out, c, c, c, one, out, c, one}; /* dy, a, ., ., ., x, mean, . */
+            ir_finstr bn[8] = {{OP_MUL, 0, 1, 0}, {OP_NEG, 2, -1, 0}, {OP_MUL, 3, 4, 0}, {OP_SUB, 5, 6, 0},
+                               {OP_MUL, 11, 10, 0}, {OP_ADD, 8, 12, 0}, {OP_MUL, 9, 7, 0}, {OP_ADD, 13, 14, 0}};
+            for (int j = 0; j < 8; j++)
+                if (swap >> j & 1 && bn[j].op != OP_SUB && bn[j].b >= 0) bn[j] = (ir_finstr){bn[j].op, bn[j].b, bn[j].a, 0};
+            char name[64];
+            snprintf(name, sizeof name, "bn dx %s swap %d", outs[s], swap);
+            failed += fixed_program(name, 8, bn_in, 8, bn);
+        }
+        for (int k = 0; k < 12; k++, ++*count) { /* k: op, operand order, b full or [c] or scalar */
+            const ir_shape rg_in[3] = {out, k >> 2 == 0 ? out : k >> 2 == 1 ? c : one, out};
+            int kk = k & 3; /* bit 0: mul, bit 1: swapped */
+            ir_op op = kk & 1 ? OP_MUL : OP_ADD;
+            ir_finstr rg[2] = {{op, kk & 2 ? 1 : 0, kk & 2 ? 0 : 1, 0}, {OP_RELU_GRAD, 2, 3, 0}};
+            char name[64];
+            snprintf(name, sizeof name, "relu_grad of %s %s case %d", ir_ops[op].name, outs[s], k);
+            failed += fixed_program(name, 3, rg_in, 2, rg);
+        }
+    }
     return failed;
 }
 
@@ -242,9 +271,7 @@ int main(void) {
             failed += one_program(cases, &out, cases % n_ops, true);
         }
     int inv = n_invariant - before;
-    static const char *const bn_dx_outs[] = {"4,7,7,16", "2,14,14,32", "3,5,5,64", "2,3,3,16"};
-    for (int s = 0; s < 4; s++)
-        for (int swap = 0; swap < 256; swap += 37) failed += bn_dx_program(bn_dx_outs[s], swap), cases++;
+    failed += one_loop_programs(&cases);
     if (inv < 20) failed += fprintf(stderr, "FAIL only %d programs with an invariant instruction\n", inv) > 0;
     printf("fused: %d random programs over %d ops (%d with an invariant part), %d failed\n", cases, n_ops, inv, failed);
     return failed != 0;

@@ -12,7 +12,10 @@
  * (other than the last) whose operands all are: the program's invariant part
  * (batch norm's dx coefficients, scale * 2 dv / rows ...) runs once per call
  * over one whole tile into buffers of its own, the same ops on the same
- * values as per tile, so the bits do not change. */
+ * values as per tile, so the bits do not change.
+ * Two programs ResNet-20 runs on large tensors, batch norm's dx and the
+ * relu_grad of a sum, are recognized and run as one loop each (below): the
+ * same ops again, without the tile buffers between them. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3")
 #endif

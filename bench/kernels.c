@@ -177,8 +177,85 @@ static int resnet20(int nc, char **named) {
     return 0;
 }
 
+/* ---- issue 14 (ResNet-20 speed): `bench_kernels --fused` times the two
+ * programs runtime/cpu/fused.c runs in one loop (batch norm's dx, relu_grad
+ * of a sum) on ResNet-20's shapes, beside a program of as many instructions
+ * over as many tensors that it runs as instruction loops (x - m turned into
+ * m - x; a - b for a + b): ms per call in thread CPU time, the best of 5
+ * rounds, the data in cache from the call before ---- */
+
+/* ms per call of a fused node of program f over inputs of the given shapes */
+static double time_fused(const ir_fused *f, int n_in, const ir_shape *in_shape, char *err, size_t cap) {
+    ir_module *m = ir_module_new();
+    int in[IR_FUSED_MAX_INPUTS];
+    const ir_node *in_nodes[IR_FUSED_MAX_INPUTS];
+    void *data[IR_FUSED_MAX_INPUTS];
+    for (int k = 0; k < n_in; k++) {
+        in[k] = ir_add(m, OP_INPUT, NULL, 0, (ir_loc){0});
+        ir_node_at(m, in[k])->shape = in_shape[k], ir_node_at(m, in[k])->dtype = IR_F32;
+    }
+    int fn = ir_add(m, OP_FUSED, in, n_in, (ir_loc){0});
+    ir_node_at(m, fn)->fused = ir_fused_add(m, f);
+    double ms = -1;
+    if (!ir_infer_node(m, fn, err, cap)) return ir_module_free(m), -1;
+    for (int k = 0; k < n_in; k++) {
+        int64_t n = ir_shape_numel(&in_shape[k]);
+        in_nodes[k] = ir_node_at(m, in[k]), data[k] = malloc((size_t)n * 4 + 64);
+        for (int64_t j = 0; j < n; j++) ((float *)data[k])[j] = (float)((j * 2654435761u) % 1000) / 1000.0f - 0.3f;
+    }
+    float *out = malloc((size_t)ir_node_bytes(ir_node_at(m, fn)) + 64);
+    int64_t step = 1;
+    int training = 1, numerics = 0;
+    rt_kernel_args a = {.m = m, .node = ir_node_at(m, fn), .in_nodes = in_nodes, .in = (const void *const *)data,
+                        .out = out, .step = &step, .training = &training, .check_numerics = &numerics, .replicas = 1};
+    for (int round = 0; round < 6; round++) { /* round 0 warms up */
+        int reps = 0;
+        double t0 = cpu_now(), t1;
+        do {
+            if (cpu_kernel_run(&a, err, cap)) {
+                ms = -1;
+                goto done;
+            }
+            reps++;
+        } while ((t1 = cpu_now()) - t0 < 0.1);
+        double r = 1e3 * (t1 - t0) / reps;
+        if (round > 0 && (ms < 0 || r < ms)) ms = r;
+    }
+done:
+    for (int k = 0; k < n_in; k++) free(data[k]);
+    free(out), ir_module_free(m);
+    return ms;
+}
+
+static int fused_programs(void) {
+    static const char *const outs[] = {"128,28,28,16", "128,14,14,32", "128,7,7,64"};
+    char err[256];
+    cpu_kernels_set_threads(1);
+    printf("%-34s %12s %12s\n", "fused program (1 thread, ms), shape", "one loop", "instructions");
+    for (int s = 0; s < 3; s++) {
+        ir_shape o = kh_shape(outs[s]), c = ir_shape_make(1, &o.dim[3]), one = ir_shape_make(0, NULL);
+        const ir_shape bn_in[8] = {o, c, c, c, one, o, c, one}, rg_in[3] = {o, o, o};
+        ir_fused bn = {8, {{OP_MUL, 0, 1, 0}, {OP_NEG, 2, -1, 0}, {OP_MUL, 3, 4, 0}, {OP_SUB, 5, 6, 0},
+                           {OP_MUL, 11, 10, 0}, {OP_ADD, 8, 12, 0}, {OP_MUL, 9, 7, 0}, {OP_ADD, 13, 14, 0}}};
+        ir_fused rg = {2, {{OP_ADD, 0, 1, 0}, {OP_RELU_GRAD, 2, 3, 0}}};
+        double t[4];
+        t[0] = time_fused(&bn, 8, bn_in, err, sizeof err);
+        bn.ins[3] = (ir_finstr){OP_SUB, 6, 5, 0}; /* m - x: not the pattern */
+        t[1] = time_fused(&bn, 8, bn_in, err, sizeof err);
+        t[2] = time_fused(&rg, 3, rg_in, err, sizeof err);
+        rg.ins[0].op = OP_SUB;
+        t[3] = time_fused(&rg, 3, rg_in, err, sizeof err);
+        for (int k = 0; k < 4; k++)
+            if (t[k] < 0) return fprintf(stderr, "%s: %s\n", outs[s], err), 1;
+        printf("%-19s %-14s %12.3f %12.3f\n", "batch norm's dx", outs[s], t[0], t[1]);
+        printf("%-19s %-14s %12.3f %12.3f\n", "relu_grad of a sum", outs[s], t[2], t[3]);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "--resnet20")) return resnet20(argc - 2, argv + 2); /* issue 14 (ResNet-20 speed) */
+    if (argc > 1 && !strcmp(argv[1], "--fused")) return fused_programs(); /* issue 14 (ResNet-20 speed) */
     char err[256];
     double total = 0, fused = 0; /* the step as written; with the epilogue pass (issue 14) */
     double flop_ms = 0, mflop = 0; /* the fused step's GEMMs and convolutions */

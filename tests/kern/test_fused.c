@@ -273,6 +273,7 @@ int main(void) {
     int inv = n_invariant - before;
     failed += one_loop_programs(&cases);
     if (inv < 20) failed += fprintf(stderr, "FAIL only %d programs with an invariant instruction\n", inv) > 0;
-    printf("fused: %d random programs over %d ops (%d with an invariant part), %d failed\n", cases, n_ops, inv, failed);
+    printf("fused: %d programs, random over %d ops (%d with an invariant part) and the one-loop ones, %d failed\n",
+           cases, n_ops, inv, failed);
     return failed != 0;
 }

@@ -90,7 +90,25 @@ static double cpu_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* ms per call: warm up, then the best of 5 rounds of about 0.1 s of thread CPU time */
+/* ms per call of the kernel a runs: warm up, then the best of 5 rounds of
+ * about 0.1 s of thread CPU time; -1 when a call fails */
+static double best_ms(const rt_kernel_args *a, char *err, size_t cap) {
+    double ms = -1;
+    if (cpu_kernel_run(a, err, cap)) return -1;
+    for (int round = 0; round < 5; round++) {
+        int reps = 0;
+        double t0 = cpu_now(), t1;
+        do {
+            if (cpu_kernel_run(a, err, cap)) return -1;
+            reps++;
+        } while ((t1 = cpu_now()) - t0 < 0.1);
+        double r = 1e3 * (t1 - t0) / reps;
+        if (ms < 0 || r < ms) ms = r;
+    }
+    return ms;
+}
+
+/* ms per call of case c (best_ms) */
 static double time_case(const bcase *c, char *err, size_t cap) {
     ir_shape shapes[4], given;
     for (int i = 0; i < c->n_in; i++) shapes[i] = kh_shape(c->shape[i]);
@@ -106,17 +124,7 @@ static double time_case(const bcase *c, char *err, size_t cap) {
             else ((float *)t.in[i])[j] = (float)((j * 2654435761u) % 1000) / 1000.0f - 0.3f + (i == 3);
         }
     }
-    if (kh_run(&t, err, cap)) goto done;
-    for (int round = 0; round < 5; round++) {
-        int reps = 0;
-        double t0 = cpu_now(), t1;
-        do {
-            if (kh_run(&t, err, cap)) goto done;
-            reps++;
-        } while ((t1 = cpu_now()) - t0 < 0.1);
-        double r = 1e3 * (t1 - t0) / reps;
-        if (ms < 0 || r < ms) ms = r;
-    }
+    ms = best_ms(&t.args, err, cap);
 done:
     kh_free(&t);
     return ms;
@@ -181,10 +189,10 @@ static int resnet20(int nc, char **named) {
  * programs runtime/cpu/fused.c runs in one loop (batch norm's dx, relu_grad
  * of a sum) on ResNet-20's shapes, beside a program of as many instructions
  * over as many tensors that it runs as instruction loops (x - m turned into
- * m - x; a - b for a + b): ms per call in thread CPU time, the best of 5
- * rounds, the data in cache from the call before ---- */
+ * m - x; a - b for a + b): ms per call (best_ms), the data in cache from
+ * the call before ---- */
 
-/* ms per call of a fused node of program f over inputs of the given shapes */
+/* ms per call of a fused node of program f over inputs of the given shapes (best_ms) */
 static double time_fused(const ir_fused *f, int n_in, const ir_shape *in_shape, char *err, size_t cap) {
     ir_module *m = ir_module_new();
     int in[IR_FUSED_MAX_INPUTS];
@@ -196,7 +204,6 @@ static double time_fused(const ir_fused *f, int n_in, const ir_shape *in_shape, 
     }
     int fn = ir_add(m, OP_FUSED, in, n_in, (ir_loc){0});
     ir_node_at(m, fn)->fused = ir_fused_add(m, f);
-    double ms = -1;
     if (!ir_infer_node(m, fn, err, cap)) return ir_module_free(m), -1;
     for (int k = 0; k < n_in; k++) {
         int64_t n = ir_shape_numel(&in_shape[k]);
@@ -208,20 +215,7 @@ static double time_fused(const ir_fused *f, int n_in, const ir_shape *in_shape, 
     int training = 1, numerics = 0;
     rt_kernel_args a = {.m = m, .node = ir_node_at(m, fn), .in_nodes = in_nodes, .in = (const void *const *)data,
                         .out = out, .step = &step, .training = &training, .check_numerics = &numerics, .replicas = 1};
-    for (int round = 0; round < 6; round++) { /* round 0 warms up */
-        int reps = 0;
-        double t0 = cpu_now(), t1;
-        do {
-            if (cpu_kernel_run(&a, err, cap)) {
-                ms = -1;
-                goto done;
-            }
-            reps++;
-        } while ((t1 = cpu_now()) - t0 < 0.1);
-        double r = 1e3 * (t1 - t0) / reps;
-        if (round > 0 && (ms < 0 || r < ms)) ms = r;
-    }
-done:
+    double ms = best_ms(&a, err, cap);
     for (int k = 0; k < n_in; k++) free(data[k]);
     free(out), ir_module_free(m);
     return ms;

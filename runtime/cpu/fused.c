@@ -166,13 +166,25 @@ static int assign_slots(const ir_fused *f, int n_in, const bool *inv, int *slot)
  *     t1 = dy * a;  t2 = x - m;  t3 = t2 * b;  t4 = t1 + t3;  out = t4 + k
  * with a, m, b, k the same at every tile (per channel, or the program's
  * invariant part). Run as instructions, each a loop over the tile, it reads
- * and writes a tile buffer per op: 1.0-1.2 ms against 0.32-0.35 ms for one
- * loop on ResNet-20's [128,28,28,16] with its data in L3 (a standalone
- * timing). This is that one loop: the same operations in the same order,
+ * and writes a tile buffer per op: 1.60-1.64 ms on ResNet-20's
+ * [128,28,28,16], against 0.37-0.41 ms as one loop (`bench_kernels
+ * --fused`). This is that one loop: the same operations in the same order,
  * rounded after each (no contraction), so the same bits. */
 typedef struct {
     int dy, a, x, m, b, k; /* registers */
 } bn_dx;
+
+/* The instructions f runs per tile (not invariant) into at[], if there are
+ * exactly `want` of them */
+static bool per_tile_instrs(const ir_fused *f, int n_in, const bool *inv, int want, int *at) {
+    int n = 0;
+    for (int j = 0; j < f->n; j++)
+        if (!inv[n_in + j]) {
+            if (n == want) return false;
+            at[n++] = j;
+        }
+    return n == want;
+}
 
 static bool is_full(int r, int n_in, const operand *in) { return r >= 0 && r < n_in && in[r].kind == IN_FULL; }
 
@@ -191,13 +203,8 @@ static bool takes(const ir_finstr *ins, ir_op op, int want, int n_in, const bool
 /* Whether f's per-tile instructions are exactly bn_dx's five (mul and add
  * with their operands either way round); p gets the registers. */
 static bool match_bn_dx(const ir_fused *f, int n_in, const bool *inv, const operand *in, bn_dx *p) {
-    int at[5], n = 0, t;
-    for (int j = 0; j < f->n; j++)
-        if (!inv[n_in + j]) {
-            if (n == 5) return false;
-            at[n++] = j;
-        }
-    if (n != 5) return false;
+    int at[5], t;
+    if (!per_tile_instrs(f, n_in, inv, 5, at)) return false;
     const ir_finstr *t1 = &f->ins[at[0]], *t2 = &f->ins[at[1]], *t3 = &f->ins[at[2]], *t4 = &f->ins[at[3]],
                     *out = &f->ins[at[4]];
     int r1 = n_in + at[0], r2 = n_in + at[1], r3 = n_in + at[2], r4 = n_in + at[3];
@@ -244,9 +251,9 @@ CPU_CLONES static void bn_dx_tile(float *o, const float *dy, const float *a, con
  * Where a residual branch joins before a relu, the backward pass is
  *     t = a + b (or a * b);  out = relu_grad(y, t)
  * over three full tensors. Memory-bound more than batch norm's dx: in a
- * ResNet-20 step, on [128,28,28,16], 810-870 us a call as two instruction
- * loops and 650-750 us as this one (`bench_kernels --fused`: 1.26 and 1.08
- * ms). */
+ * ResNet-20 step, on [128,28,28,16], 810-867 us a call as two instruction
+ * loops and 652-752 us as this one (`bench_kernels --fused`: 0.76 and
+ * 0.54-0.60 ms). */
 typedef struct {
     ir_op op;
     int a, b, y; /* registers */
@@ -258,13 +265,8 @@ static bool per_tile_operand(int r, int n_in, const bool *inv, const operand *in
 }
 
 static bool match_relu_grad_of(const ir_fused *f, int n_in, const bool *inv, const operand *in, relu_grad_of *p) {
-    int at[2], n = 0;
-    for (int j = 0; j < f->n; j++)
-        if (!inv[n_in + j]) {
-            if (n == 2) return false;
-            at[n++] = j;
-        }
-    if (n != 2) return false;
+    int at[2];
+    if (!per_tile_instrs(f, n_in, inv, 2, at)) return false;
     const ir_finstr *t = &f->ins[at[0]], *out = &f->ins[at[1]];
     *p = (relu_grad_of){t->op, t->a, t->b, out->a};
     return (t->op == OP_ADD || t->op == OP_MUL) && per_tile_operand(t->a, n_in, inv, in) &&
@@ -323,19 +325,20 @@ int cpu_k_fused(const rt_kernel_args *k, char *err, size_t cap) {
     float *out = k->out;
     bn_dx bn;
     relu_grad_of rg;
+    /* a one-loop program's operand at tile t0: an invariant register's tile, or a full input's */
+#define TILE_OF(r) (inv[r] ? reg[r] : in[r].x + t0)
     if (match_bn_dx(f, n_in, inv, in, &bn)) {
         for (int64_t t0 = 0; t0 < n; t0 += TILE)
-            bn_dx_tile(out + t0, in[bn.dy].x + t0, reg[bn.a], in[bn.x].x + t0, reg[bn.m], reg[bn.b], reg[bn.k],
-                       n - t0 < TILE ? n - t0 : TILE);
+            bn_dx_tile(out + t0, TILE_OF(bn.dy), TILE_OF(bn.a), TILE_OF(bn.x), TILE_OF(bn.m), TILE_OF(bn.b),
+                       TILE_OF(bn.k), n - t0 < TILE ? n - t0 : TILE);
         return 0;
     }
     if (match_relu_grad_of(f, n_in, inv, in, &rg)) {
-#define TILE_OF(r) (inv[r] ? reg[r] : in[r].x + t0) /* an invariant register's tile, or a full input's */
         for (int64_t t0 = 0; t0 < n; t0 += TILE)
             relu_grad_of_tile(out + t0, rg.op, TILE_OF(rg.y), TILE_OF(rg.a), TILE_OF(rg.b), n - t0 < TILE ? n - t0 : TILE);
-#undef TILE_OF
         return 0;
     }
+#undef TILE_OF
     for (int64_t t0 = 0; t0 < n; t0 += TILE) {
         int64_t len = n - t0 < TILE ? n - t0 : TILE;
         for (int i = 0; i < n_in; i++) {

@@ -81,6 +81,38 @@ static bool same(const float *a, const float *b, int64_t n, int64_t *at) {
 
 static int n_invariant; /* programs with an instruction (not the last) over scalars and [c] inputs alone */
 
+/* Runs f as one fused node over m's inputs 0 .. n_in-1 (val: every node's
+ * value; the unfused chain's result in val[last]) and compares it with the
+ * chain bit for bit, also in place over input 0 when that is the output's
+ * size; frees val's buffers and m. Returns 1 on a difference. */
+static int compare_fused(ir_module *m, float **val, int n_in, const ir_fused *f, int last, const char *name) {
+    char err[256];
+    int in[IR_FUSED_MAX_INPUTS];
+    for (int k = 0; k < n_in; k++) in[k] = k;
+    int fn = ir_add(m, OP_FUSED, in, n_in, (ir_loc){0}), failed = 0;
+    ir_node_at(m, fn)->fused = ir_fused_add(m, f);
+    int64_t numel = ir_shape_numel(&m->g.nodes[last].shape), at = 0;
+    float *got = xalloc((size_t)numel * 4), *x0 = val[0];
+    if (!ir_infer_node(m, fn, err, sizeof err)) failed = fprintf(stderr, "FAIL %s: fused rule: %s\n", name, err);
+    else if (!ir_shape_eq(&ir_node_at(m, fn)->shape, &m->g.nodes[last].shape))
+        failed = fprintf(stderr, "FAIL %s: shape\n", name);
+    else if (!run(m, fn, val, got, err, sizeof err)) failed = fprintf(stderr, "FAIL %s: fused: %s\n", name, err);
+    else if (!same(got, val[last], numel, &at))
+        failed = fprintf(stderr, "FAIL %s: element %lld: fused %.9g, unfused %.9g\n", name, (long long)at, got[at],
+                         val[last][at]);
+    else if (ir_shape_numel(&m->g.nodes[0].shape) == numel) { /* in place, as the memory plan may place it */
+        val[0] = got, memcpy(got, x0, (size_t)numel * 4);
+        if (!run(m, fn, val, got, err, sizeof err)) failed = fprintf(stderr, "FAIL %s: in place: %s\n", name, err);
+        else if (!same(got, val[last], numel, &at))
+            failed = fprintf(stderr, "FAIL %s: in place differs at %lld\n", name, (long long)at);
+        val[0] = x0;
+    }
+    free(got);
+    for (int i = 0; i < m->g.n; i++) free(val[i]);
+    ir_module_free(m);
+    return failed ? 1 : 0;
+}
+
 /* One random program on output shape out; returns 0 when fused == unfused.
  * const_inputs: inputs 1.. scalars or trailing vectors. */
 static int one_program(int case_no, const ir_shape *out, int first_op, bool const_inputs) {
@@ -125,33 +157,9 @@ static int one_program(int case_no, const ir_shape *out, int first_op, bool cons
         if (!run(m, node, val, val[node], err, sizeof err)) return fprintf(stderr, "FAIL case %d: unfused: %s\n", case_no, err), 1;
     }
     n_invariant += any_small;
-    int last = m->g.n - 1;
-    int in[IR_FUSED_MAX_INPUTS];
-    for (int k = 0; k < n_in; k++) in[k] = k;
-    int fn = ir_add(m, OP_FUSED, in, n_in, (ir_loc){0});
-    ir_node_at(m, fn)->fused = ir_fused_add(m, &f);
-    if (!ir_infer_node(m, fn, err, sizeof err)) return fprintf(stderr, "FAIL case %d: fused rule: %s\n", case_no, err), 1;
-    const ir_node *fnode = ir_node_at(m, fn);
-    int failed = 0;
-    int64_t at = 0;
-    if (!ir_shape_eq(&fnode->shape, &m->g.nodes[last].shape)) failed = fprintf(stderr, "FAIL case %d: shape\n", case_no);
-    float *got = xalloc((size_t)numel * 4);
-    if (!failed && !run(m, fn, val, got, err, sizeof err)) failed = fprintf(stderr, "FAIL case %d: fused: %s\n", case_no, err);
-    if (!failed && !same(got, val[last], numel, &at))
-        failed = fprintf(stderr, "FAIL case %d (%s first): element %lld: fused %.9g, unfused %.9g\n", case_no,
-                         ir_ops[ops[first_op]].name, (long long)at, got[at], val[last][at]);
-    /* in place over input 0 (of the output's size), as the memory plan may place it */
-    float *x0 = xalloc((size_t)numel * 4);
-    memcpy(x0, val[0], (size_t)numel * 4);
-    float *keep = val[0];
-    val[0] = x0;
-    if (!failed && !run(m, fn, val, x0, err, sizeof err)) failed = fprintf(stderr, "FAIL case %d: in place: %s\n", case_no, err);
-    if (!failed && !same(x0, val[last], numel, &at)) failed = fprintf(stderr, "FAIL case %d: in place differs at %lld\n", case_no, (long long)at);
-    val[0] = keep;
-    free(x0), free(got);
-    for (int i = 0; i < m->g.n; i++) free(val[i]);
-    ir_module_free(m);
-    return failed ? 1 : 0;
+    char name[64];
+    snprintf(name, sizeof name, "case %d (%s first)", case_no, ir_ops[ops[first_op]].name);
+    return compare_fused(m, val, n_in, &f, m->g.n - 1, name);
 }
 
 /* A given program (n_in inputs of the given shapes, then its instructions)
@@ -168,32 +176,15 @@ static int fixed_program(const char *name, int n_in, const ir_shape *in_shape, i
     }
     ir_fused f = {.n = n};
     char err[256];
-    int in[IR_FUSED_MAX_INPUTS], last = n_in + n - 1;
     for (int j = 0; j < n; j++) {
         f.ins[j] = ins[j];
         int node = ir_add(m, ins[j].op, (int[]){ins[j].a, ins[j].b}, ins[j].b >= 0 ? 2 : 1, (ir_loc){0});
+        ir_node_at(m, node)->fattr[0] = ins[j].alpha;
         if (!ir_infer_node(m, node, err, sizeof err)) return fprintf(stderr, "FAIL %s: %s\n", name, err), 1;
         val[node] = xalloc((size_t)ir_shape_numel(&ir_node_at(m, node)->shape) * 4);
         if (!run(m, node, val, val[node], err, sizeof err)) return fprintf(stderr, "FAIL %s unfused: %s\n", name, err), 1;
     }
-    for (int k = 0; k < n_in; k++) in[k] = k;
-    int fn = ir_add(m, OP_FUSED, in, n_in, (ir_loc){0});
-    ir_node_at(m, fn)->fused = ir_fused_add(m, &f);
-    if (!ir_infer_node(m, fn, err, sizeof err)) return fprintf(stderr, "FAIL %s rule: %s\n", name, err), 1;
-    int64_t numel = ir_shape_numel(&ir_node_at(m, fn)->shape), at = 0;
-    float *got = xalloc((size_t)numel * 4), *x0 = val[0];
-    int failed = !run(m, fn, val, got, err, sizeof err) || !same(got, val[last], numel, &at);
-    if (ir_shape_numel(&in_shape[0]) == numel) { /* in place over input 0 */
-        val[0] = got, memcpy(got, x0, (size_t)numel * 4);
-        failed |= !run(m, fn, val, got, err, sizeof err) || !same(got, val[last], numel, &at);
-        val[0] = x0;
-    }
-    if (failed) fprintf(stderr, "FAIL %s: element %lld: fused %.9g, unfused %.9g\n", name, (long long)at, got[at],
-                        val[last][at]);
-    free(got);
-    for (int i = 0; i < m->g.n; i++) free(val[i]);
-    ir_module_free(m);
-    return failed;
+    return compare_fused(m, val, n_in, &f, m->g.n - 1, name);
 }
 
 /* The programs the kernel runs in one loop (fused.c), as the fuse pass writes

@@ -44,11 +44,19 @@ static int keep(int64_t i, int64_t j, int up) { return up ? j >= i : j <= i; }
 
 /* bp [k][np] = op(b), np = n rounded up to NR, the columns past n and (tri 2)
  * the masked entries 0; ldb is b's row length */
-static void pack_b(float *bp, const float *b, const cm_geom *g, int64_t ldb) {
-    if (g->tb) /* row j of b is column j of op(b) */
-        for (int64_t j = 0; j < g->n; j++)
-            for (int64_t p = 0; p < g->k; p++) bp[p * g->np + j] = b[j * ldb + p];
-    else
+CM_CLONES static void pack_b(float *bp, const float *b, const cm_geom *g, int64_t ldb) {
+    if (g->tb) { /* row j of b is column j of op(b): 8 x 8 blocks transposed in registers */
+        int64_t j8 = g->n / 8 * 8, k8 = g->k / 8 * 8;
+        for (int64_t j = 0; j < j8; j += 8)
+            for (int64_t p = 0; p < k8; p += 8) {
+                v8 r[8];
+                for (int q = 0; q < 8; q++) r[q] = LD8(b + (j + q) * ldb + p);
+                transpose8(r);
+                for (int q = 0; q < 8; q++) ST8(bp + (p + q) * g->np + j, r[q]);
+            }
+        for (int64_t j = 0; j < g->n; j++) /* the edges */
+            for (int64_t p = j < j8 ? k8 : 0; p < g->k; p++) bp[p * g->np + j] = b[j * ldb + p];
+    } else
         for (int64_t p = 0; p < g->k; p++) memcpy(bp + p * g->np, b + p * ldb, (size_t)g->n * sizeof *bp);
     for (int64_t p = 0; p < g->k; p++) {
         memset(bp + p * g->np + g->n, 0, (size_t)(g->np - g->n) * sizeof *bp);
@@ -59,13 +67,14 @@ static void pack_b(float *bp, const float *b, const cm_geom *g, int64_t ldb) {
 }
 
 /* acc [MR][NR] (+)= sum over p in [k0, k1) of op(a)[row r, p] * bp[p][0..NR),
- * a[r] the start of row r of op(a) */
-static inline __attribute__((always_inline)) void micro_body(float *acc, const float *const *a, int64_t sp,
-                                                             const float *bp, int64_t np, int64_t k0, int64_t k1,
-                                                             int add) {
+ * a[r] the start of row r of op(a); acc's rows ld floats apart (C itself for
+ * a whole tile, else a buffer) */
+static inline __attribute__((always_inline)) void micro_body(float *acc, int64_t ld, const float *const *a,
+                                                             int64_t sp, const float *bp, int64_t np, int64_t k0,
+                                                             int64_t k1, int add) {
     v8 c[MR][2];
     for (int r = 0; r < MR; r++)
-        c[r][0] = add ? LD8(acc + r * NR) : (v8){0}, c[r][1] = add ? LD8(acc + r * NR + 8) : (v8){0};
+        c[r][0] = add ? LD8(acc + r * ld) : (v8){0}, c[r][1] = add ? LD8(acc + r * ld + 8) : (v8){0};
     const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
     _Static_assert(MR == 6, "micro_body names MR row pointers");
     for (int64_t p = k0; p < k1; p++) {
@@ -77,38 +86,38 @@ static inline __attribute__((always_inline)) void micro_body(float *acc, const f
         }
     }
     for (int r = 0; r < MR; r++) {
-        ST8(acc + r * NR, c[r][0]);
-        ST8(acc + r * NR + 8, c[r][1]);
+        ST8(acc + r * ld, c[r][0]);
+        ST8(acc + r * ld + 8, c[r][1]);
     }
 }
 
 #define CM_INLINE static inline __attribute__((always_inline))
 
 /* the hot loop */
-CM_INLINE void micro_full(float *acc, const float *const *a, int64_t sp, const float *bp, int64_t np,
-                                 int64_t k0, int64_t k1, int add) {
-    if (add) micro_body(acc, a, sp, bp, np, k0, k1, 1);
-    else micro_body(acc, a, sp, bp, np, k0, k1, 0);
+CM_INLINE void micro_full(float *acc, int64_t ld, const float *const *a, int64_t sp, const float *bp, int64_t np,
+                          int64_t k0, int64_t k1, int add) {
+    if (add) micro_body(acc, ld, a, sp, bp, np, k0, k1, 1);
+    else micro_body(acc, ld, a, sp, bp, np, k0, k1, 0);
 }
 
 /* tri 1's diagonal: the rows i0.. of op(a) over k in [i0, k1) (k1 - i0 <= MR)
  * copied with the masked entries 0, then the hot loop over the copy */
-CM_INLINE void micro_diagonal(float *acc, const float *const *a, int64_t sp, const float *bp, int64_t np, int64_t k1,
-                           int add, int64_t i0, int up) {
+CM_INLINE void micro_diagonal(float *acc, int64_t ld, const float *const *a, int64_t sp, const float *bp,
+                              int64_t np, int64_t k1, int add, int64_t i0, int up) {
     float d[MR][MR];
     const float *rows[MR];
     for (int r = 0; r < MR; r++) {
         for (int64_t p = i0; p < k1; p++) d[r][p - i0] = keep(i0 + r, p, up) ? a[r][p * sp] : 0.0f;
         rows[r] = d[r];
     }
-    micro_full(acc, rows, 1, bp + i0 * np, np, 0, k1 - i0, add);
+    micro_full(acc, ld, rows, 1, bp + i0 * np, np, 0, k1 - i0, add);
 }
 
-/* acc = the tile at rows r0.., columns c0..; returns 0 (acc untouched) when
- * (tri 0) the triangle masks all of it. tri 1 splits k at the panel's
- * diagonal: the part every row keeps, then the diagonal's few k masked;
- * tri 2's masked entries are 0 in bp, so it only narrows k */
-CM_INLINE int tile(float *acc, const float *a, const float *bp, const cm_geom *g, int64_t r0, int64_t c0) {
+/* acc (rows ld apart) = the tile at rows r0.., columns c0..; returns 0
+ * (acc untouched) when (tri 0) the triangle masks all of it. tri 1 splits k
+ * at the panel's diagonal: the part every row keeps, then the diagonal's few
+ * k masked; tri 2's masked entries are 0 in bp, so it only narrows k */
+CM_INLINE int tile(float *acc, int64_t ld, const float *a, const float *bp, const cm_geom *g, int64_t r0, int64_t c0) {
     int64_t r1 = r0 + MR < g->m ? r0 + MR : g->m, c1 = c0 + NR < g->n ? c0 + NR : g->n;
     const float *rows[MR];
     for (int r = 0; r < MR; r++) rows[r] = a + (r0 + r < g->m ? r0 + r : g->m - 1) * g->si; /* past m: a copy */
@@ -117,18 +126,18 @@ CM_INLINE int tile(float *acc, const float *a, const float *bp, const cm_geom *g
     if (g->tri == 1) { /* lower: [0, r0) whole, [r0, r1) masked; upper: [r0, r1) masked, [r1, k) whole */
         int64_t d1 = r1 < g->k ? r1 : g->k;
         if (g->up) {
-            micro_diagonal(acc, rows, g->sp, b, g->np, d1, 0, r0, 1);
-            micro_full(acc, rows, g->sp, b, g->np, d1, g->k, 1);
+            micro_diagonal(acc, ld, rows, g->sp, b, g->np, d1, 0, r0, 1);
+            micro_full(acc, ld, rows, g->sp, b, g->np, d1, g->k, 1);
         } else {
-            micro_full(acc, rows, g->sp, b, g->np, 0, r0 < g->k ? r0 : g->k, 0);
-            if (r0 < d1) micro_diagonal(acc, rows, g->sp, b, g->np, d1, 1, r0, 0);
+            micro_full(acc, ld, rows, g->sp, b, g->np, 0, r0 < g->k ? r0 : g->k, 0);
+            if (r0 < d1) micro_diagonal(acc, ld, rows, g->sp, b, g->np, d1, 1, r0, 0);
         }
         return 1;
     }
     int64_t k0 = 0, k1 = g->k; /* tri 2: op(b)[p, j] kept for p >= j (lower) or p <= j (upper) */
     if (g->tri == 2 && g->up) k1 = c1 < g->k ? c1 : g->k;
     if (g->tri == 2 && !g->up) k0 = c0;
-    micro_full(acc, rows, g->sp, b, g->np, k0, k1, 0);
+    micro_full(acc, ld, rows, g->sp, b, g->np, k0, k1, 0);
     return 1;
 }
 
@@ -149,7 +158,13 @@ CM_CLONES static void tiles(float *c, const float *a, const float *bp, const cm_
     for (int64_t r0 = 0; r0 < g->m; r0 += MR)
         for (int64_t c0 = 0; c0 < g->n; c0 += NR) {
             int64_t rows = g->m - r0 < MR ? g->m - r0 : MR, cols = g->n - c0 < NR ? g->n - c0 : NR;
-            int any = tile(acc, a, bp, g, r0, c0);
+            float *dst = c + r0 * g->n + c0;
+            /* a whole tile that every row keeps whole goes from registers to C */
+            if (rows == MR && cols == NR && (g->tri != 0 || (g->up ? c0 >= r0 + MR - 1 : c0 + NR - 1 <= r0))) {
+                tile(dst, g->n, a, bp, g, r0, c0);
+                continue;
+            }
+            int any = tile(acc, NR, a, bp, g, r0, c0);
             for (int64_t r = 0; r < rows; r++) {
                 float *out = c + (r0 + r) * g->n + c0;
                 if (!any || g->tri != 0 || (g->up ? c0 >= r0 + r : c0 + cols - 1 <= r0 + r)) /* kept whole or not at all */

@@ -22,4 +22,20 @@ typedef int32_t v8i __attribute__((vector_size(32)));
 #define PERM8(v, i) ({ v8 v_ = (v), r_; v8i i_ = (i); for (int l_ = 0; l_ < 8; l_++) r_[l_] = v_[i_[l_] & 7]; r_; })
 #endif
 
+/* r[q] = column q of the 8 x 8 block whose rows are r[0..7]
+ * (__builtin_shufflevector: gcc 12 and clang alike); always inlined, so
+ * compiled for the caller's target clone, taking the block by pointer */
+#define SHUF(a, b, i0, i1, i2, i3, i4, i5, i6, i7) __builtin_shufflevector(a, b, i0, i1, i2, i3, i4, i5, i6, i7)
+static inline __attribute__((always_inline)) void transpose8(v8 r[8]) {
+    v8 t[8], u[8];
+    for (int i = 0; i < 8; i += 2)
+        t[i] = SHUF(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13), t[i + 1] = SHUF(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+    for (int i = 0; i < 8; i += 4)
+        for (int h = 0; h < 2; h++)
+            u[i + 2 * h] = SHUF(t[i + h], t[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13),
+                  u[i + 2 * h + 1] = SHUF(t[i + h], t[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+    for (int i = 0; i < 4; i++)
+        r[i] = SHUF(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11), r[i + 4] = SHUF(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+}
+
 #endif

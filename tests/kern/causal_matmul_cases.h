@@ -1,8 +1,9 @@
 /* causal_matmul_cases.h - issue 14 (char_gpt speed): kernel cases of
  * causal_matmul against double loops: every triangle (the output, op(a),
  * op(b)), lower and upper, each transpose, batch broadcast, sizes across
- * the kernel's 32-row blocks; included by test_kernels.c after its helpers,
- * CAUSAL_MATMUL_CASES ends its table. The masked triangle of a triangular
+ * the kernel's 6 x 16 tiles and the 8 x 8 blocks of its transposed
+ * packing; included by test_kernels.c after its helpers, CAUSAL_MATMUL_CASES
+ * ends its table. The masked triangle of a triangular
  * operand holds random values the kernel must not read. */
 #ifndef MGC_KERN_CAUSAL_MATMUL_CASES_H
 #define MGC_KERN_CAUSAL_MATMUL_CASES_H
@@ -35,6 +36,8 @@ static void ref_causal_matmul(const one_op *t, double **in, double *out) {
 #define CAUSAL_MATMUL_CASES                                                                                           \
     {"causal_matmul q k^T", OP_CAUSAL_MATMUL, 2, {"2,3,37,8", "2,3,37,8"}, .iattr = {0, 1, 0, 0},                     \
      .ref = ref_causal_matmul},                                                                                       \
+    {"causal_matmul q k^T, k past 8 x 8 blocks", OP_CAUSAL_MATMUL, 2, {"1,2,45,19", "1,2,45,19"},                 \
+     .iattr = {0, 1, 0, 0}, .ref = ref_causal_matmul},                                                                \
     {"causal_matmul p v", OP_CAUSAL_MATMUL, 2, {"2,3,37,37", "2,3,37,8"}, .iattr = {0, 0, 1, 0},                      \
      .ref = ref_causal_matmul},                                                                                       \
     {"causal_matmul dp^T q (a upper)", OP_CAUSAL_MATMUL, 2, {"2,3,37,37", "2,3,37,8"}, .iattr = {1, 0, 1, 1},         \
@@ -46,6 +49,8 @@ static void ref_causal_matmul(const one_op *t, double **in, double *out) {
     {"causal_matmul a lower trans_ab", OP_CAUSAL_MATMUL, 2, {"9,9", "6,9"}, .iattr = {1, 1, 1, 0},                    \
      .ref = ref_causal_matmul},                                                                                       \
     {"causal_matmul a upper trans_b", OP_CAUSAL_MATMUL, 2, {"2,9,9", "6,9"}, .iattr = {0, 1, 1, 1},                   \
+     .ref = ref_causal_matmul},                                                                                       \
+    {"causal_matmul a upper trans_b, wide", OP_CAUSAL_MATMUL, 2, {"2,13,13", "21,13"}, .iattr = {0, 1, 1, 1},        \
      .ref = ref_causal_matmul},                                                                                       \
     {"causal_matmul b lower", OP_CAUSAL_MATMUL, 2, {"6,9", "2,9,9"}, .iattr = {0, 0, 2, 0}, .ref = ref_causal_matmul}, \
     {"causal_matmul b upper trans_ab", OP_CAUSAL_MATMUL, 2, {"2,1,9,6", "1,3,9,9"}, .iattr = {1, 1, 2, 1},            \

@@ -35,8 +35,7 @@ typedef struct {
     float scale;
     bool dropout;        /* the mask applies (causal_softmax_dropout_grad in training) */
     uint64_t key, base;  /* dropout's (seed, step) key, replica * numel */
-    uint32_t thr;
-    float keep;
+    float rate;          /* dropout's */
 } rows_job;
 
 /* sum of the 8 lanes in double, in lane order (by pointer: a vector argument
@@ -94,8 +93,7 @@ static inline double row_dot(const float *a, const float *b, int64_t n) {
 
 CPU_FMA_CLONES static void causal_rows(const rows_job *jb, int64_t row0, int64_t row1) {
     int64_t c = jb->c;
-    float scale = jb->scale, keep = jb->keep;
-    uint32_t thr = jb->thr;
+    float scale = jb->scale;
     for (int64_t row = row0; row < row1; row++) {
         int64_t i = row % jb->r, n = i + 1 < c ? i + 1 : c, m = (n + 7) / 8 * 8 < c ? (n + 7) / 8 * 8 : c;
         float *out = jb->out + row * c;
@@ -103,8 +101,8 @@ CPU_FMA_CLONES static void causal_rows(const rows_job *jb, int64_t row0, int64_t
         uint64_t at = jb->base + (uint64_t)(row * c);
         if (dy) { /* causal_softmax_grad (y = in 0, dy); with dropout dy masked into out first */
             const float *y = x, *d = dy;
-            if (jb->dropout) {
-                for (int64_t j = 0; j < n; j++) out[j] = dy[j] * (mg_dropout_bits(jb->key, at + (uint64_t)j) >= thr ? keep : 0.0f);
+            if (jb->dropout) { /* the dropout kernel's loop, in its x86-64-v4 clone */
+                cpu_dropout_apply(out, dy, n, jb->key, at, jb->rate);
                 d = out;
             }
             float dot = (float)row_dot(y, d, n);
@@ -130,10 +128,8 @@ int cpu_k_causal_softmax(const rt_kernel_args *k, char *err, size_t cap) {
                    .scale = (float)k->node->fattr[0]};
     if (op == OP_CAUSAL_SOFTMAX_GRAD || op == OP_CAUSAL_SOFTMAX_DROPOUT_GRAD) jb.dy = IN_F32(k, 1);
     if (op == OP_CAUSAL_SOFTMAX_DROPOUT_GRAD) {
-        float rate = (float)k->node->fattr[1];
+        jb.rate = (float)k->node->fattr[1];
         jb.dropout = k->training && *k->training;
-        jb.keep = 1.0f / (1.0f - rate); /* dropout_apply's factor */
-        jb.thr = mg_dropout_threshold(rate);
         jb.key = mg_dropout_key((uint64_t)k->node->iattr[0], k->step ? *k->step : 0);
         jb.base = (uint64_t)k->replica * (uint64_t)numel;
     }

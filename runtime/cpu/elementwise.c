@@ -221,8 +221,9 @@ int cpu_k_cast(const rt_kernel_args *k, char *err, size_t cap) {
 
 /* issue 14 (speed): the (seed, step) part of the hash once per call, the
  * per-element hash in a loop the compiler vectorizes (the bits of
- * mg_dropout_scale: its integer form, mg_dropout_bits against the threshold) */
-CPU_CLONES static void dropout_apply(float *o, const float *x, int64_t n, uint64_t key, uint64_t base, float rate) {
+ * mg_dropout_scale: its integer form, mg_dropout_bits against the threshold;
+ * CPU_HASH_CLONES, kernels_impl.h) */
+CPU_HASH_CLONES void cpu_dropout_apply(float *o, const float *x, int64_t n, uint64_t key, uint64_t base, float rate) {
     float keep = 1.0f / (1.0f - rate); /* outside the loop: a division in a select blocks if-conversion */
     uint32_t thr = mg_dropout_threshold(rate);
     for (int64_t i = 0; i < n; i++) o[i] = x[i] * (mg_dropout_bits(key, base + (uint64_t)i) >= thr ? keep : 0.0f);
@@ -240,6 +241,6 @@ int cpu_k_dropout(const rt_kernel_args *k, char *err, size_t cap) {
         return 0;
     }
     uint64_t key = mg_dropout_key((uint64_t)k->node->iattr[0], step), base = (uint64_t)k->replica * (uint64_t)n;
-    dropout_apply(o, x, n, key, base, rate);
+    cpu_dropout_apply(o, x, n, key, base, rate);
     return 0;
 }

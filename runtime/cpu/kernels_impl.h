@@ -33,6 +33,23 @@
 #define CPU_FMA_CLONES
 #endif
 
+/* issue 14 (char_gpt speed): dropout's mask is an integer hash with two
+ * 64-bit multiplies per element (ops_math.h, mg_dropout_bits). The "avx512f"
+ * clone has no vpmullq (AVX-512DQ) and builds each of them from three
+ * vpmuludq; the x86-64-v4 clone (F, BW, CD, DQ, VL) runs the mask twice as
+ * fast (bench_gpt_kernels dropout). Integers only: every clone gives the same
+ * bits. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define CPU_HASH_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define CPU_HASH_CLONES
+#endif
+
+/* o = x * dropout's factor of element base + i (0 or 1 / (1 - rate)) over n:
+ * the dropout kernels' loop (elementwise.c), and attention.c's for the
+ * dropout gradient it folds in (the bits of mg_dropout_scale) */
+void cpu_dropout_apply(float *o, const float *x, int64_t n, uint64_t key, uint64_t base, float rate);
+
 /* gelu.c (issue 14, char_gpt speed), the loops compiled with FMA, called by
  * activations.c's kernels and fused.c's instructions alike: o = erf(x),
  * o = erf_grad(x, dy), and o = gelu(x), o = gelu_grad(x, dy) 8 lanes at a

@@ -59,14 +59,18 @@ static void compact(ir_module *m, const bool *live, int *map) {
     ir_module_renumber(m, map);
 }
 
-bool pass_dce(ir_module *m, ir_diag *d, const pass_options *o) {
-    (void)d;
-    if (o->no_fuse || m->g.n == 0) return true;
+void dce_remove_dead(ir_module *m) {
+    if (m->g.n == 0) return;
     bool *live = malloc((size_t)m->g.n * sizeof *live);
     int *map = malloc((size_t)m->g.n * sizeof *map);
     ASSERT(live && map, "dce: out of memory");
     find_live(m, live);
     compact(m, live, map);
     free(live), free(map);
+}
+
+bool pass_dce(ir_module *m, ir_diag *d, const pass_options *o) {
+    (void)d;
+    if (!o->no_fuse) dce_remove_dead(m);
     return true;
 }

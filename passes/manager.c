@@ -13,6 +13,7 @@ void pass_options_default(pass_options *o) {
 
 const pass_info pass_pipeline[] = {
     {"shapes", pass_shapes},       {"autodiff", pass_autodiff}, {"optimizer", pass_optimizer},
+    {"cse", pass_cse},           /* issue 14: common subexpressions once */
     {"epilogue", pass_epilogue}, /* issue 14: before "fuse" */
     {"dce", pass_dce},           /* issue 14: drops what epilogue replaced */
     {"fuse", pass_fuse}, /* issue 14 */

@@ -47,6 +47,10 @@ bool pass_shapes(ir_module *m, ir_diag *d, const pass_options *o);
 bool pass_autodiff(ir_module *m, ir_diag *d, const pass_options *o);
 /* optimizer: slot variables and one update node per param. */
 bool pass_optimizer(ir_module *m, ir_diag *d, const pass_options *o);
+/* cse (issue 14, passes/cse.c): a node computing what an earlier one does
+ * (same op, attributes and inputs) is read from that one instead, which runs
+ * in the programs of both, and the later node goes. Nothing with o->no_fuse. */
+bool pass_cse(ir_module *m, ir_diag *d, const pass_options *o);
 /* epilogue (issue 14, fuse_epilogue.c): conv2d/matmul + bias [+ residual] [+ relu,
  * tanh, sigmoid] into one conv2d_epilogue/matmul_epilogue node, relu_grad after
  * max_pool2d_grad into max_pool2d_relu_grad; nothing with o->no_fuse. */

@@ -1,6 +1,6 @@
 # The command line end to end (shell scripts under tests/cli/).
 if(TARGET mgc)
-  set(scripts compile_inspect errors train faults bad_inputs races scopes resume outputs batchnorm schedule predict_outputs examples text sparse fuse epilogue kernel_cache)
+  set(scripts compile_inspect errors train faults bad_inputs races scopes resume outputs batchnorm schedule predict_outputs examples text sparse fuse cse epilogue kernel_cache)
   # bn_epilogue drives the plans through the Python package (libmgc.so), which
   # python cannot load from a sanitized build
   if(NOT MGC_SANITIZE)

@@ -121,7 +121,7 @@ static const char compile_help[] =
     "  --strict-devices          fail instead of falling back to CPU devices\n"
     "  --no-fuse                 keep every op its own kernel (no fusion pass changes the graph)\n"
     "  --dump-after PASS         print the IR after PASS (elaborate, shapes, autodiff, optimizer,\n"
-    "                            epilogue, dce, fuse, replicate, schedule, memplan)\n"
+    "                            cse, epilogue, dce, fuse, replicate, schedule, memplan)\n"
     "  --time-passes             print each pass's wall time and node count (stderr)\n";
 
 /* Parses the options every compiling command shares; returns the index of

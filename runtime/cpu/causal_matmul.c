@@ -9,7 +9,9 @@
  * A register-blocked MR x 16 micro-kernel (12 accumulators of 8 lanes, AVX2 +
  * FMA) walks the tiles, reading op(A) in place (row pointers) and op(B) in
  * place or, when transposed, triangular or not in whole tiles, packed per
- * output matrix (the masked entries of op(B) packed as 0). The masked entries
+ * output matrix (the masked entries of op(B) packed as 0; a transpose by 8 x 8
+ * blocks in registers), and stores a whole tile the triangle keeps straight
+ * from its registers to C, others through a buffer. The masked entries
  * of a triangular operand are never used, so they may hold anything. OpenBLAS
  * measured slower on these shapes: row-block sgemm calls and strmm ran the
  * 128 x 128 x 32 products of char_gpt at the full matmul's time or worse

@@ -56,7 +56,7 @@ expect_line "$tmp/dump" 'all_reduce'
 expect_line "$tmp/inspect" '^checked       race-free: [1-9][0-9,]* pairs of nodes on different streams touch the same bytes'
 # --time-passes: one line per stage, in pipeline order, the plan's node count last
 "$MGC" compile "$SRC/examples/mnist_cnn.mg" --devices cpu:0,cpu:1 -o "$tmp/t.mgx" --time-passes 2> "$tmp/times"
-awk '{print $1}' "$tmp/times" | tr '\n' ' ' | grep -qx 'elaborate shapes autodiff optimizer epilogue dce fuse replicate schedule memplan check write total ' ||
+awk '{print $1}' "$tmp/times" | tr '\n' ' ' | grep -qx 'elaborate shapes autodiff optimizer cse epilogue dce fuse replicate schedule memplan check write total ' ||
   fail "--time-passes printed: $(cat "$tmp/times")"
 expect_line "$tmp/times" '^  total +[0-9.]+ ms +[1-9][0-9]* nodes$'
 echo ok

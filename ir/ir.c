@@ -104,6 +104,11 @@ static int list_index(const char *list, const char *name) {
 int ir_op_iattr_index(ir_op op, const char *name) { return list_index(ir_ops[op].iattrs, name); }
 int ir_op_fattr_index(ir_op op, const char *name) { return list_index(ir_ops[op].fattrs, name); }
 
+bool ir_node_per_element(const ir_node *n) {
+    return ((ir_ops[n->op].flags & OPF_ELEMENTWISE) && n->op != OP_CAST) || n->op == OP_DROPOUT ||
+           n->op == OP_DROPOUT_GRAD;
+}
+
 /* ---- modules ---- */
 
 struct ir_strtab {

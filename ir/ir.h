@@ -309,6 +309,11 @@ int ir_op_from_name(const char *name); /* -1 if unknown */
 /* Index of attribute `name` in the op's iattr/fattr list, or -1. */
 int ir_op_iattr_index(ir_op op, const char *name);
 int ir_op_fattr_index(ir_op op, const char *name);
+/* Element i of n's output is computed from element i of each input alone, so
+ * its kernels may write over an input of its own bytes (the memory plan's
+ * in-place rule, which the race check allows): the elementwise ops but cast,
+ * and dropout and its gradient (issue 14). */
+bool ir_node_per_element(const ir_node *n);
 
 /* ---- modules and graphs ---- */
 ir_module *ir_module_new(void);

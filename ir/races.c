@@ -74,11 +74,11 @@ static access bytes_of(const ir_module *m, int i) {
     return (access){.lo = n->offset, .hi = n->offset + ir_node_bytes(n)};
 }
 
-/* An elementwise kernel (cast aside) may write over an input of exactly its
- * own bytes: element i is read before it is written. */
+/* A per-element kernel (ir_node_per_element) may write over an input of
+ * exactly its own bytes: element i is read before it is written. */
 static bool elementwise_over(const ir_module *m, const ir_node *n, int k) {
     const ir_node *x = &m->g.nodes[n->in[k]];
-    return ir_ops[n->op].flags & OPF_ELEMENTWISE && n->op != OP_CAST && x->offset == n->offset &&
+    return ir_node_per_element(n) && x->offset == n->offset &&
            ir_node_bytes(x) == ir_node_bytes(n) && ir_shape_numel(&x->shape) == ir_shape_numel(&n->shape);
 }
 

@@ -216,16 +216,17 @@ static void merge_life(root *into, const root *from) {
     }
 }
 
-/* Elementwise ops (cast aside) over an input of their own size and element
- * count that dies there write in place: the output's root folds into the
- * input's, in node order, so chains (bias add, relu) share one tensor. */
+/* Per-element ops (ir_node_per_element) over an input of their own size and
+ * element count that dies there write in place: the output's root folds into
+ * the input's, in node order, so chains (bias add, relu) share one tensor.
+ * (Issue 14: dropout too, whose copy outside training is then skipped, so
+ * char_gpt's eval no longer copies its residual branches.) */
 static void fold_in_place(planner *P, int dev) {
     ir_module *m = P->m;
     for (int n = 0; n < m->g.n; n++) {
         const ir_node *node = &m->g.nodes[n];
         int self = P->root_of[n];
-        if (node->device != dev || self < 0 || !(ir_ops[node->op].flags & OPF_ELEMENTWISE) || node->op == OP_CAST)
-            continue;
+        if (node->device != dev || self < 0 || !ir_node_per_element(node)) continue;
         for (int k = 0; k < node->n_in; k++) {
             const ir_node *x = &m->g.nodes[node->in[k]];
             int64_t extra;

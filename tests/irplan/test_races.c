@@ -154,7 +154,7 @@ static void test_cross_device_wait(void) {
 /* The memory plan writes an elementwise op over an input that dies there
  * (the seed CNN's conv output under its bias add) and not over one still
  * needed (the bias add's output, which relu_grad reads later, under relu).
- * Unfused (--no-fuse); fused, see test_in_place_fused. */
+ * Unfused (--no-fuse); fused, see test_in_place_over. */
 static void test_in_place(const char *stdlib, const char *cnn) {
     pass_options o;
     pass_options_default(&o);
@@ -179,11 +179,13 @@ static void test_in_place(const char *stdlib, const char *cnn) {
     ir_module_free(m);
 }
 
-/* issue 14: a fused node writes in place over an input of its own shape
- * that dies there, as any elementwise op does (tests/train/activations.mg,
- * whose elementwise chains fuse; the seed CNN's go to the epilogue pass), and
- * never over one read later */
-static void test_in_place_fused(const char *stdlib, const char *model) {
+/* issue 14: a node of op `op` writes in place over an input of its own
+ * shape that dies there, as any per-element op does, and never over one read
+ * later: a fused node (tests/train/activations.mg, whose elementwise chains
+ * fuse; the seed CNN's go to the epilogue pass), and dropout (char_gpt's
+ * residual branches; its attention weights are read again by the backward
+ * pass) */
+static void test_in_place_over(const char *stdlib, const char *model, ir_op op) {
     pass_options o;
     pass_options_default(&o);
     o.quiet = true;
@@ -193,7 +195,7 @@ static void test_in_place_fused(const char *stdlib, const char *model) {
     int checked = 0;
     for (int i = 0; m && i < m->g.n; i++) {
         const ir_node *n = &m->g.nodes[i];
-        if (n->op != OP_FUSED) continue;
+        if (n->op != op) continue;
         for (int k = 0; k < n->n_in; k++) {
             const ir_node *x = &m->g.nodes[n->in[k]];
             if (x->offset != n->offset || x->device != n->device || ir_node_bytes(x) == 0) continue;
@@ -345,7 +347,8 @@ int main(int argc, char **argv) {
     test_cross_device_wait();
     for (int a = 2; a < argc; a++) {
         if (strstr(argv[a], "mnist_cnn.mg")) test_in_place(argv[1], argv[a]);
-        if (strstr(argv[a], "train/activations.mg")) test_in_place_fused(argv[1], argv[a]);
+        if (strstr(argv[a], "train/activations.mg")) test_in_place_over(argv[1], argv[a], OP_FUSED);
+        if (strstr(argv[a], "examples/char_gpt.mg")) test_in_place_over(argv[1], argv[a], OP_DROPOUT);
     }
     int plans = 0;
     for (int a = 2; a < argc; a++)

@@ -108,6 +108,31 @@ static int bias_of(const fuser *f, int t, int c) {
     return bn->shape.dim[0] == core->shape.dim[core->shape.rank - 1] ? b : -1;
 }
 
+/* Rule 2 through a reshape (issue 14, char_gpt): a dense layer on [b, t, d]
+ * is reshape(matmul([b t, d], W)) + bias, the reshape keeping the last axis.
+ * The matmul becomes matmul_epilogue(a, W, bias[; act]) in its own place (the
+ * bias, a param, comes before it) and the last node a reshape of it; the old
+ * reshape is read by nothing. No residual: it has the reshaped shape. */
+static void fuse_reshaped_at(fuser *f, int t, int r, int b) {
+    int mm = at(f, r)->in[0], last = t, act = EPI_NONE, u = only_user(f, t);
+    if (u >= 0 && act_of(at(f, u)->op) >= 0) act = act_of(at(f, u)->op), last = u;
+    const ir_node *core = at(f, mm);
+    int in[3] = {core->in[0], core->in[1], b}, view = mm;
+    int64_t iattr[IR_MAX_IATTR] = {core->iattr[0], core->iattr[1], act}, none[IR_MAX_IATTR] = {0};
+    if (b < mm && rewrite(f, mm, OP_MATMUL_EPILOGUE, in, 3, iattr, core->loc))
+        rewrite(f, last, OP_RESHAPE, &view, 1, none, at(f, last)->loc);
+}
+
+/* node c is reshape(matmul) read by t alone, the matmul by the reshape alone,
+ * the last axis kept */
+static bool reshaped_matmul(const fuser *f, int c, int t) {
+    const ir_node *r = at(f, c);
+    if (r->op != OP_RESHAPE || only_user(f, c) != t) return false;
+    const ir_node *mm = at(f, r->in[0]);
+    return mm->op == OP_MATMUL && mm->dtype == IR_F32 && only_user(f, r->in[0]) == c &&
+           mm->shape.dim[mm->shape.rank - 1] == r->shape.dim[r->shape.rank - 1];
+}
+
 /* The epilogue rooted at add node t (core + bias): extended over a residual
  * add and an activation its single readers, then written into the last node. */
 static void fuse_epilogue_at(fuser *f, int t) {
@@ -118,6 +143,8 @@ static void fuse_epilogue_at(fuser *f, int t) {
         ir_op op = at(f, c)->op;
         if ((op == OP_CONV2D || op == OP_MATMUL) && only_user(f, c) == t && at(f, c)->dtype == IR_F32)
             b = bias_of(f, t, c);
+        else if (reshaped_matmul(f, c, t) && (b = bias_of(f, t, c)) >= 0)
+            return fuse_reshaped_at(f, t, c, b);
     }
     if (b < 0) return;
     int last = t, res = -1, act = EPI_NONE, u = only_user(f, t);

@@ -66,6 +66,11 @@ live() {
   ! grep -E '^%[0-9]+ = ' "$tmp/live.ir" | grep -v ' = input(' | grep -v ' {[a-z,]*} ' > "$tmp/dead" ||
     fail "$1 on $2 keeps nodes of no program: $(head -c 1000 "$tmp/dead")"
 }
+# a dense layer on [b, t, d] (reshape(matmul) + bias): char_gpt's 4 x (q, k,
+# v, output, MLP up, MLP down) and its logits, all matmul_epilogue
+"$MGC" compile "$SRC/examples/char_gpt.mg" --devices cpu:0 --dump-after epilogue -o "$tmp/g.mgx" > "$tmp/g.ir"
+[ "$(grep -cE '^%[0-9]+ = matmul_epilogue\(' "$tmp/g.ir")" = 25 ] ||
+  fail "char_gpt: expected 25 matmul_epilogue nodes, got $(grep -cE '^%[0-9]+ = matmul_epilogue\(' "$tmp/g.ir")"
 live mnist_cnn cpu:0
 live mnist_cnn cpu:0,cpu:1
 live resnet20 cpu:0

@@ -73,21 +73,28 @@ CPU_CLONES static void grad_row(float *dx, const float *x, const float *dy, int6
     for (int64_t j = 0; j < n; j++) dx[j] = mg_normalize_grad((x[j] - mean) * r, dy[j], r, m_dy, m_dyx);
 }
 
+/* s[q] = the sum of row q of p (c floats each), g rows at once */
+static void rows_sum(double *s, const float **p, int g, int64_t c) {
+    float acc[GROUP][16];
+    double tail[GROUP];
+    for (int q = 0; q < g; q++) {
+        lanes_sum(acc[q], p[q], c);
+        tail[q] = 0;
+        for (int64_t j = c / 16 * 16; j < c; j++) tail[q] += p[q][j];
+    }
+    finish(s, acc, tail, g);
+}
+
 /* rows row0 .. row0 + g of the op: the mean and 1 / sqrt(var + epsilon) of
  * each row of x as both kernels compute them, then y or dx. Per row, the
  * same operations in the same order as one row at a time. */
 static void rows_group(const rt_kernel_args *k, int64_t row0, int g, int64_t c, double epsilon, bool grad) {
-    const float *x[GROUP], *dy[GROUP];
+    const float *x[GROUP] = {0}, *dy[GROUP] = {0};
     float acc[GROUP][16], mean[GROUP], r[GROUP];
     double s[GROUP], tail[GROUP];
     int64_t j0 = c / 16 * 16;
-    for (int q = 0; q < g; q++) {
-        x[q] = IN_F32(k, 0) + (row0 + q) * c;
-        lanes_sum(acc[q], x[q], c);
-        tail[q] = 0;
-        for (int64_t j = j0; j < c; j++) tail[q] += x[q][j];
-    }
-    finish(s, acc, tail, g);
+    for (int q = 0; q < g; q++) x[q] = IN_F32(k, 0) + (row0 + q) * c;
+    rows_sum(s, x, g, c);
     for (int q = 0; q < g; q++) {
         mean[q] = (float)(s[q] / (double)c);
         lanes_sq_dev(acc[q], x[q], c, mean[q]);
@@ -101,13 +108,8 @@ static void rows_group(const rt_kernel_args *k, int64_t row0, int g, int64_t c, 
         return;
     }
     double s_dy[GROUP];
-    for (int q = 0; q < g; q++) {
-        dy[q] = IN_F32(k, 1) + (row0 + q) * c;
-        lanes_sum(acc[q], dy[q], c);
-        tail[q] = 0;
-        for (int64_t j = j0; j < c; j++) tail[q] += dy[q][j];
-    }
-    finish(s_dy, acc, tail, g);
+    for (int q = 0; q < g; q++) dy[q] = IN_F32(k, 1) + (row0 + q) * c;
+    rows_sum(s_dy, dy, g, c);
     for (int q = 0; q < g; q++) {
         lanes_dot_xhat(acc[q], x[q], dy[q], c, mean[q], r[q]);
         tail[q] = 0;

@@ -57,7 +57,7 @@ for r in $(seq "$rounds"); do # one line a round: sgemm, then tokens/s of mgc 1 
   echo "$(sgemm_gflops) $m1_tps $t1_tps $m2_tps $t2_tps $(( $(cut -d' ' -f2 "$tmp/ceil0") + $(cut -d' ' -f2 "$tmp/ceil1") ))" >> "$tmp/rounds"
 done
 gflop=$(gflop_per_image examples/char_gpt.mg)
-read -r sgemm m1_tps t1_tps m2_tps t2_tps both < <(median_columns "$tmp/rounds")
+read -r _ m1_tps t1_tps m2_tps t2_tps both < <(median_columns "$tmp/rounds") # (each round's sgemm: below)
 
 printf "%-44s %16s %10s\n" "run (char_gpt, $steps steps, 875,520 params)" "validation loss" "tokens/s"
 printf "%-44s %16s %10s\n" "(tokens/s: medians of $rounds rounds)" "" ""

@@ -30,10 +30,10 @@
 #include "pass_impl.h"
 #include "passes.h"
 
+/* not a source (input, param, slot, state, constant), update, collective or
+ * in-place op (assign, broadcast) */
 static bool mergeable(const ir_node *n) {
-    unsigned f = ir_ops[n->op].flags;
-    return !(f & (OPF_SOURCE | OPF_VARIABLE | OPF_UPDATE | OPF_COLLECTIVE | OPF_INPLACE)) && n->op != OP_ASSIGN &&
-           !n->fused;
+    return !(ir_ops[n->op].flags & (OPF_SOURCE | OPF_UPDATE | OPF_COLLECTIVE | OPF_INPLACE));
 }
 
 /* clobbered[i]: a collective or an in-place op reads node i */

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pass_impl.h"
 #include "passes.h"
 
 typedef struct {
@@ -119,8 +120,11 @@ static void fuse_reshaped_at(fuser *f, int t, int r, int b) {
     const ir_node *core = at(f, mm);
     int in[3] = {core->in[0], core->in[1], b}, view = mm;
     int64_t iattr[IR_MAX_IATTR] = {core->iattr[0], core->iattr[1], act}, none[IR_MAX_IATTR] = {0};
-    if (b < mm && rewrite(f, mm, OP_MATMUL_EPILOGUE, in, 3, iattr, core->loc))
-        rewrite(f, last, OP_RESHAPE, &view, 1, none, at(f, last)->loc);
+    if (b < mm && rewrite(f, mm, OP_MATMUL_EPILOGUE, in, 3, iattr, core->loc)) {
+        /* the same element count as the matmul: it cannot fail, and left as the add it would add the bias twice */
+        bool ok = rewrite(f, last, OP_RESHAPE, &view, 1, none, at(f, last)->loc);
+        ASSERT(ok, "epilogue: node %d cannot become a reshape of the matmul_epilogue %d", last, mm);
+    }
 }
 
 /* node c is reshape(matmul) read by t alone, the matmul by the reshape alone,

@@ -155,9 +155,10 @@ static int matmul(ad_ctx *c, int a, int b, int ta, int tb) {
  *   1  1  | b^T dy^T      | dy^T a^T */
 static void grad_matmul(ad_ctx *c, const ir_node *y, int dy) {
     int ta = y->iattr[0] != 0, tb = y->iattr[1] != 0;
-    /* issue 13: batched operands; each gradient summed over the batch axes its operand was broadcast on */
-    SEND(0, unbroadcast(c, ta ? matmul(c, X1, dy, tb, 1) : matmul(c, dy, X1, 0, !tb), shape_of(c, X0)));
+    /* issue 13: batched operands; each gradient summed over the batch axes its operand was broadcast on.
+     * db first (WEIGHT_GRADIENT_FIRST) */
     SEND(1, unbroadcast(c, tb ? matmul(c, dy, X0, 1, ta) : matmul(c, X0, dy, !ta, 0), shape_of(c, X1)));
+    SEND(0, unbroadcast(c, ta ? matmul(c, X1, dy, tb, 1) : matmul(c, dy, X1, 0, !tb), shape_of(c, X0)));
 }
 
 /* ---- issue 14 (char_gpt speed): causal_matmul ---- */
@@ -191,15 +192,15 @@ static void grad_causal_matmul(ad_ctx *c, const ir_node *y, int dy) {
 
 /* y = conv2d(x, w)  ->  dx = conv2d_grad_input(dy, w), dw = conv2d_grad_filter(x, dy), same attrs */
 static void grad_conv2d(ad_ctx *c, const ir_node *y, int dy) {
-    SEND(0, emit_as(c, shape_of(c, X0), OP_CONV2D_GRAD_INPUT, 2, (int[]){dy, X1}, y));
     SEND(1, emit_as(c, shape_of(c, X1), OP_CONV2D_GRAD_FILTER, 2, (int[]){X0, dy}, y));
+    SEND(0, emit_as(c, shape_of(c, X0), OP_CONV2D_GRAD_INPUT, 2, (int[]){dy, X1}, y));
 }
 
 /* y = conv2d_transpose(x, w), the adjoint of conv2d(., w) with the same attrs  ->
  *   dx = conv2d(dy, w), dw = conv2d_grad_filter(dy, x) (w's shape) */
 static void grad_conv2d_transpose(ad_ctx *c, const ir_node *y, int dy) {
-    SEND(0, emit(c, OP_CONV2D, 2, (int[]){dy, X1}, y));
     SEND(1, emit_as(c, shape_of(c, X1), OP_CONV2D_GRAD_FILTER, 2, (int[]){dy, X0}, y));
+    SEND(0, emit(c, OP_CONV2D, 2, (int[]){dy, X1}, y));
 }
 
 /* y = max_pool2d(x)  ->  dx = max_pool2d_grad(x, dy), same attrs */

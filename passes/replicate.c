@@ -267,15 +267,47 @@ static int grad_param(const ir_module *m, int g) {
     return -1;
 }
 
+/* When old node i (an update or a norm) can run: after the last bucket whose
+ * all-reduce it reads, directly or through a norm; n_buckets for a sparse
+ * gradient (exchanged after every bucket). 0 for any other node. */
+static int ready_after(const replicator *R, const int *bucket_of, const int *ready, int i) {
+    const ir_node *o = &R->old.nodes[i];
+    int at = 0;
+    if (!reads_reduced(o)) return 0;
+    for (int k = 0; k < o->n_in; k++) {
+        int p = grad_param(R->m, o->in[k]), in = ready[o->in[k]]; /* inputs come first */
+        if (p >= 0) in = R->sparse[p] ? R->m->n_buckets : bucket_of[p];
+        if (in > at) at = in;
+    }
+    return at;
+}
+
 /* The optimizer's nodes on every replica, after the all-reduces: where they
  * read a gradient they read its all-reduced view, so every replica clips by
- * the same norm and applies the same update. */
+ * the same norm and applies the same update. They go in the order their
+ * buckets finish (a stable sort, so a norm stays before the updates that read
+ * it): the compute stream updates the last layers while the first layers'
+ * bucket is still being reduced, instead of waiting for it in param order. */
 static void clone_updates(replicator *R, int **view) {
     ir_module *m = R->m;
+    int n_old = R->old.n, *bucket_of = malloc((size_t)(m->n_params + 1) * sizeof *bucket_of);
+    int *ready = malloc((size_t)n_old * sizeof *ready), *order = malloc((size_t)n_old * sizeof *order);
+    int *count = calloc((size_t)m->n_buckets + 2, sizeof *count);
+    if (!bucket_of || !ready || !order || !count) abort();
+    for (int b = 0; b < m->n_buckets; b++)
+        for (int j = 0; j < m->buckets[b].n_grads; j++) bucket_of[m->buckets[b].grads[j]] = b;
+    int n_order = 0;
+    for (int i = 0; i < n_old; i++) {
+        ready[i] = ready_after(R, bucket_of, ready, i);
+        if (reads_reduced(&R->old.nodes[i])) count[ready[i] + 1]++, n_order++;
+    }
+    for (int b = 0; b <= m->n_buckets; b++) count[b + 1] += count[b]; /* count[b]: where key b starts */
+    for (int i = 0; i < n_old; i++)
+        if (reads_reduced(&R->old.nodes[i])) order[count[ready[i]]++] = i;
     for (int r = 0; r < R->n_dev; r++)
-        for (int i = 0; i < R->old.n; i++) {
+        for (int t = 0; t < n_order; t++) {
+            int i = order[t];
             const ir_node *o = &R->old.nodes[i];
-            if (!reads_reduced(o)) continue;
             int *in = malloc((size_t)o->n_in * sizeof *in);
             if (!in) abort();
             for (int k = 0; k < o->n_in; k++) {
@@ -291,6 +323,7 @@ static void clone_updates(replicator *R, int **view) {
             R->map[r][i] = u;
             infer_or_die(m, u);
         }
+    free(bucket_of), free(ready), free(order), free(count);
 }
 
 /* All-reduces of the forward pass (sync batch_norm's statistics) are

@@ -195,7 +195,7 @@ static void test_expf_neg(int v) {
     CHECK(bad == 0 && isnan(mg_exp_le0(NAN)) && mg_exp_le0(-INFINITY) == 0.0f, "mg_exp_le0: %d values wrong", bad);
 }
 
-/* issue 14 (char_gpt speed): gelu.c's 8-lane loops give the bits of the scalar
+/* issue 14 (char_gpt speed): gelu.c's 16- and 8-lane loops give the bits of the scalar
  * mg_gelu and mg_gelu_grad compiled as the clone the machine takes (x86-64-v3:
  * the avx2+fma variant, else plain), at a dense sweep of [-8, 8], every float
  * within 300 ulp of each interval boundary and of the 6.2 cut (both signs),
@@ -215,8 +215,10 @@ static void test_gelu_lanes(void) {
     for (size_t i = 0; i < sizeof special / sizeof *special; i++) x[n++] = special[i];
     for (int i = 0; i < n; i++) dy[i] = 1.0f + (float)(i % 7) * 0.25f;
     int v = 0;
+    const char *lanes = "8";
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
     v = __builtin_cpu_supports("x86-64-v3") ? 1 : 0;
+    lanes = __builtin_cpu_supports("x86-64-v4") ? "16 and 8" : lanes;
 #endif
     cpu_gelu(g, x, n), cpu_gelu_grad(d, x, dy, n);
     int bad = 0;
@@ -225,7 +227,7 @@ static void test_gelu_lanes(void) {
         bad += mg_float_bits(g[i]) != mg_float_bits(want_g) && !(isnan(g[i]) && isnan(want_g));
         bad += mg_float_bits(d[i]) != mg_float_bits(want_d) && !(isnan(d[i]) && isnan(want_d));
     }
-    printf("gelu.c (8 lanes) against mg_gelu, mg_gelu_grad (%s): %d values, %d differ\n", vname[v], n, bad);
+    printf("gelu.c (%s lanes) against mg_gelu, mg_gelu_grad (%s): %d values, %d differ\n", lanes, vname[v], n, bad);
     CHECK(bad == 0, "cpu_gelu / cpu_gelu_grad: %d of %d values differ from the scalar functions' bits", bad, 2 * n);
     CHECK(isnan(g[n - 7]) && isnan(d[n - 7]), "cpu_gelu or cpu_gelu_grad of NaN is not NaN");
 }

@@ -9,8 +9,8 @@
  *     dp masked on the fly as the dropout op masks (its integer hash of seed,
  *     step and global element replica * numel + index, the same product dp *
  *     factor), so the bits of the two unfused kernels; only the kept j hash.
- * One function walks all rows (CPU_FMA_CLONES, so everything in it is compiled
- * for AVX2 with FMA and inlined, no dispatch per row; issue 14, char_gpt's
+ * One function walks all rows (CPU_FMA16_CLONES, so everything in it is compiled
+ * for AVX2 or AVX-512 with FMA and inlined, no dispatch per row; issue 14, char_gpt's
  * non-GEMM time: the FMA clone runs causal_softmax 15-17% faster than the
  * "avx2" one, its exp polynomial contracted). Each row is 8-lane
  * vector passes in L1: scale, mask to -inf and the maximum (explicit vectors,
@@ -91,7 +91,7 @@ static inline double row_dot(const float *a, const float *b, int64_t n) {
     return s;
 }
 
-CPU_FMA_CLONES static void causal_rows(const rows_job *jb, int64_t row0, int64_t row1) {
+CPU_FMA16_CLONES static void causal_rows(const rows_job *jb, int64_t row0, int64_t row1) {
     int64_t c = jb->c;
     float scale = jb->scale;
     for (int64_t row = row0; row < row1; row++) {

@@ -33,6 +33,19 @@
 #define CPU_FMA_CLONES
 #endif
 
+/* The causal softmax rows also in an x86-64-v4 clone: the compiler vectorizes
+ * their exp loops in 16 lanes there, and a 512-bit operation counts once among
+ * the operations a core keeps waiting, so twice the lanes of the exp polynomial
+ * are in flight (causal_softmax 0.68 -> 0.52 ms, bench_gpt_kernels). Each lane
+ * does the same contracted operations as in the x86-64-v3 clone, and the row
+ * sums stay explicit 8-lane vectors, so the bits are those of x86-64-v3 (char_gpt's
+ * checkpoint byte-identical, issue 14). gelu.c does the same by hand. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define CPU_FMA16_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define CPU_FMA16_CLONES
+#endif
+
 /* issue 14 (char_gpt speed): dropout's mask is an integer hash with two
  * 64-bit multiplies per element (ops_math.h, mg_dropout_bits). The "avx512f"
  * clone has no vpmullq (AVX-512DQ) and builds each of them from three

@@ -156,7 +156,8 @@ static int matmul(ad_ctx *c, int a, int b, int ta, int tb) {
 static void grad_matmul(ad_ctx *c, const ir_node *y, int dy) {
     int ta = y->iattr[0] != 0, tb = y->iattr[1] != 0;
     /* issue 13: batched operands; each gradient summed over the batch axes its operand was broadcast on.
-     * db first (WEIGHT_GRADIENT_FIRST) */
+     * db first: a dense layer's weight gradient closes its bucket before the input gradient is
+     * computed, so the all-reduce starts earlier (docs/runtime.md; convolutions alike) */
     SEND(1, unbroadcast(c, tb ? matmul(c, dy, X0, 1, ta) : matmul(c, X0, dy, !ta, 0), shape_of(c, X1)));
     SEND(0, unbroadcast(c, ta ? matmul(c, X1, dy, tb, 1) : matmul(c, dy, X1, 0, !tb), shape_of(c, X0)));
 }

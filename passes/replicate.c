@@ -268,15 +268,14 @@ static int grad_param(const ir_module *m, int g) {
 }
 
 /* When old node i (an update or a norm) can run: after the last bucket whose
- * all-reduce it reads, directly or through a norm; n_buckets for a sparse
- * gradient (exchanged after every bucket). 0 for any other node. */
+ * all-reduce it reads, directly or through a norm (bucket_of[param]; n_buckets
+ * for a sparse gradient, exchanged after every bucket). 0 for any other node. */
 static int ready_after(const replicator *R, const int *bucket_of, const int *ready, int i) {
     const ir_node *o = &R->old.nodes[i];
     int at = 0;
     if (!reads_reduced(o)) return 0;
     for (int k = 0; k < o->n_in; k++) {
-        int p = grad_param(R->m, o->in[k]), in = ready[o->in[k]]; /* inputs come first */
-        if (p >= 0) in = R->sparse[p] ? R->m->n_buckets : bucket_of[p];
+        int p = grad_param(R->m, o->in[k]), in = p >= 0 ? bucket_of[p] : ready[o->in[k]]; /* inputs come first */
         if (in > at) at = in;
     }
     return at;
@@ -290,10 +289,11 @@ static int ready_after(const replicator *R, const int *bucket_of, const int *rea
  * bucket is still being reduced, instead of waiting for it in param order. */
 static void clone_updates(replicator *R, int **view) {
     ir_module *m = R->m;
-    int n_old = R->old.n, *bucket_of = malloc((size_t)(m->n_params + 1) * sizeof *bucket_of);
+    int n_old = R->old.n, *bucket_of = malloc((size_t)(m->n_params + 1) * sizeof *bucket_of); /* +1: never 0 bytes */
     int *ready = malloc((size_t)n_old * sizeof *ready), *order = malloc((size_t)n_old * sizeof *order);
     int *count = calloc((size_t)m->n_buckets + 2, sizeof *count);
     if (!bucket_of || !ready || !order || !count) abort();
+    for (int p = 0; p < m->n_params; p++) bucket_of[p] = m->n_buckets; /* sparse: after every bucket */
     for (int b = 0; b < m->n_buckets; b++)
         for (int j = 0; j < m->buckets[b].n_grads; j++) bucket_of[m->buckets[b].grads[j]] = b;
     int n_order = 0;

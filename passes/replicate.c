@@ -260,22 +260,16 @@ static void sparse_gradients(replicator *R, int **view) {
     }
 }
 
-/* The param whose gradient is old node g, or -1. */
-static int grad_param(const ir_module *m, int g) {
-    for (int p = 0; p < m->n_params; p++)
-        if (m->grads[p] == g) return p;
-    return -1;
-}
-
 /* When old node i (an update or a norm) can run: after the last bucket whose
  * all-reduce it reads, directly or through a norm (bucket_of[param]; n_buckets
- * for a sparse gradient, exchanged after every bucket). 0 for any other node. */
-static int ready_after(const replicator *R, const int *bucket_of, const int *ready, int i) {
+ * for a sparse gradient, exchanged after every bucket). 0 for any other node.
+ * grad_of[j]: the param whose gradient old node j is, or -1. */
+static int ready_after(const replicator *R, const int *grad_of, const int *bucket_of, const int *ready, int i) {
     const ir_node *o = &R->old.nodes[i];
     int at = 0;
     if (!reads_reduced(o)) return 0;
     for (int k = 0; k < o->n_in; k++) {
-        int p = grad_param(R->m, o->in[k]), in = p >= 0 ? bucket_of[p] : ready[o->in[k]]; /* inputs come first */
+        int p = grad_of[o->in[k]], in = p >= 0 ? bucket_of[p] : ready[o->in[k]]; /* inputs come first */
         if (in > at) at = in;
     }
     return at;
@@ -291,14 +285,17 @@ static void clone_updates(replicator *R, int **view) {
     ir_module *m = R->m;
     int n_old = R->old.n, *bucket_of = malloc((size_t)(m->n_params + 1) * sizeof *bucket_of); /* +1: never 0 bytes */
     int *ready = malloc((size_t)n_old * sizeof *ready), *order = malloc((size_t)n_old * sizeof *order);
-    int *count = calloc((size_t)m->n_buckets + 2, sizeof *count);
-    if (!bucket_of || !ready || !order || !count) abort();
+    int *grad_of = malloc((size_t)n_old * sizeof *grad_of), *count = calloc((size_t)m->n_buckets + 2, sizeof *count);
+    if (!bucket_of || !ready || !order || !grad_of || !count) abort();
+    for (int i = 0; i < n_old; i++) grad_of[i] = -1;
+    for (int p = m->n_params - 1; p >= 0; p--) /* the first param, should two share a gradient node */
+        if (m->grads[p] >= 0) grad_of[m->grads[p]] = p;
     for (int p = 0; p < m->n_params; p++) bucket_of[p] = m->n_buckets; /* sparse: after every bucket */
     for (int b = 0; b < m->n_buckets; b++)
         for (int j = 0; j < m->buckets[b].n_grads; j++) bucket_of[m->buckets[b].grads[j]] = b;
     int n_order = 0;
     for (int i = 0; i < n_old; i++) {
-        ready[i] = ready_after(R, bucket_of, ready, i);
+        ready[i] = ready_after(R, grad_of, bucket_of, ready, i);
         if (reads_reduced(&R->old.nodes[i])) count[ready[i] + 1]++, n_order++;
     }
     for (int b = 0; b <= m->n_buckets; b++) count[b + 1] += count[b]; /* count[b]: where key b starts */
@@ -311,7 +308,7 @@ static void clone_updates(replicator *R, int **view) {
             int *in = malloc((size_t)o->n_in * sizeof *in);
             if (!in) abort();
             for (int k = 0; k < o->n_in; k++) {
-                int p = grad_param(m, o->in[k]);
+                int p = grad_of[o->in[k]];
                 in[k] = p >= 0 ? view[r][p] : R->map[r][o->in[k]];
             }
             int u = add(R, o->op, in, o->n_in, o->loc, r, STREAM_COMPUTE);
@@ -323,7 +320,7 @@ static void clone_updates(replicator *R, int **view) {
             R->map[r][i] = u;
             infer_or_die(m, u);
         }
-    free(bucket_of), free(ready), free(order), free(count);
+    free(bucket_of), free(ready), free(order), free(grad_of), free(count);
 }
 
 /* All-reduces of the forward pass (sync batch_norm's statistics) are

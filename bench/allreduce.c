@@ -42,7 +42,8 @@ static double time_all_reduce(rt_coll *c, float **bufs, int n, size_t bytes, int
     for (int d = 0; d < n; d++) {
         w[d] = (worker){.c = c, .start = &start, .device = d, .iters = iters,
                         .a = {.kind = COLL_ALL_REDUCE, .group = 0, .label = "bench", .buf = bufs[d],
-                              .count = (int64_t)(bytes / sizeof(float)), .dtype = IR_F32, .algo = algo}};
+                              .count = (int64_t)(bytes / sizeof(float)), .dtype = IR_F32, .algo = algo,
+                              .mean = 1}}; /* as training runs it */
         pthread_create(&t[d], NULL, worker_main, &w[d]);
     }
     pthread_barrier_wait(&start);

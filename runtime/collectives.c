@@ -317,9 +317,15 @@ static int barrier(part *p) {
     static void div_##NAME(T *restrict dst, int64_t n, T by) {                                \
         for (int64_t i = 0; i < n; i++) dst[i] /= by;                                         \
     }
+#define DEFINE_SCALE(T, NAME)                                                                 \
+    static void scale_##NAME(T *restrict dst, int64_t n, T by) {                              \
+        for (int64_t i = 0; i < n; i++) dst[i] *= by;                                         \
+    }
 DEFINE_LOOPS(float, f32)
 DEFINE_LOOPS(double, f64)
 DEFINE_LOOPS(int32_t, i32)
+DEFINE_SCALE(float, f32)
+DEFINE_SCALE(double, f64)
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC pop_options
 #endif
@@ -334,10 +340,15 @@ static void add_into(ir_dtype t, void *dst, const void *src, int64_t n) {
     }
 }
 
+/* dst[0..n) /= by. For a power of two it multiplies by 1/by, which is exact:
+ * x / 2^k and x * 2^-k round the same real number, so the bits are the same,
+ * and a multiply is cheaper than a divide (8 floats in L1: 0.30 against
+ * 0.83 ns on the Zen 4 of issue 14). */
 static void divide(ir_dtype t, void *dst, int64_t n, int by) {
+    int pow2 = (by & (by - 1)) == 0;
     switch (t) {
-    case IR_F32: div_f32(dst, n, (float)by); break;
-    case IR_F64: div_f64(dst, n, (double)by); break;
+    case IR_F32: pow2 ? scale_f32(dst, n, 1.0f / (float)by) : div_f32(dst, n, (float)by); break;
+    case IR_F64: pow2 ? scale_f64(dst, n, 1.0 / (double)by) : div_f64(dst, n, (double)by); break;
     case IR_I32: div_i32(dst, n, by); break;
     default: break;
     }

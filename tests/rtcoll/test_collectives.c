@@ -71,6 +71,16 @@ static void check_all_reduce(rt_coll *c, int n, int64_t count, ir_cross_device a
     }
     CHECK(bad < 0, "%s n=%d count=%lld mean=%d: element %lld is %.9g", ir_cross_device_names[algo], n,
           (long long)count, mean, (long long)bad, bad >= 0 ? bufs[0][bad] : 0);
+    /* ring and one-device: exactly the float sum in device order, then / n
+     * (the mean's bits, whether the runtime divides or scales by 1/n) */
+    for (int64_t i = 0; algo != XDEV_HIERARCHICAL && i < count && bad < 0; i++) {
+        float sum = input(0, i);
+        for (int d = 1; d < n; d++) sum += input(d, i);
+        if (mean) sum /= (float)n;
+        if (memcmp(&sum, &bufs[0][i], sizeof sum)) bad = i;
+    }
+    CHECK(bad < 0, "%s n=%d count=%lld mean=%d: element %lld is %.9g, not the float sum in device order",
+          ir_cross_device_names[algo], n, (long long)count, mean, (long long)bad, bad >= 0 ? bufs[0][bad] : 0);
     for (int d = 1; d < n; d++)
         CHECK(!memcmp(bufs[d], bufs[0], (size_t)count * sizeof(float)), "%s n=%d count=%lld: cpu:%d differs from cpu:0",
               ir_cross_device_names[algo], n, (long long)count, d);

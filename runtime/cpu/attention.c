@@ -91,6 +91,19 @@ static inline double row_dot(const float *a, const float *b, int64_t n) {
     return s;
 }
 
+/* Rows are fetched PREFETCH_ROWS ahead (issue 14): in the step the inputs
+ * come from memory (the backward reads the probabilities the forward saved),
+ * and a row's few lines end before the hardware prefetcher has caught up. */
+enum { PREFETCH_ROWS = 4 };
+
+static inline void prefetch_row(const float *x, const float *dy, float *out, int64_t kept, int64_t c) {
+    for (int64_t j = 0; j < kept; j += 16) {
+        __builtin_prefetch(x + j, 0, 3);
+        if (dy) __builtin_prefetch(dy + j, 0, 3);
+    }
+    for (int64_t j = 0; j < c; j += 16) __builtin_prefetch(out + j, 1, 3);
+}
+
 CPU_FMA16_CLONES static void causal_rows(const rows_job *jb, int64_t row0, int64_t row1) {
     int64_t c = jb->c;
     float scale = jb->scale;
@@ -98,6 +111,10 @@ CPU_FMA16_CLONES static void causal_rows(const rows_job *jb, int64_t row0, int64
         int64_t i = row % jb->r, n = i + 1 < c ? i + 1 : c, m = (n + 7) / 8 * 8 < c ? (n + 7) / 8 * 8 : c;
         float *out = jb->out + row * c;
         const float *x = jb->x + row * c, *dy = jb->dy ? jb->dy + row * c : NULL;
+        if (row + PREFETCH_ROWS < row1) {
+            int64_t ahead = PREFETCH_ROWS * c, ai = (row + PREFETCH_ROWS) % jb->r;
+            prefetch_row(x + ahead, dy ? dy + ahead : NULL, out + ahead, ai + 1 < c ? ai + 1 : c, c);
+        }
         uint64_t at = jb->base + (uint64_t)(row * c);
         if (dy) { /* causal_softmax_grad (y = in 0, dy); with dropout dy masked into out first */
             const float *y = x, *d = dy;

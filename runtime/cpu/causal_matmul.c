@@ -153,31 +153,13 @@ CM_INLINE void put_row(float *out, const float *row, int64_t cols) {
         for (int64_t j = 0; j < cols; j++) out[j] = row ? row[j] : 0.0f;
 }
 
-/* Prefetching the next output matrix (issue 14): in the step its operands
- * come from memory (attention's probabilities, saved by the forward pass,
- * are read by the backward) and its output lines are not cached, while the
- * micro-kernel reads op(a) in place and stores C straight from registers, so
- * each tile would wait for memory; a few lines of the next matrix's a, b and
- * c are fetched into L2 (c's for writing) while each tile computes. */
-typedef struct {
-    const char *at[3], *end[3]; /* the next matrix's a, b and c, by cache line */
-    int64_t per_tile;           /* lines fetched per tile */
-} prefetcher;
-
-static inline void prefetch_some(prefetcher *f) {
-    int64_t left = f->per_tile;
-    for (; f->at[0] < f->end[0] && left > 0; f->at[0] += 64, left--) __builtin_prefetch(f->at[0], 0, 2);
-    for (; f->at[1] < f->end[1] && left > 0; f->at[1] += 64, left--) __builtin_prefetch(f->at[1], 0, 2);
-    for (; f->at[2] < f->end[2] && left > 0; f->at[2] += 64, left--) __builtin_prefetch(f->at[2], 1, 2);
-}
-
 /* c [m, n] of one output matrix: a its op(a), bp its op(b) [k][np]; all of
  * the above inlined here, compiled for AVX2 + FMA too */
-CM_CLONES static void tiles(float *c, const float *a, const float *bp, const cm_geom *g, prefetcher *f) {
+CM_CLONES static void tiles(float *c, const float *a, const float *bp, const cm_geom *g, cpu_prefetch *f) {
     float acc[MR * NR];
     for (int64_t r0 = 0; r0 < g->m; r0 += MR)
         for (int64_t c0 = 0; c0 < g->n; c0 += NR) {
-            prefetch_some(f);
+            cpu_prefetch_some(f);
             int64_t rows = g->m - r0 < MR ? g->m - r0 : MR, cols = g->n - c0 < NR ? g->n - c0 : NR;
             float *dst = c + r0 * g->n + c0;
             /* a whole tile that every row keeps whole goes from registers to C */
@@ -211,16 +193,18 @@ int cpu_k_causal_matmul(const rt_kernel_args *k, char *err, size_t cap) {
     if (packed && !bp) return cpu_kerr(k, err, cap, "out of memory packing %lld floats", (long long)(g.k * g.np));
     const float *pa = IN_F32(k, 0), *pb = IN_F32(k, 1); /* a [..., m, k], b [..., k, n] (before op) */
     float *pc = k->out;                                  /* c [..., m, n] */
-    int64_t a_bytes = (g.ta ? g.k : g.m) * lda * 4, b_bytes = (g.tb ? g.n : g.k) * ldb * 4, c_bytes = g.m * g.n * 4;
+    /* the next matrix's a, b and c (for writing) prefetched over this one's tiles:
+     * in a step they come from memory (the backward reads the probabilities the
+     * forward saved), while op(a) is read in place and C stored from registers */
+    int64_t bytes[3] = {(g.ta ? g.k : g.m) * lda * 4, (g.tb ? g.n : g.k) * ldb * 4, g.m * g.n * 4};
     int64_t tiles_per = ((g.m + MR - 1) / MR) * ((g.n + NR - 1) / NR);
     for (int64_t i = 0; i < mm.batch; i++) {
         const float *b = pb + ir_matmul_offset(&mm, 1, i);
-        prefetcher f = {.per_tile = ((a_bytes + b_bytes + c_bytes) / 64 + tiles_per - 1) / tiles_per};
-        if (i + 1 < mm.batch) {
-            f.at[0] = (const char *)(pa + ir_matmul_offset(&mm, 0, i + 1)), f.end[0] = f.at[0] + a_bytes;
-            f.at[1] = (const char *)(pb + ir_matmul_offset(&mm, 1, i + 1)), f.end[1] = f.at[1] + b_bytes;
-            f.at[2] = (const char *)(pc + (i + 1) * g.m * g.n), f.end[2] = f.at[2] + c_bytes;
-        }
+        const void *next[3] = {NULL, NULL, NULL};
+        if (i + 1 < mm.batch)
+            next[0] = pa + ir_matmul_offset(&mm, 0, i + 1), next[1] = pb + ir_matmul_offset(&mm, 1, i + 1),
+            next[2] = pc + (i + 1) * g.m * g.n;
+        cpu_prefetch f = cpu_prefetch_plan(3, next, bytes, 1, tiles_per);
         if (packed) pack_b(bp, b, &g, ldb);
         tiles(pc + i * g.m * g.n, pa + ir_matmul_offset(&mm, 0, i), packed ? bp : b, &g, &f);
     }

@@ -275,11 +275,12 @@ typedef float v4 __attribute__((vector_size(16)));
  * the windows in order (ph, pw) */
 static inline __attribute__((always_inline)) void grad_windows(const cgeom *G, int64_t b, const float *dy,
                                                                const float *px, int64_t c0, float *acc, int64_t sh,
-                                                               int64_t sw, int64_t dh, int64_t dw) {
+                                                               int64_t sw, int64_t dh, int64_t dw, cpu_prefetch *pf) {
     const int64_t C = G->C, W = G->W, PW = G->OW / 2;
     const int k33 = sh == 1 && sw == 1 && dh == 1 && dw == 1;
     v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0}, a8 = {0}; /* taps (r, s) */
     for (int64_t ph = G->ph0; ph < G->ph1; ph++) {
+        cpu_prefetch_some(pf);
         const float *p = window_x(G, b, ph, G->pw0);
         const int64_t at = (ph * PW + G->pw0) * C + c0;
         const float *d = dy + at, *q = px + at;
@@ -341,7 +342,8 @@ int cpu_k_conv2d_relu_pool2(const rt_kernel_args *k, char *err, size_t cap) {
 /* the filter gradient of image b into acc [KH, KW, CG, C] (float sums, zeroed
  * here) from its dy and pixels px: the windows outside x's interior a channel
  * at a time, then those inside a vector at a time */
-POOL_CLONES static void grad_image(const cgeom *G, int64_t b, const float *dy, const float *px, float *acc) {
+POOL_CLONES static void grad_image(const cgeom *G, int64_t b, const float *dy, const float *px, float *acc,
+                                   cpu_prefetch *pf) {
     const ir_conv *g = &G->g;
     const int64_t C = G->C, PH = G->OH / 2, PW = G->OW / 2;
     memset(acc, 0, (size_t)(G->KH * G->KW * G->CG * C) * sizeof *acc);
@@ -351,8 +353,8 @@ POOL_CLONES static void grad_image(const cgeom *G, int64_t b, const float *dy, c
                 window_any_grad(G, b, ph, pw, dy + (ph * PW + pw) * C, px + (ph * PW + pw) * C, acc);
     if (!G->reg || G->ph0 == G->ph1 || G->pw0 == G->pw1) return;
     for (int64_t c0 = 0; c0 < C; c0 += 8)
-        if (G->k33) grad_windows(G, b, dy, px, c0, acc, 1, 1, 1, 1); /* the seed CNN's */
-        else grad_windows(G, b, dy, px, c0, acc, g->stride[0], g->stride[1], g->dilation[0], g->dilation[1]);
+        if (G->k33) grad_windows(G, b, dy, px, c0, acc, 1, 1, 1, 1, pf); /* the seed CNN's */
+        else grad_windows(G, b, dy, px, c0, acc, g->stride[0], g->stride[1], g->dilation[0], g->dilation[1], pf);
 }
 
 /* conv2d_relu_pool2_grad_filter: (x, w, f, dy) -> dw, dy times x under each
@@ -368,8 +370,14 @@ int cpu_k_conv2d_relu_pool2_grad_filter(const rt_kernel_args *k, char *err, size
         return cpu_kerr(k, err, cap, "out of memory");
     }
     const float *dy = IN_F32(k, 3), *px = IN_F32(k, 2) + G.N * img;
+    /* the next image's dy, pixels and x prefetched over this one's rows of
+     * windows (in a step the pixels, saved by the forward pass, come from memory) */
+    int64_t x_img = G.H * G.W * G.CX, bytes[3] = {img * 4, img * 4, x_img * 4};
     for (int64_t b = 0; b < G.N; b++) {
-        grad_image(&G, b, dy + b * img, px + b * img, acc);
+        const void *next[3] = {NULL, NULL, NULL};
+        if (b + 1 < G.N) next[0] = dy + (b + 1) * img, next[1] = px + (b + 1) * img, next[2] = G.x + (b + 1) * x_img;
+        cpu_prefetch pf = cpu_prefetch_plan(3, next, bytes, 0, (G.ph1 - G.ph0) * ((G.C + 7) / 8));
+        grad_image(&G, b, dy + b * img, px + b * img, acc, &pf);
         for (int64_t i = 0; i < taps; i++) sum[i] += (double)acc[i];
     }
     float *out = k->out;

@@ -76,6 +76,39 @@ void cpu_gelu_grad(float *o, const float *x, const float *dy, int64_t n);
  * softmax gradients' row dot (reduce.c; attention.c's causal softmax) */
 double cpu_dot16(const float *y, const float *dy, int64_t n);
 
+/* Prefetching a kernel's next unit of work while it computes this one (issue
+ * 14: in a step, data saved by the forward pass comes from memory, and short
+ * or strided reads outrun the hardware prefetcher): up to three byte ranges,
+ * fetched into L2 a few lines per cpu_prefetch_some call, the last `writes`
+ * of them for writing. causal_matmul.c (the next matrix), conv_pool.c (the
+ * next image). */
+typedef struct {
+    const char *at[3], *end[3]; /* what is left of each range; empty ranges are skipped */
+    int writes;
+    int64_t per_call;           /* lines a call fetches */
+} cpu_prefetch;
+
+/* f fetches ranges[k] = (p, bytes) over `calls` calls; n <= 3 */
+static inline cpu_prefetch cpu_prefetch_plan(int n, const void *const *p, const int64_t *bytes, int writes,
+                                             int64_t calls) {
+    cpu_prefetch f = {.writes = writes};
+    int64_t lines = 0;
+    for (int k = 0; k < n; k++) {
+        f.at[k] = f.end[k] = (const char *)p[k];
+        if (p[k]) f.end[k] += bytes[k], lines += bytes[k] / 64 + 1;
+    }
+    f.per_call = calls > 0 ? (lines + calls - 1) / calls : lines;
+    return f;
+}
+
+static inline void cpu_prefetch_some(cpu_prefetch *f) {
+    int64_t left = f->per_call;
+    for (int k = 0; k < 3; k++)
+        for (; f->at[k] < f->end[k] && left > 0; f->at[k] += 64, left--)
+            if (k >= 3 - f->writes) __builtin_prefetch(f->at[k], 1, 2);
+            else __builtin_prefetch(f->at[k], 0, 2);
+}
+
 typedef int (*cpu_kernel_fn)(const rt_kernel_args *k, char *err, size_t cap);
 
 /* Writes "op 'name': <message>" into err and returns -1. */

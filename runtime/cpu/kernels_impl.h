@@ -81,21 +81,21 @@ double cpu_dot16(const float *y, const float *dy, int64_t n);
  * or strided reads outrun the hardware prefetcher): up to three byte ranges,
  * fetched into L2 a few lines per cpu_prefetch_some call, the last `writes`
  * of them for writing. causal_matmul.c (the next matrix), conv_pool.c (the
- * next image). */
+ * next image). Addresses as integers: a range's last step may pass its end. */
 typedef struct {
-    const char *at[3], *end[3]; /* what is left of each range; empty ranges are skipped */
-    int writes;
-    int64_t per_call;           /* lines a call fetches */
+    uintptr_t at[3], end[3]; /* what is left of each range; empty ranges are skipped */
+    int first_write;         /* ranges from this one on are fetched for writing */
+    int64_t per_call;        /* lines a call fetches */
 } cpu_prefetch;
 
-/* f fetches ranges[k] = (p, bytes) over `calls` calls; n <= 3 */
+/* the n <= 3 ranges (p[k], bytes[k]) (p[k] NULL: none), fetched over `calls` calls */
 static inline cpu_prefetch cpu_prefetch_plan(int n, const void *const *p, const int64_t *bytes, int writes,
                                              int64_t calls) {
-    cpu_prefetch f = {.writes = writes};
+    cpu_prefetch f = {.first_write = n - writes};
     int64_t lines = 0;
     for (int k = 0; k < n; k++) {
-        f.at[k] = f.end[k] = (const char *)p[k];
-        if (p[k]) f.end[k] += bytes[k], lines += bytes[k] / 64 + 1;
+        f.at[k] = f.end[k] = (uintptr_t)p[k];
+        if (p[k]) f.end[k] += (uintptr_t)bytes[k], lines += bytes[k] / 64 + 1;
     }
     f.per_call = calls > 0 ? (lines + calls - 1) / calls : lines;
     return f;
@@ -105,8 +105,8 @@ static inline void cpu_prefetch_some(cpu_prefetch *f) {
     int64_t left = f->per_call;
     for (int k = 0; k < 3; k++)
         for (; f->at[k] < f->end[k] && left > 0; f->at[k] += 64, left--)
-            if (k >= 3 - f->writes) __builtin_prefetch(f->at[k], 1, 2);
-            else __builtin_prefetch(f->at[k], 0, 2);
+            if (k >= f->first_write) __builtin_prefetch((const void *)f->at[k], 1, 2);
+            else __builtin_prefetch((const void *)f->at[k], 0, 2);
 }
 
 typedef int (*cpu_kernel_fn)(const rt_kernel_args *k, char *err, size_t cap);

@@ -95,7 +95,7 @@ static inline double row_dot(const float *a, const float *b, int64_t n) {
  * come from memory (the backward reads the probabilities the forward saved),
  * and a row's few lines end before the hardware prefetcher has caught up.
  * Into L1, interleaved: through kernels_impl.h's cpu_prefetch (into L2, range
- * after range) causal_softmax took 0.95-1.12 ms against 0.60-0.73 with the
+ * after range) causal_softmax took 0.95-1.12 ms against 0.60-0.72 with the
  * operands evicted (bench_gpt_kernels, GEMM_EVICT=32768, 5 alternated pairs). */
 enum { PREFETCH_ROWS = 4 };
 

@@ -265,7 +265,8 @@ bool rule_conv2d_relu_pool2(rule *r) {
     return true;
 }
 
-/* conv2d_relu_pool2_grad_filter: (x, w, f (conv2d_relu_pool2's output), dy of the pooled type) -> w's type */
+/* conv2d_relu_pool2_grad_filter: (x, w, f (conv2d_relu_pool2's output), dy of the pooled type) -> w's
+ * type; with bias=1 (iattr 9) f32[C + numel(w)]: the bias gradient, then w's (rule 6b, docs/epilogue.md) */
 bool rule_conv2d_relu_pool2_grad_filter(rule *r) {
     ir_shape p, f;
     if (!relu_pool2_conv(r, &p)) return false;
@@ -274,5 +275,7 @@ bool rule_conv2d_relu_pool2_grad_filter(rule *r) {
         !f32_of(r, 3, "dy", &p, "the pooled output's type"))
         return false;
     r->n->dtype = IR_F32, r->n->shape = r->y->shape;
+    if (r->n->iattr[9] == 1) r->n->shape = ir_shape_make(1, (int64_t[1]){p.dim[3] + ir_shape_numel(&r->y->shape)});
+    else if (r->n->iattr[9]) return fail(r, "bias must be 0 or 1, not %lld", (long long)r->n->iattr[9]);
     return true;
 }

@@ -341,6 +341,40 @@ static void fuse_relu_pool2(fuser *f, int y) {
             abort(); /* the shape rules accept what relu_pool2_reader did */
 }
 
+/* ---- issue 14 (seed CNN speed): the conv bias gradient in the filter gradient (rule 6b) ----
+ *   g = conv2d_relu_pool2_grad_filter(x, w, f, dy),
+ *   reduce_sum(relu_grad(view(f), dy), axes N, P, Q), the relu_grad read by nothing else:
+ *   relu_grad -> h = conv2d_relu_pool2_grad_filter(x, w, f, dy; bias=1), f32[C + numel(w)]
+ *   reduce_sum -> view(h) of its first C, the bias gradient
+ *   g          -> view(h) after them, the filter gradient
+ *       The bias gradient sums the dy the filter gradient already loads where the
+ *       window's pixel is >= 0 (the pooled maximum is > 0, relu_grad's test), so
+ *       relu_grad's [N, P, Q, C] is never written nor read again. h takes the
+ *       relu_grad's index, which only the reduce_sum reads: the gradients' indices
+ *       (model->grads, the buckets) stay the views'. */
+static void fuse_relu_pool2_bias_grad(fuser *f, int i) {
+    const ir_node *g = at(f, i);
+    if (g->iattr[9]) return;
+    for (int j = 0; j < i; j++) {
+        const ir_node *r = at(f, j), *v;
+        if (!f->live[j] || r->op != OP_REDUCE_SUM || r->iattr[0] != 7) continue;
+        int rg = r->in[0];
+        const ir_node *n = at(f, rg);
+        if (n->op != OP_RELU_GRAD || only_user(f, rg) != j || n->in[1] != g->in[3] || n->shape.rank != 4) continue;
+        v = at(f, n->in[0]);
+        if (v->op != OP_VIEW || v->in[0] != g->in[2] || v->iattr[0] != 0) continue;
+        int64_t iattr[IR_MAX_IATTR];
+        memcpy(iattr, g->iattr, sizeof iattr);
+        iattr[9] = 1;
+        int64_t c = n->shape.dim[3];
+        if (!rewrite(f, rg, OP_CONV2D_RELU_POOL2_GRAD_FILTER, g->in, 4, iattr, g->loc)) return;
+        if (!rewrite(f, j, OP_VIEW, (int[]){rg}, 1, (int64_t[IR_MAX_IATTR]){0}, r->loc) ||
+            !rewrite(f, i, OP_VIEW, (int[]){rg}, 1, (int64_t[IR_MAX_IATTR]){c}, at(f, i)->loc))
+            abort(); /* views of h's bytes, checked by rule_view */
+        return;
+    }
+}
+
 /* ---- issue 14 (char_gpt speed): attention's dropout gradient in causal_softmax_grad ----
  *   causal_softmax_grad(y, dropout_grad(dp)) -> causal_softmax_dropout_grad(y, dp)
  *       when nothing else reads the dropout_grad: the mask (dropout's seed and
@@ -379,6 +413,8 @@ bool pass_epilogue(ir_module *m, ir_diag *d, const pass_options *o) {
         if (f.live[i] && at(&f, i)->op == OP_MAX_POOL2D_RELU_GRAD) fuse_bias_grad_pool(&f, i);
     for (int i = 0; i < m->g.n; i++) /* issue 14 (seed CNN speed): after conv2d_grad_filter_pool2 exists */
         if (f.live[i] && at(&f, i)->op == OP_CONV2D_EPILOGUE) fuse_relu_pool2(&f, i);
+    for (int i = 0; i < m->g.n; i++) /* issue 14 (seed CNN speed): after conv2d_relu_pool2_grad_filter exists */
+        if (f.live[i] && at(&f, i)->op == OP_CONV2D_RELU_POOL2_GRAD_FILTER) fuse_relu_pool2_bias_grad(&f, i);
     for (int i = 0; i < m->g.n; i++) /* issue 14 (char_gpt speed) */
         if (f.live[i] && at(&f, i)->op == OP_CAUSAL_SOFTMAX_GRAD) fuse_causal_dropout_grad(&f, i);
     free(f.live), free(f.uses), free(f.user), free(f.relu_of);

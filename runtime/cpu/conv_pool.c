@@ -142,10 +142,11 @@ static int first_max(const float *y, int64_t C, int64_t c) {
  * each channel's dy times x under the taps of its pixel (px: 0..3, or -1
  * for none) */
 static void window_any_grad(const cgeom *G, int64_t b, int64_t ph, int64_t pw, const float *dy, const float *px,
-                            float *acc) {
+                            float *acc, float *bacc) {
     const int64_t C = G->C, per = C / G->g.groups, CG = G->CG;
     for (int64_t c = 0; c < C; c++) {
         if (!(px[c] >= 0.0f)) continue;
+        if (bacc) bacc[c] += dy[c];
         int k = (int)px[c] & 3;
         for (int64_t r = 0; r < G->KH; r++)
             for (int64_t s = 0; s < G->KW; s++) {
@@ -272,13 +273,15 @@ typedef float v4 __attribute__((vector_size(16)));
  * added to acc [3, 3, 1, C] (at c0), from dy and the windows' pixels px (the
  * image's, [OH / 2, OW / 2, C]): g = dy where the pixel is >= 0, else 0, its
  * lane k in TAPS_X's vectors; the nine taps' float sums in registers over
- * the windows in order (ph, pw) */
+ * the windows in order (ph, pw); with bacc [C] also g's sum (the bias gradient) */
 static inline __attribute__((always_inline)) void grad_windows(const cgeom *G, int64_t b, const float *dy,
-                                                               const float *px, int64_t c0, float *acc, int64_t sh,
-                                                               int64_t sw, int64_t dh, int64_t dw, cpu_prefetch *pf) {
+                                                               const float *px, int64_t c0, float *acc, float *bacc,
+                                                               int64_t sh, int64_t sw, int64_t dh, int64_t dw,
+                                                               cpu_prefetch *pf) {
     const int64_t C = G->C, W = G->W, PW = G->OW / 2;
     const int k33 = sh == 1 && sw == 1 && dh == 1 && dw == 1;
     v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0}, a8 = {0}; /* taps (r, s) */
+    v8 gs = {0};                                                                                 /* g's sum */
     for (int64_t ph = G->ph0; ph < G->ph1; ph++) {
         cpu_prefetch_some(pf);
         const float *p = window_x(G, b, ph, G->pw0);
@@ -289,6 +292,7 @@ static inline __attribute__((always_inline)) void grad_windows(const cgeom *G, i
             v8i k = __builtin_convertvector(pix, v8i) & 3; /* pixel 0..3 (-1: no gradient) */
             v8 g = (v8)((v8i)LD8(d) & (pix >= z));
             if (k33) k += k & 2; /* pixel 2, 3: lanes 4, 5 */
+            gs += g;
             ROW_TAPS(0, a0, a1, a2)
             ROW_TAPS(1, a3, a4, a5)
             ROW_TAPS(2, a6, a7, a8)
@@ -296,6 +300,7 @@ static inline __attribute__((always_inline)) void grad_windows(const cgeom *G, i
     }
     v8 a[9] = {a0, a1, a2, a3, a4, a5, a6, a7, a8};
     for (int t = 0; t < 9; t++) ST8(acc + t * C + c0, LD8(acc + t * C + c0) + a[t]);
+    if (bacc) ST8(bacc + c0, LD8(bacc + c0) + gs);
 }
 
 /* ---- the kernels ---- */
@@ -339,31 +344,36 @@ int cpu_k_conv2d_relu_pool2(const rt_kernel_args *k, char *err, size_t cap) {
     return 0;
 }
 
-/* the filter gradient of image b into acc [KH, KW, CG, C] (float sums, zeroed
- * here) from its dy and pixels px: the windows outside x's interior a channel
- * at a time, then those inside a vector at a time */
+/* the filter gradient of image b into acc [KH, KW, CG, C] and, with bacc
+ * [C], the bias gradient (float sums, zeroed here) from its dy and pixels px:
+ * the windows outside x's interior a channel at a time, then those inside a
+ * vector at a time */
 POOL_CLONES static void grad_image(const cgeom *G, int64_t b, const float *dy, const float *px, float *acc,
-                                   cpu_prefetch *pf) {
+                                   float *bacc, cpu_prefetch *pf) {
     const ir_conv *g = &G->g;
     const int64_t C = G->C, PH = G->OH / 2, PW = G->OW / 2;
     memset(acc, 0, (size_t)(G->KH * G->KW * G->CG * C) * sizeof *acc);
+    if (bacc) memset(bacc, 0, (size_t)C * sizeof *bacc);
     for (int64_t ph = 0; ph < PH; ph++)
         for (int64_t pw = 0; pw < PW; pw++)
             if (!in_regs(G, ph, pw))
-                window_any_grad(G, b, ph, pw, dy + (ph * PW + pw) * C, px + (ph * PW + pw) * C, acc);
+                window_any_grad(G, b, ph, pw, dy + (ph * PW + pw) * C, px + (ph * PW + pw) * C, acc, bacc);
     if (!G->reg || G->ph0 == G->ph1 || G->pw0 == G->pw1) return;
     for (int64_t c0 = 0; c0 < C; c0 += 8)
-        if (G->k33) grad_windows(G, b, dy, px, c0, acc, 1, 1, 1, 1, pf); /* the seed CNN's */
-        else grad_windows(G, b, dy, px, c0, acc, g->stride[0], g->stride[1], g->dilation[0], g->dilation[1], pf);
+        if (G->k33) grad_windows(G, b, dy, px, c0, acc, bacc, 1, 1, 1, 1, pf); /* the seed CNN's */
+        else
+            grad_windows(G, b, dy, px, c0, acc, bacc, g->stride[0], g->stride[1], g->dilation[0], g->dilation[1], pf);
 }
 
 /* conv2d_relu_pool2_grad_filter: (x, w, f, dy) -> dw, dy times x under each
- * window's pixel (f's second half, conv2d_relu_pool2's); float sums within an
- * image, double across images */
+ * window's pixel (f's second half, conv2d_relu_pool2's); with bias=1 [db, dw],
+ * db the sum of dy where the pixel is >= 0. Float sums within an image,
+ * double across images */
 int cpu_k_conv2d_relu_pool2_grad_filter(const rt_kernel_args *k, char *err, size_t cap) {
     cgeom G = cgeom_of(k);
-    const int64_t taps = G.KH * G.KW * G.CG * G.C, img = (G.OH / 2) * (G.OW / 2) * G.C;
-    float *acc = malloc((size_t)taps * sizeof *acc);
+    const int64_t nb = k->node->iattr[9] ? G.C : 0, taps = nb + G.KH * G.KW * G.CG * G.C;
+    const int64_t img = (G.OH / 2) * (G.OW / 2) * G.C;
+    float *acc = malloc((size_t)taps * sizeof *acc); /* [db,] dw as the output */
     double *sum = calloc((size_t)taps, sizeof *sum);
     if (!acc || !sum) {
         free(acc), free(sum);
@@ -377,7 +387,7 @@ int cpu_k_conv2d_relu_pool2_grad_filter(const rt_kernel_args *k, char *err, size
         const void *next[3] = {NULL, NULL, NULL};
         if (b + 1 < G.N) next[0] = dy + (b + 1) * img, next[1] = px + (b + 1) * img, next[2] = G.x + (b + 1) * x_img;
         cpu_prefetch pf = cpu_prefetch_plan(3, next, bytes, 0, (G.ph1 - G.ph0) * ((G.C + 7) / 8));
-        grad_image(&G, b, dy + b * img, px + b * img, acc, &pf);
+        grad_image(&G, b, dy + b * img, px + b * img, acc + nb, nb ? acc : NULL, &pf);
         for (int64_t i = 0; i < taps; i++) sum[i] += (double)acc[i];
     }
     float *out = k->out;

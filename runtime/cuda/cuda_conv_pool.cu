@@ -48,23 +48,29 @@ extern "C" cudaError_t cuda_k_relu_pool2(const float *x, const float *w, const f
     return cudaGetLastError();
 }
 
-/* dw [kh, kw, cg, c]: a block per element (grid-stride), its threads summing
- * in double over the pooled positions dy times x under the window's pixel
- * (px, the forward's; none where -1); combined in a fixed tree:
+/* dw [kh, kw, cg, c], after nb bias elements when nb = c (bias=1): a block
+ * per element (grid-stride), its threads summing in double over the pooled
+ * positions dy times x under the window's pixel (px, the forward's; none
+ * where -1), or for a bias element dy alone; combined in a fixed tree:
  * deterministic, no atomics */
 enum { RELU_POOL2_THREADS = 256 };
 
 __global__ static void relu_pool2_grad_filter_kernel(const float *x, const float *px, const float *dy, float *dw,
-                                                     cuda_pool2_geom g) {
+                                                     int64_t nb, cuda_pool2_geom g) {
     __shared__ double part[RELU_POOL2_THREADS];
-    const int64_t taps = g.kh * g.kw * g.cg * g.c, pw = g.ow / 2, ph = g.oh / 2;
-    for (int64_t o = blockIdx.x; o < taps; o += gridDim.x) {
+    const int64_t outs = nb + g.kh * g.kw * g.cg * g.c, pw = g.ow / 2, ph = g.oh / 2;
+    for (int64_t e = blockIdx.x; e < outs; e += gridDim.x) {
+        int64_t o = e < nb ? e : e - nb; /* the bias element's channel, or the tap element */
         int64_t c = o % g.c, ci = o / g.c % g.cg, s = o / (g.c * g.cg) % g.kw, r = o / (g.c * g.cg * g.kw);
         int64_t xc = c / (g.c / g.groups) * g.cg + ci;
         double sum = 0;
         for (int64_t p = threadIdx.x; p < g.n * ph * pw; p += RELU_POOL2_THREADS) {
             int64_t q = p % pw, h2 = p / pw % ph, b = p / (pw * ph), at = ((b * ph + h2) * pw + q) * g.c + c;
             if (!(px[at] >= 0.0f)) continue;
+            if (e < nb) {
+                sum += (double)dy[at];
+                continue;
+            }
             int arg = (int)px[at] & 3;
             int64_t oh = 2 * h2 + arg / 2, ow = 2 * q + arg % 2;
             int64_t ih = oh * g.sh - g.pt + r * g.dh, iw = ow * g.sw - g.pl + s * g.dw;
@@ -76,15 +82,16 @@ __global__ static void relu_pool2_grad_filter_kernel(const float *x, const float
             __syncthreads();
             if ((int)threadIdx.x < half) part[threadIdx.x] += part[threadIdx.x + half];
         }
-        if (threadIdx.x == 0) dw[o] = (float)part[0];
+        if (threadIdx.x == 0) dw[e] = (float)part[0];
         __syncthreads(); /* part[] is rewritten by the block's next element */
     }
 }
 
 extern "C" cudaError_t cuda_k_relu_pool2_grad_filter(const float *x, const float *f, const float *dy, float *dw,
-                                                     const cuda_pool2_geom *g, cudaStream_t s) {
-    int64_t taps = g->kh * g->kw * g->cg * g->c, np = g->n * (g->oh / 2) * (g->ow / 2) * g->c;
-    unsigned blocks = (unsigned)(taps < 1 ? 1 : taps > MAX_BLOCKS ? MAX_BLOCKS : taps);
-    MGC_LAUNCH(blocks, RELU_POOL2_THREADS, 0, s, relu_pool2_grad_filter_kernel)(x, f + np, dy, dw, *g);
+                                                     int bias, const cuda_pool2_geom *g, cudaStream_t s) {
+    int64_t nb = bias ? g->c : 0, outs = nb + g->kh * g->kw * g->cg * g->c;
+    int64_t np = g->n * (g->oh / 2) * (g->ow / 2) * g->c;
+    unsigned blocks = (unsigned)(outs < 1 ? 1 : outs > MAX_BLOCKS ? MAX_BLOCKS : outs);
+    MGC_LAUNCH(blocks, RELU_POOL2_THREADS, 0, s, relu_pool2_grad_filter_kernel)(x, f + np, dy, dw, nb, *g);
     return cudaGetLastError();
 }

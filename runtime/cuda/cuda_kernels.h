@@ -168,10 +168,10 @@ cudaError_t cuda_k_grad_filter_pool2(const float *x, const float *y, const float
 /* issue 14, seed CNN speed (cuda_conv_pool.cu): conv2d_relu_pool2, out [2, n, oh/2, ow/2, c] the 2x2
  * stride-2 max-pool of y = relu(conv2d(x, w [kh, kw, cg, c]) + bias [c]) [n, oh, ow, c], y made on
  * the fly, then each window's pixel (0..3, -1); and its filter gradient dw from f (that output) and
- * dy [n, oh/2, ow/2, c] */
+ * dy [n, oh/2, ow/2, c], with bias != 0 after the bias gradient [c] (dy summed where the pixel is >= 0) */
 cudaError_t cuda_k_relu_pool2(const float *x, const float *w, const float *bias, float *out, const cuda_pool2_geom *g,
                               cudaStream_t s);
-cudaError_t cuda_k_relu_pool2_grad_filter(const float *x, const float *f, const float *dy, float *dw,
+cudaError_t cuda_k_relu_pool2_grad_filter(const float *x, const float *f, const float *dy, float *dw, int bias,
                                           const cuda_pool2_geom *g, cudaStream_t s);
 
 /* filters: HWIO [kh,kw,ci,co] <-> cuDNN's NHWC filter format OHWI [co,kh,kw,ci] */

@@ -495,7 +495,8 @@ static int op_relu_pool2(const ctx *c) {
 static int op_relu_pool2_grad_filter(const ctx *c) {
     TRY(need_f32(c));
     cuda_pool2_geom g = relu_pool2_geom(c);
-    CUDA_CHECK(c->b, cuda_k_relu_pool2_grad_filter(inf(c, 0), inf(c, 2), inf(c, 3), outf(c), &g, c->s));
+    CUDA_CHECK(c->b, cuda_k_relu_pool2_grad_filter(inf(c, 0), inf(c, 2), inf(c, 3), outf(c), (int)c->n->iattr[9], &g,
+                                                         c->s));
     return 0;
 }
 

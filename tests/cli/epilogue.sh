@@ -11,8 +11,10 @@
 # flips has taken them 7e-5 apart (docs/epilogue.md). Since rule 6 (issue 14,
 # seed CNN speed) the first convolution, its relu and pool are conv2d_relu_pool2
 # and its filter gradient conv2d_relu_pool2_grad_filter, conv_pool.c's own
-# convolution (not oneDNN's), within the same 1e-5. The fused plan holds the
-# fused ops named here and the unfused one none of them.
+# convolution (not oneDNN's), within the same 1e-5; since rule 6b its bias
+# gradient too (bias=1: no relu_grad nor reduce_sum over the pooled
+# [64, 13, 13, 32]). The fused plan holds the fused ops named here and the
+# unfused one none of them.
 . "$(dirname "$0")/lib.sh"
 # (lib.sh gives the test a kernel cache of its own: the fused run measures, the
 # unfused run reads its choices, which no other process changes in between)
@@ -85,6 +87,9 @@ wf=$(without "$tmp/f.mgx"); wn=$(without "$tmp/n.mgx")
   fail "fused seed CNN: $wf MiB without reuse, unfused $wn MiB"
 
 same mnist_cnn cpu:0 20 64 1e-5 conv2d_relu_pool2 matmul_epilogue conv2d_relu_pool2_grad_filter
+expect_line "$tmp/mnist_cnn.cpu_0.f.ir" '= conv2d_relu_pool2_grad_filter\(.* bias=1 : f32\[320\]'
+! grep -qE '= (relu_grad|reduce_sum)\(.*: f32\[(64,13,13,32|1,1,1,32)\]' "$tmp/mnist_cnn.cpu_0.f.ir" ||
+  fail "rule 6b left the conv bias gradient's relu_grad or reduce_sum in the seed CNN"
 # ...and with the convolutions' HWIO candidate, which the measurement above may
 # not choose (conv2d_epilogue once ignored it: 1.8e-7 apart)
 MGC_KERNELS=onednn-hwio same mnist_cnn cpu:0 20 64 1e-5 conv2d_relu_pool2 matmul_epilogue conv2d_relu_pool2_grad_filter

@@ -309,12 +309,13 @@ void case_grad_filter_pool2(void) {
 /* ---- issue 14 (seed CNN speed): conv2d_relu_pool2 and its filter gradient:
  * x [2, 9, 8, 4], 2x2 filter, pad right 1, groups 2, bias [6] -> y [2, 8, 8, 6]
  * made on the fly, pooled [2, 4, 4, 6] and each window's pixel; grad: the
- * filter gradient's wrapper from the reference's pixels, else the forward's ---- */
-static void relu_pool2_case(bool grad) {
+ * filter gradient's wrapper from the reference's pixels (bias: after the
+ * bias gradient, dy summed where the pixel is >= 0), else the forward's ---- */
+static void relu_pool2_case(bool grad, bool with_bias = false) {
     cuda_pool2_geom g = {2, 9, 8, 4, 8, 8, 6, 2, 2, 2, 1, 1, 0, 0, 1, 1, 2};
     const int64_t ph = g.oh / 2, pw = g.ow / 2, np = g.n * ph * pw * g.c;
     dbuf<float> x(g.n * g.h * g.w * g.cx), w(g.kh * g.kw * g.cg * g.c), bias(g.c), out(2 * np), f(2 * np), dy(np),
-        dw(g.kh * g.kw * g.cg * g.c);
+        dw((with_bias ? g.c : 0) + g.kh * g.kw * g.cg * g.c);
     randomize(x, x.n, 210), randomize(w, w.n, 211), randomize(bias, bias.n, 212, -0.3f, 0.3f), randomize(dy, dy.n, 213);
     std::vector<double> y(g.n * g.oh * g.ow * g.c, 0.0), dx(y.size(), 0.0);
     for (int64_t i = 0; i < (int64_t)y.size(); i++) { /* y = relu(conv2d(x, w) + bias) */
@@ -331,6 +332,7 @@ static void relu_pool2_case(bool grad) {
         y[i] = acc + bias[c] > 0 ? acc + bias[c] : 0;
     }
     std::vector<float> want(out.n);
+    std::vector<double> db(g.c, 0.0);
     for (int64_t i = 0; i < np; i++) { /* the pool, its pixel, and its gradient masked by the maximum > 0 */
         int64_t c = i % g.c, q = i / g.c % pw, p = i / (g.c * pw) % ph, b = i / (g.c * pw * ph), arg = -1, k = 0;
         for (int64_t r = 0; r < 2; r++)
@@ -340,15 +342,16 @@ static void relu_pool2_case(bool grad) {
             }
         want[i] = (float)y[arg], want[np + i] = y[arg] > 0 ? (float)k : -1.0f;
         f[i] = want[i], f[np + i] = want[np + i];
-        if (y[arg] > 0) dx[arg] = dy[i];
+        if (y[arg] > 0) dx[arg] = dy[i], db[c] += dy[i];
     }
     std::vector<float> want_dw = ref_grad_filter(g, x, dx);
+    if (with_bias) want_dw.insert(want_dw.begin(), db.begin(), db.end());
     if (!grad && !launched_ok(cuda_k_relu_pool2(x, w, bias, out, &g, NULL), "cuda_k_relu_pool2")) return;
-    if (grad && !launched_ok(cuda_k_relu_pool2_grad_filter(x, f, dy, dw, &g, NULL), "cuda_k_relu_pool2_grad_filter"))
+    if (grad && !launched_ok(cuda_k_relu_pool2_grad_filter(x, f, dy, dw, with_bias, &g, NULL), "cuda_k_relu_pool2_grad_filter"))
         return;
     if (!grad) same("cuda_k_relu_pool2", want.data(), out.p, out.n, 1e-5);
     else same("cuda_k_relu_pool2_grad_filter", want_dw.data(), dw.p, dw.n, 1e-5);
 }
 
 void case_relu_pool2(void) { relu_pool2_case(false); }
-void case_relu_pool2_grad_filter(void) { relu_pool2_case(true); }
+void case_relu_pool2_grad_filter(void) { relu_pool2_case(true), relu_pool2_case(true, true); }

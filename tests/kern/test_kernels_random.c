@@ -391,10 +391,13 @@ static int is_reg(const conv_case *k) {
 }
 
 /* dw [KH, KW, CX / groups, C]: dy to each window's first maximum (row-major,
- * strict >) where it is > 0, through the convolution's taps */
-static void ref_grad_filter(const conv_case *k, const double *x, const double *y, const double *dy, double *dw) {
+ * strict >) where it is > 0, through the convolution's taps; db [C] (when
+ * not NULL): the sum of those dy, the bias gradient */
+static void ref_grad_filter(const conv_case *k, const double *x, const double *y, const double *dy, double *dw,
+                            double *db) {
     int64_t CG = k->CX / k->groups, per = k->C / k->groups, ny = k->N * k->OH * k->OW * k->C;
     double *dyy = dalloc(ny);
+    if (db) memset(db, 0, (size_t)k->C * sizeof *db);
     for (int64_t n = 0, i = 0; n < k->N; n++)
         for (int64_t ph = 0; ph < k->OH / 2; ph++)
             for (int64_t pw = 0; pw < k->OW / 2; pw++)
@@ -407,6 +410,7 @@ static void ref_grad_filter(const conv_case *k, const double *x, const double *y
                     }
                     for (int q = 0; q < 4; q++) tied += y[y_at(k, n, ph, pw, q, c)] == best;
                     if (best > 0) dyy[arg] = dy[i];
+                    if (best > 0 && db) db[c] += dy[i];
                     if (best > 0 && tied > 1 && dy[i] != 0)
                         seen.grad_ties++, seen.grad_reg_ties += is_reg(k) && window_inside(k, ph, pw);
                 }
@@ -498,26 +502,28 @@ static void zero_block(one_op *t, double *x, const conv_case *k) {
 
 static const char *const fill_names[] = {"plain", "k/64", "k/4", "0..2 and -1..1"};
 
-/* op (conv2d_relu_pool2 or its filter gradient) of case k, inputs of fill
- * level lv (0 plain, 1 k/64, 2 k/4, 3 small integers: ties), x zero with
- * probability zx and on a block if zb; bias > 0 if pos_bias */
-static int relu_pool2_case(int no, ir_op op, const conv_case *k, int lv, double zx, int zb, int pos_bias) {
+/* op (conv2d_relu_pool2 or its filter gradient, with the bias gradient
+ * before it if with_bias) of case k, inputs of fill level lv (0 plain, 1 k/64,
+ * 2 k/4, 3 small integers: ties), x zero with probability zx and on a block
+ * if zb; bias > 0 if pos_bias */
+static int relu_pool2_case(int no, ir_op op, const conv_case *k, int lv, double zx, int zb, int pos_bias,
+                           int with_bias) {
     char desc[600], err[256];
     snprintf(desc, sizeof desc,
              "%s case %d: x [%lld,%lld,%lld,%lld] w [%lld,%lld,%lld,%lld] stride %lld,%lld pad t%lld l%lld b%lld "
-             "r%lld dilation %lld,%lld groups %lld; inputs %s, x zero %.2f%s%s",
+             "r%lld dilation %lld,%lld groups %lld; inputs %s, x zero %.2f%s%s%s",
              ir_ops[op].name, no, (long long)k->N, (long long)k->H, (long long)k->W, (long long)k->CX,
              (long long)k->KH, (long long)k->KW, (long long)(k->CX / k->groups), (long long)k->C, (long long)k->sh,
              (long long)k->sw, (long long)k->pt, (long long)k->pl, (long long)k->pb, (long long)k->pr,
              (long long)k->dh, (long long)k->dw, (long long)k->groups, fill_names[lv], zx, zb ? ", on a block" : "",
-             pos_bias ? ", bias > 0" : "");
+             pos_bias ? ", bias > 0" : "", with_bias ? ", bias=1" : "");
     int grad = op == OP_CONV2D_RELU_POOL2_GRAD_FILTER;
     ir_shape in[4] = {ir_shape_make(4, (int64_t[4]){k->N, k->H, k->W, k->CX}),
                       ir_shape_make(4, (int64_t[4]){k->KH, k->KW, k->CX / k->groups, k->C}),
                       grad ? ir_shape_make(5, (int64_t[5]){2, k->N, k->OH / 2, k->OW / 2, k->C})
                            : ir_shape_make(1, (int64_t[1]){k->C}), /* the gradient: the forward's output */
                       ir_shape_make(4, (int64_t[4]){k->N, k->OH / 2, k->OW / 2, k->C})};
-    int64_t attr[IR_MAX_IATTR] = {k->sh, k->sw, k->pt, k->pl, k->pb, k->pr, k->dh, k->dw, k->groups};
+    int64_t attr[IR_MAX_IATTR] = {k->sh, k->sw, k->pt, k->pl, k->pb, k->pr, k->dh, k->dw, k->groups, with_bias};
     one_op t;
     if (kh_build(&t, op, grad ? 4 : 3, in, (ir_dtype[]){IR_F32, IR_F32, IR_F32, IR_F32}, attr, (double[6]){0}, NULL,
                  0, err, sizeof err)) {
@@ -541,7 +547,7 @@ static int relu_pool2_case(int no, ir_op op, const conv_case *k, int lv, double 
     if (grad || lv || !near) { /* else a near tie of plain floats, where the float pixel may differ: skipped */
         for (int64_t j = 0; j < ir_shape_numel(&in[2]); j++) ((float *)t.in[2])[j] = (float)d[2][j];
         count_conv(k, grad, lv != 0);
-        if (grad) ref_grad_filter(k, d[0], y, d[3], want);
+        if (grad) ref_grad_filter(k, d[0], y, d[3], want + (with_bias ? k->C : 0), with_bias ? want : NULL);
         static const runner runs[] = {run_node, run_node};
         bad = run_checked(&t, runs, 2, want, lv != 0, desc);
     }
@@ -561,8 +567,8 @@ static int test_relu_pool2(int *count) {
         int reg = i % 2 == 0, lv = i % 7 == 3 ? 0 : (int)irand(1, 3), zb = uniform() < 0.3, pos = uniform() < 0.25;
         double zx = uniform() < 0.4 ? 0.25 : 0;
         conv_case k = draw_conv(reg);
-        failed += relu_pool2_case(cases++, OP_CONV2D_RELU_POOL2, &k, lv, zx, zb, pos);
-        if (lv) failed += relu_pool2_case(cases++, OP_CONV2D_RELU_POOL2_GRAD_FILTER, &k, lv, zx, zb, pos);
+        failed += relu_pool2_case(cases++, OP_CONV2D_RELU_POOL2, &k, lv, zx, zb, pos, 0);
+        if (lv) failed += relu_pool2_case(cases++, OP_CONV2D_RELU_POOL2_GRAD_FILTER, &k, lv, zx, zb, pos, i % 3 == 1);
     }
     *count += cases;
     return failed;

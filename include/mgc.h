@@ -296,6 +296,11 @@ typedef struct {
                                         callback's nonzero does, MGC_STOPPED; under a job summed over
                                         the workers, so all stop after the same step */
     const struct mgc_dataset *validation_data; /* mgc_fit_dataset: evaluated after every epoch, or NULL */
+    int run_ahead;                   /* 1 (mgc run's): the next train step may start before the progress
+                                        callback sees this one, which then must not call the session, and
+                                        whose stop (as *stop's) ends the fit after that next step, kept as
+                                        the session's state; faster on several devices (docs/runtime.md,
+                                        "Steps in flight"). 0 (default): one step at a time */
 } mgc_fit_options;
 
 void mgc_fit_options_init(mgc_fit_options *o);

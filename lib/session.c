@@ -271,7 +271,8 @@ mgc_status lib_fit(mgc_session *s, const rt_dataset *train, const rt_dataset *va
                            .report = on_report, .report_ctx = &c, .tty = o->tty != 0, .history = o->history,
                            .history_append = o->history_append != 0, .checkpoint_dir = o->checkpoint_dir,
                            .save_every = o->save_every, .save_every_epochs = o->save_every_epochs != 0,
-                           .keep = o->keep ? o->keep : 3, .quiet = o->quiet != 0, .stop = o->stop};
+                           .keep = o->keep ? o->keep : 3, .quiet = o->quiet != 0, .stop = o->stop,
+                           .run_ahead = o->run_ahead != 0};
     /* mgc run's counting: the targets as given, rt_train's epochs when no steps */
     if (o->total) to.steps = o->steps, to.epochs = o->epochs;
     char msg[1024];

@@ -86,6 +86,13 @@ typedef struct {
     int (*collective)(rt_backend *b, int device, int stream, const rt_coll_args *c);
     /* waits for every stream; returns -1 if any queued work failed */
     int (*sync)(rt_backend *b);
+    /* Optional (NULL: train steps run one at a time; issue 14, docs/runtime.md
+     * "Steps in flight"). mark(b, marks) stores for each stream, device-major
+     * (n_devices * STREAM_COUNT), how many items were queued on it so far;
+     * sync_to(b, marks) waits until each stream has run that many, and on a
+     * failure drains and reports it as sync does. */
+    void (*mark)(rt_backend *b, uint64_t *marks);
+    int (*sync_to)(rt_backend *b, const uint64_t *marks);
     /* Tracing (`mgc run --trace/--profile`; NULL: this backend cannot).
      * trace_arm(b, cap) with cap > 0, called while every stream is idle,
      * makes the work queued from then on while b->trace_node >= 0 timed

@@ -419,13 +419,15 @@ static int across_processes(part *p) {
     return barrier(p);
 }
 
-/* Device 0's buffer holds the sum: means in parallel slices, then copies. */
+/* Device 0's buffer holds the sum: means in parallel slices, then copies.
+ * Nobody leaves before every copy is done: device 0's next work may write
+ * its buffer (the next train step, in flight: docs/runtime.md). */
 static int from_device0(part *p) {
     int64_t n = p->a->count;
     mean_range(p, 0, chunk_start(n, p->me, p->c->n), chunk_start(n, p->me + 1, p->c->n));
     if (barrier(p)) return -1;
     if (p->me) memcpy(p->s->buf[p->me], p->s->buf[0], (size_t)n * p->esize);
-    return 0;
+    return barrier(p);
 }
 
 static int all_reduce(part *p) {
@@ -442,9 +444,9 @@ static int all_reduce(part *p) {
         for (int l = 0; l < n; l += g) leaders[m++] = l;
         if (sum_members(p, all + first, first + g <= n ? g : n - first, 0)) return -1;
         if (sum_members(p, leaders, m, !procs)) return -1;
-        if (!procs) {
+        if (!procs) { /* then nobody leaves before every copy is done, as in from_device0 */
             if (p->me != first) memcpy(p->s->buf[p->me], p->s->buf[first], (size_t)p->a->count * p->esize);
-            return 0;
+            return barrier(p);
         }
     }
     if (procs && across_processes(p)) return -1;
@@ -473,7 +475,7 @@ static int broadcast(part *p, char *err, size_t cap) {
     }
     if (barrier(p)) return -1;
     if (p->me != src) memcpy(p->s->buf[p->me], p->s->buf[src], bytes);
-    return 0;
+    return barrier(p); /* as from_device0 */
 }
 
 /* all_gather (issue 13): every device holds its own global replica's block;
@@ -498,7 +500,7 @@ static int all_gather(part *p) {
     }
     if (across_processes(p)) return -1;
     if (p->me) memcpy(p->s->buf[p->me], p->s->buf[0], (size_t)p->a->count * p->esize);
-    return 0;
+    return barrier(p); /* as from_device0 */
 }
 
 int rt_coll_run(rt_coll *c, int device, const rt_coll_args *a, double timeout_s, char *err, size_t cap) {

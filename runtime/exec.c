@@ -34,6 +34,14 @@ struct rt_session {
     rt_trace *trace;           /* train steps it wants are timed into it (NULL: none) */
     rt_trace_span *spans;      /* (span_cap) one step's spans taken from the backend */
     int span_cap;
+    /* issue 14: train steps in flight (rt_session_train_issue; docs/runtime.md) */
+    bool ahead_ok;             /* the backend can, and every reader of a host input is a shard */
+    void **host_next;          /* per host input node: the staging of the step after the one issued */
+    int64_t step_of[2];        /* by step parity: the step number a step in flight's kernels read */
+    uint64_t *marks[2];        /* by step parity: each stream's queue position at that step's end */
+    char *report[2];           /* by step parity: that step's `read` tensor */
+    size_t report_cap, report_bytes;
+    int unfinished;            /* steps issued by rt_session_train_issue and not finished (0..2) */
     char err[640];
 };
 
@@ -101,7 +109,8 @@ static void bind_nodes(rt_session *s) {
     s->in_ptrs = calloc((size_t)total_in + 1, sizeof *s->in_ptrs);
     for (int i = 0; i < m->g.n; i++) {
         const ir_node *n = &m->g.nodes[i];
-        if (n->device < 0 && n->op == OP_INPUT) s->host[i] = calloc(1, (size_t)ir_node_bytes(n));
+        if (n->device < 0 && n->op == OP_INPUT)
+            s->host[i] = calloc(1, (size_t)ir_node_bytes(n)), s->host_next[i] = calloc(1, (size_t)ir_node_bytes(n));
         else if (rt_session_is_local(s, n->device) && n->offset >= 0)
             s->ptr[i] = s->arena[n->device - s->first] + n->offset;
     }
@@ -116,6 +125,7 @@ static void bind_nodes(rt_session *s) {
         for (int k = 0; k < n->n_in; k++, at++) {
             s->in_nodes[at] = &m->g.nodes[n->in[k]];
             s->in_ptrs[at] = s->host[n->in[k]] ? s->host[n->in[k]] : s->ptr[n->in[k]];
+            if (s->host[n->in[k]] && n->op != OP_SHARD) s->ahead_ok = false; /* reads the staging in place */
         }
         if (ir_ops[n->op].flags & OPF_COLLECTIVE && rt_session_is_local(s, n->device)) {
             collective_label(s, i);
@@ -188,6 +198,10 @@ rt_session *rt_session_new(const ir_module *m, const rt_session_options *o, char
     int n = m->g.n;
     s->arena = calloc((size_t)s->local, sizeof *s->arena);
     s->host = calloc((size_t)n, sizeof *s->host), s->ptr = calloc((size_t)n, sizeof *s->ptr);
+    s->host_next = calloc((size_t)n, sizeof *s->host_next);
+    s->marks[0] = calloc((size_t)s->local * STREAM_COUNT, sizeof *s->marks[0]);
+    s->marks[1] = calloc((size_t)s->local * STREAM_COUNT, sizeof *s->marks[1]);
+    s->ahead_ok = b->i->mark && b->i->sync_to;
     s->args = calloc((size_t)n, sizeof *s->args), s->coll = calloc((size_t)n, sizeof *s->coll);
     s->labels = calloc((size_t)n, sizeof *s->labels);
     for (int d = 0; d < s->local; d++) {
@@ -215,8 +229,9 @@ void rt_session_free(rt_session *s) {
         if (s->arena[d]) s->b->i->dealloc(s->b, d, s->arena[d]);
     s->b->i->shutdown(s->b);
     free(s->b);
-    for (int i = 0; i < s->m->g.n; i++) free(s->host[i]), free(s->labels[i]);
+    for (int i = 0; i < s->m->g.n; i++) free(s->host[i]), free(s->host_next[i]), free(s->labels[i]);
     free(s->arena), free(s->host), free(s->ptr), free(s->args), free(s->coll), free(s->labels), free(s->device_index);
+    free(s->host_next), free(s->marks[0]), free(s->marks[1]), free(s->report[0]), free(s->report[1]);
     free(s->in_nodes), free(s->in_ptrs), free(s->spans);
     free(s);
 }
@@ -373,6 +388,96 @@ int rt_session_run_read(rt_session *s, ir_program program, int read, void *dst) 
 }
 
 int rt_session_run(rt_session *s, ir_program program) { return rt_session_run_read(s, program, -1, NULL); }
+
+/* ---- issue 14: train steps in flight (docs/runtime.md, "Steps in flight") ---- */
+
+/* Whether step k's work on each local device ends before step k + 1's can
+ * start when both are queued: the device's comm list (train program) starts
+ * with a wait (for its compute stream's work of the same step) and ends with
+ * a record its compute list waits for, so the compute stream ends step k
+ * after everything of step k on both streams. Collectives end with a
+ * barrier, so no other device reads this one's buffers after its comm stream
+ * has left them (collectives.c). */
+static bool steps_join(const rt_session *s) {
+    const ir_module *m = s->m;
+    int per = m->n_devices * STREAM_COUNT;
+    const ir_sched_list *lists = &m->sched[0 * per]; /* program_bits[0]: PROG_TRAIN */
+    for (int l = 0; l < per; l++) {
+        const ir_sched_list *comm = &lists[l], *compute = NULL;
+        if (comm->stream != STREAM_COMM || !rt_session_is_local(s, comm->device) || !comm->n) continue;
+        for (int c = 0; c < per; c++)
+            if (lists[c].device == comm->device && lists[c].stream == STREAM_COMPUTE) compute = &lists[c];
+        const ir_sched_item *last = &comm->items[comm->n - 1];
+        if (comm->items[0].kind != SCHED_WAIT || last->kind != SCHED_RECORD || !compute) return false;
+        bool waited = false;
+        for (int k = 0; k < compute->n; k++) waited |= compute->items[k].kind == SCHED_WAIT && compute->items[k].arg == last->arg;
+        if (!waited) return false;
+    }
+    return true;
+}
+
+bool rt_session_can_run_ahead(const rt_session *s) {
+    const char *env = getenv("MGC_PIPELINE");
+    const rt_interprocess *ip = s->b->ip;
+    return s->ahead_ok && !s->trace && !(ip && ip->size > 1) && !(env && !strcmp(env, "0")) && steps_join(s);
+}
+
+/* Where every kernel reads the step number (rt_kernel_args.step) */
+static void point_steps(rt_session *s, int64_t *at) {
+    for (int i = 0; i < s->m->g.n; i++) s->args[i].step = at;
+}
+
+int rt_session_train_issue(rt_session *s, int read) {
+    if (s->unfinished == 2) return fail(s, "internal error: two train steps in flight already");
+    size_t bytes = read >= 0 ? (size_t)ir_node_bytes(&s->m->g.nodes[read]) : 0;
+    if (bytes > s->report_cap) {
+        for (int k = 0; k < 2; k++) {
+            char *r = realloc(s->report[k], bytes);
+            if (!r) return fail(s, "out of memory for a train step's report");
+            s->report[k] = r;
+        }
+        s->report_cap = bytes;
+    }
+    s->step++, s->training = 1, s->generation++;
+    int slot = (int)(s->step & 1), issued;
+    s->step_of[slot] = s->step; /* the queued kernels keep this pointer; step + 2 reuses it after step ends */
+    point_steps(s, &s->step_of[slot]);
+    issued = issue_step(s, 0, PROG_TRAIN, false); /* program_bits[0]: PROG_TRAIN */
+    point_steps(s, &s->step);
+    /* the report on the compute stream: its end waits for all of the step (steps_join), and the next
+     * step's compute work, which writes the report's inputs again, comes after it */
+    const ir_node *r = read >= 0 ? &s->m->g.nodes[read] : NULL;
+    if (!issued && r && s->b->i->download(s->b, r->device - s->first, STREAM_COMPUTE, s->report[slot], s->ptr[read], bytes))
+        issued = -1;
+    if (issued) {
+        s->b->i->sync(s->b);
+        s->unfinished = 0;
+        return fail(s, s->b->err[0] ? s->b->err : s->err);
+    }
+    for (int i = 0; i < s->m->g.n; i++) /* the queued uploads read this staging; the next step's inputs go to the other */
+        if (s->host_next[i]) {
+            void *t = s->host[i];
+            s->host[i] = s->host_next[i], s->host_next[i] = t;
+        }
+    s->b->i->mark(s->b, s->marks[slot]);
+    s->report_bytes = bytes, s->unfinished++;
+    return 0;
+}
+
+int64_t rt_session_train_finish(rt_session *s, void *dst) {
+    if (!s->unfinished) return fail(s, "internal error: no train step in flight");
+    int64_t k = s->step - s->unfinished + 1;
+    int slot = (int)(k & 1);
+    if (s->b->i->sync_to(s->b, s->marks[slot])) {
+        s->unfinished = 0;
+        return fail(s, s->b->err);
+    }
+    s->unfinished--;
+    if (dst && s->report_bytes) memcpy(dst, s->report[slot], s->report_bytes);
+    return k;
+}
+
+int rt_session_train_unfinished(const rt_session *s) { return s->unfinished; }
 
 int rt_session_broadcast_variables(rt_session *s) { return rt_session_run(s, PROG_INIT); }
 

@@ -63,6 +63,23 @@ int rt_session_run(rt_session *s, ir_program program);
  * device instead of two (the training loop's loss and metrics each step). */
 int rt_session_run_read(rt_session *s, ir_program program, int read, void *dst);
 
+/* Issue 14: train steps in flight (docs/runtime.md, "Steps in flight"): step
+ * k + 1 is queued before step k is waited for, so the devices go from one
+ * step to the next without waiting for this thread. can_run_ahead: whether
+ * this session may (the backend can, one process, no trace, MGC_PIPELINE is
+ * not 0, and only shard nodes read host inputs). train_issue queues the next
+ * train step (the model inputs as set; set them again for the step after,
+ * into a staging of its own) and the copy of node `read` after it (-1: none);
+ * at most two steps are in flight, and until they are finished nothing but
+ * set_input and train_issue/finish may be called. train_finish waits for the
+ * oldest step in flight, copies its `read` tensor to dst (NULL: not) and
+ * returns its step number, or -1 (rt_session_error; every step drained). */
+bool rt_session_can_run_ahead(const rt_session *s);
+int rt_session_train_issue(rt_session *s, int read);
+int64_t rt_session_train_finish(rt_session *s, void *dst);
+/* Steps issued by train_issue and not finished yet (0, 1 or 2). */
+int rt_session_train_unfinished(const rt_session *s);
+
 int64_t rt_session_step(const rt_session *s);
 void rt_session_set_step(rt_session *s, int64_t step);
 

@@ -251,6 +251,8 @@ typedef struct {
     int64_t epoch, epochs, steps_per_epoch, done_in_epoch, target;
     double sums[17], started, last_print, train_seconds;
     bool tty, stop_asked;       /* stop_asked: the report callback returned nonzero */
+    bool ahead;                 /* issue 14: train steps in flight (o->run_ahead, rt_session_can_run_ahead) */
+    int64_t step;               /* the last step finished */
     FILE *history;              /* a memory stream over history_text, NULL: no history here */
     char *history_text;
     size_t history_len;
@@ -269,10 +271,10 @@ static void out_text(progress *p, rt_train_report *r) {
 }
 
 /* Fills the figures of a report: the epoch's means so far. */
-static rt_train_report figures(const progress *p, rt_session *s, rt_report_kind kind, double *means) {
+static rt_train_report figures(const progress *p, rt_report_kind kind, double *means) {
     double n = (double)(p->done_in_epoch ? p->done_in_epoch : 1);
     for (int k = 0; k <= p->m->n_metrics; k++) means[k] = p->sums[k] / n;
-    return (rt_train_report){.kind = kind, .step = rt_session_step(s), .epoch = p->epoch, .epochs = p->epochs,
+    return (rt_train_report){.kind = kind, .step = p->step, .epoch = p->epoch, .epochs = p->epochs,
                              .done_in_epoch = p->done_in_epoch, .steps_per_epoch = p->steps_per_epoch,
                              .loss = means[0], .metrics = means + 1};
 }
@@ -308,10 +310,10 @@ static bool format_progress(progress *p, bool final, char *buf, size_t cap) {
 }
 
 /* After a step: the progress line when due, and the step's report. */
-static void print_progress(progress *p, rt_session *s) {
+static void print_progress(progress *p) {
     char line[1024];
     double means[17];
-    rt_train_report r = figures(p, s, RT_REPORT_STEP, means);
+    rt_train_report r = figures(p, RT_REPORT_STEP, means);
     r.text = format_progress(p, false, line, sizeof line) ? line : NULL;
     out_text(p, &r);
 }
@@ -338,7 +340,7 @@ static int end_epoch(rt_session *s, progress *p, const rt_dataset *test, char *e
         appendf(text, sizeof text, &at, " (%lld examples)\n", (long long)v.examples);
     }
     double means[17];
-    rt_train_report r = figures(p, s, RT_REPORT_EPOCH, means);
+    rt_train_report r = figures(p, RT_REPORT_EPOCH, means);
     r.text = *text ? text : NULL, r.test = test ? &v : NULL;
     out_text(p, &r);
     FILE *h = p->history;
@@ -371,26 +373,6 @@ static void open_history(progress *p) {
     free(old);
 }
 
-static int train_step(rt_session *s, progress *p, const rt_batch *b, int report, char *err, size_t cap) {
-    const ir_module *m = p->m;
-    float r[17];
-    set_inputs(s, b, NULL);
-    if (rt_session_run_read(s, PROG_TRAIN, report, r)) {
-        snprintf(err, cap, "%s", rt_session_error(s));
-        return -1;
-    }
-    if (p->o->check_numerics && !isfinite(r[0])) {
-        snprintf(err, cap, "the loss is %s at step %lld (--check-numerics)", isnan(r[0]) ? "NaN" : "infinite",
-                 (long long)rt_session_step(s));
-        return -1;
-    }
-    for (int k = 0; k <= m->n_metrics; k++) p->sums[k] += r[k];
-    if (p->o->check_replicas && rt_session_step(s) % p->o->check_replicas == 0 &&
-        rt_session_check_replicas(s, err, cap))
-        return -1;
-    return 0;
-}
-
 /* Whether to stop after this step: 1 when any worker's flag is set. -1 when
  * the flags cannot be summed (a worker died or froze): that is a failure to
  * report, not a stop, which would claim a signal nobody sent. */
@@ -410,6 +392,48 @@ static bool checkpoint_due(const rt_train_options *o, int64_t step, int64_t step
     return step % steps_per_epoch == 0 && (step / steps_per_epoch) % every == 0;
 }
 
+/* Whether step k + 1 may be issued before step k is waited for (issue 14,
+ * "Steps in flight"): not when something must see the state after step k
+ * first (the epoch's evaluation, a checkpoint, a replica check, a stop), nor
+ * past the last step. */
+static bool may_run_ahead(const progress *p, int64_t k) {
+    const rt_train_options *o = p->o;
+    return p->ahead && k < p->target && k % p->steps_per_epoch && !checkpoint_due(o, k, p->steps_per_epoch) &&
+           !(o->check_replicas && k % o->check_replicas == 0) && !p->stop_asked && !(o->stop && *o->stop);
+}
+
+/* Runs the next train step to its end and adds its loss and metrics; with
+ * steps in flight the one after is issued first, when it may be. */
+static int train_step(rt_session *s, progress *p, rt_loader *l, int report, char *err, size_t cap) {
+    const ir_module *m = p->m;
+    float r[17];
+    int rc = 0;
+    if (!p->ahead) {
+        set_inputs(s, rt_loader_next(l), NULL);
+        rc = rt_session_run_read(s, PROG_TRAIN, report, r);
+        p->step = rt_session_step(s);
+    } else {
+        if (!rt_session_train_unfinished(s)) set_inputs(s, rt_loader_next(l), NULL), rc = rt_session_train_issue(s, report);
+        if (!rc && may_run_ahead(p, rt_session_step(s)))
+            set_inputs(s, rt_loader_next(l), NULL), rc = rt_session_train_issue(s, report);
+        int64_t k = rc ? -1 : rt_session_train_finish(s, r);
+        rc = k < 0 ? -1 : 0, p->step = k;
+    }
+    if (rc) {
+        snprintf(err, cap, "%s", rt_session_error(s));
+        return -1;
+    }
+    if (p->o->check_numerics && !isfinite(r[0])) {
+        snprintf(err, cap, "the loss is %s at step %lld (--check-numerics)", isnan(r[0]) ? "NaN" : "infinite",
+                 (long long)p->step);
+        return -1;
+    }
+    for (int k = 0; k <= m->n_metrics; k++) p->sums[k] += r[k];
+    if (p->o->check_replicas && p->step % p->o->check_replicas == 0 && rt_session_check_replicas(s, err, cap))
+        return -1;
+    return 0;
+}
+
 int rt_train(rt_session *s, const rt_dataset *train, const rt_dataset *test, const rt_train_options *o,
              char *err, size_t cap) {
     const ir_module *m = rt_session_module(s);
@@ -418,7 +442,8 @@ int rt_train(rt_session *s, const rt_dataset *train, const rt_dataset *test, con
                          .row_begin = per * rt_session_first_replica(s), .rows = per * rt_session_local_replicas(s)};
     rt_loader *l = rt_loader_new(train, &lo, err, cap);
     if (!l) return -1;
-    progress p = {.m = m, .o = o, .steps_per_epoch = rt_loader_steps_per_epoch(l), .tty = o->report ? o->tty : isatty(1)};
+    progress p = {.m = m, .o = o, .steps_per_epoch = rt_loader_steps_per_epoch(l), .tty = o->report ? o->tty : isatty(1),
+                  .ahead = o->run_ahead && rt_session_can_run_ahead(s), .step = rt_session_step(s)};
     open_history(&p);
     int64_t start = rt_session_step(s);
     int report = rt_report_node(m, rt_session_first_replica(s)), rc = 0;
@@ -449,23 +474,29 @@ int rt_train(rt_session *s, const rt_dataset *train, const rt_dataset *test, con
         bool stopping = false;
         int64_t saved_at = -1;
         do {
-            rc = train_step(s, &p, rt_loader_next(l), report, err, cap);
+            rc = train_step(s, &p, l, report, err, cap);
             p.done_in_epoch++;
-            print_progress(&p, s);
-            if (!rc && checkpoint_due(o, rt_session_step(s), p.steps_per_epoch)) {
+            print_progress(&p);
+            if (!rc && checkpoint_due(o, p.step, p.steps_per_epoch)) { /* no step in flight then */
                 rc = rt_ckpt_dir_save(s, o->checkpoint_dir, o->seed, o->keep, err, cap);
-                saved_at = rt_session_step(s);
+                saved_at = p.step;
             }
             int stop = rc ? 0 : stop_requested(s, o, err, cap);
             if (stop < 0) rc = -1;
             stopping = !rc && (stop || p.stop_asked);
-        } while (!rc && !stopping && rt_session_step(s) < p.target && rt_session_step(s) % p.steps_per_epoch);
+            if (stopping && rt_session_train_unfinished(s)) { /* the step issued before the stop came ends too */
+                rc = train_step(s, &p, l, report, err, cap);
+                p.done_in_epoch++;
+                print_progress(&p);
+            }
+        } while (!rc && !stopping && p.step < p.target && p.step % p.steps_per_epoch); /* p.step: finished */
         int64_t step = rt_session_step(s);
         if (!rc && !stopping) rc = end_epoch(s, &p, test, err, cap);
         if (!rc && o->checkpoint_dir && saved_at != step && (stopping || step == p.target)) /* the state at the end */
             rc = rt_ckpt_dir_save(s, o->checkpoint_dir, o->seed, o->keep, err, cap);
         if (!rc && stopping) rc = RT_STOPPED;
     }
+    while (rt_session_train_unfinished(s) && rt_session_train_finish(s, NULL) >= 0) {} /* after a failure */
     rt_loader_free(l);
     if (p.history) fclose(p.history);
     free(p.history_text);

@@ -82,6 +82,13 @@ typedef struct {
     int (*report)(void *ctx, const rt_train_report *r);
     void *report_ctx;
     bool tty;
+    /* Issue 14 (docs/runtime.md, "Steps in flight"): step k + 1 may be issued
+     * before step k's report, when the session can (rt_session_can_run_ahead)
+     * and nothing must see step k's state first (an epoch's end, a
+     * checkpoint, a replica check). The report of step k may then come while
+     * step k + 1 runs: it must not read the session, and a stop it or *stop
+     * asks for ends training after step k + 1, whose state is kept. */
+    bool run_ahead;
 } rt_train_options;
 
 enum { RT_STOPPED = 1 }; /* rt_train's result when *o->stop (or the report callback) ended it early */

@@ -435,6 +435,7 @@ int cmd_run(int argc, char **argv) {
     mgc_fit_options_init(&fo);
     fo.epochs = o.epochs, fo.steps = o.steps, fo.total = 1, fo.validation_data = test;
     fo.progress = print_line, fo.tty = isatty(1), fo.quiet = rank != 0, fo.stop = &stop_signal;
+    fo.run_ahead = 1; /* print_line only prints (docs/runtime.md, "Steps in flight") */
     fo.history = o.history, fo.history_append = *o.resumed != 0, fo.checkpoint_dir = o.checkpoint_dir;
     fo.save_every = o.save_every, fo.save_every_epochs = o.save_every_epochs, fo.keep = (int)o.keep;
     bool trace_failed = rc != 0;

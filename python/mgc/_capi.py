@@ -60,7 +60,7 @@ class FitOptions(Structure):
                 ("progress", PROGRESS_FN), ("user", c_void_p), ("tty", c_int), ("history", c_char_p),
                 ("history_append", c_int), ("checkpoint_dir", c_char_p), ("save_every", c_int64),
                 ("save_every_epochs", c_int), ("keep", c_int), ("total", c_int), ("quiet", c_int),
-                ("stop", c_void_p), ("validation_data", c_void_p)]
+                ("stop", c_void_p), ("validation_data", c_void_p), ("run_ahead", c_int)]
 
 
 def _candidates():

@@ -152,7 +152,8 @@ static void *stream_main(void *arg) {
         if (!atomic_load(&s->st->failed) && run_traced(s, &w, msg, sizeof msg)) set_failure(s->st, msg);
         pthread_mutex_lock(&s->mu);
         s->head = (s->head + 1) % s->cap, s->count--;
-        if (!s->count) pthread_cond_broadcast(&s->idle);
+        s->ran++;
+        pthread_cond_broadcast(&s->idle); /* sync waits for count 0, sync_to for ran */
         pthread_mutex_unlock(&s->mu);
     }
 }
@@ -184,6 +185,7 @@ static int enqueue(rt_backend *b, int device, int stream, const cpu_work *in) {
         s->items = items, s->head = 0, s->cap = cap;
     }
     s->items[(s->head + s->count++) % s->cap] = *w;
+    s->queued++;
     pthread_cond_signal(&s->more);
     pthread_mutex_unlock(&s->mu);
     return 0;
@@ -285,6 +287,27 @@ static int cpu_sync(rt_backend *b) {
     rt_coll_reset(st->coll);
     atomic_store(&st->failed, 0);
     return -1;
+}
+
+static void cpu_mark(rt_backend *b, uint64_t *marks) {
+    cpu_state *st = state(b);
+    for (int k = 0; k < b->n_devices * STREAM_COUNT; k++) {
+        cpu_stream *s = &st->streams[k];
+        pthread_mutex_lock(&s->mu);
+        marks[k] = s->queued;
+        pthread_mutex_unlock(&s->mu);
+    }
+}
+
+static int cpu_sync_to(rt_backend *b, const uint64_t *marks) {
+    cpu_state *st = state(b);
+    for (int k = 0; k < b->n_devices * STREAM_COUNT && !atomic_load(&st->failed); k++) {
+        cpu_stream *s = &st->streams[k];
+        pthread_mutex_lock(&s->mu);
+        while (s->ran < marks[k] && !atomic_load(&st->failed)) pthread_cond_wait(&s->idle, &s->mu);
+        pthread_mutex_unlock(&s->mu);
+    }
+    return atomic_load(&st->failed) ? cpu_sync(b) : 0; /* a failure: drained, reported once */
 }
 
 /* ---- tracing (backend.h): each stream's thread fills its own buffer ---- */
@@ -421,6 +444,8 @@ static const rt_backend_i cpu_backend_i = {
     .wait = cpu_wait,
     .collective = cpu_collective,
     .sync = cpu_sync,
+    .mark = cpu_mark,
+    .sync_to = cpu_sync_to,
     .trace_arm = cpu_trace_arm,
     .trace_take = cpu_trace_take,
 };

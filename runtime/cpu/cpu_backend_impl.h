@@ -45,6 +45,7 @@ typedef struct {
     cpu_work *items;          /* ring buffer (cap) */
     size_t head, cap;
     _Atomic size_t count;     /* items queued, with the one running now (changed under mu) */
+    uint64_t queued, ran;     /* items ever queued and run (under mu; mark, sync_to) */
     rt_trace_span *spans;     /* (trace_cap) timed items, written by this stream's thread only */
     int n_spans;
 } cpu_stream;

@@ -3,7 +3,9 @@
  * seed, same global batch) and compare every param and state (relative 1e-5 per
  * tensor); every replica must be bit-identical to replica 0 after every step,
  * one bit flipped on the last replica must make the replica check name it,
- * and a second 2-device run must end with the same bits as the first.
+ * and a second 2-device run must end with the same bits as the first (it
+ * checks no replica, so its steps are in flight two at a time: issue 14,
+ * docs/runtime.md "Steps in flight").
  *   test_equivalence MODEL.mg STDLIB_DIR [cross-device-ops] [--bucket-bytes N] [--steps S]
  *                    [--synthetic CLASSES] [--expect-differ] [--sparse-grads MODE] [--sparse-vs-dense]
  *                    [--zero-gradient SUFFIX] [--fused-vs-unfused]
@@ -46,6 +48,7 @@ static ir_sparse_grads sparse_mode = SPARSE_AUTO; /* --sparse-grads */
 static double limit = 1e-5;               /* relative difference allowed per variable */
 static const char *zero_gradient;         /* --zero-gradient SUFFIX: params whose gradient is exactly 0 */
 static bool no_fuse;                      /* compile with --no-fuse (issue 14) */
+static int64_t check_every = 1;           /* rt_train's check_replicas; 0: steps in flight (issue 14) */
 
 static bool zero_gradient_param(const char *name) {
     size_t n = strlen(name), k = zero_gradient ? strlen(zero_gradient) : 0;
@@ -96,7 +99,11 @@ static float *train(ir_module *m, const rt_dataset *ds, int64_t *count) {
         fprintf(stderr, "FAIL: session: %s\n", s ? rt_session_error(s) : err);
         exit(1);
     }
-    rt_train_options to = {.steps = steps, .seed = 7, .quiet = true, .check_replicas = 1};
+    rt_train_options to = {.steps = steps, .seed = 7, .quiet = true, .check_replicas = check_every};
+    if (!check_every && !rt_session_can_run_ahead(s)) {
+        fprintf(stderr, "FAIL: a 2-device CPU session cannot have train steps in flight\n");
+        exit(1);
+    }
     if (rt_train(s, ds, NULL, &to, err, sizeof err)) {
         fprintf(stderr, "FAIL: train on %d devices: %s\n", m->n_devices, err);
         exit(1);
@@ -307,10 +314,12 @@ int main(int argc, char **argv) {
         ir_module *m = compile(argv[1], argv[2], devices, xdev);
         float *got = train(m, ds, &n);
         failures += compare(m, ref, got, devices);
-        if (devices == 2) { /* run after run: the same bits */
+        if (devices == 2) { /* run after run: the same bits, with steps in flight */
+            check_every = 0;
             float *again = train(m, ds, &n);
+            check_every = 1;
             if (memcmp(got, again, (size_t)n * sizeof *got)) {
-                printf("FAIL: a second 2-device run ends with different params\n");
+                printf("FAIL: a second 2-device run (steps in flight) ends with different params\n");
                 failures++;
             }
             free(again);

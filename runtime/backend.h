@@ -62,6 +62,7 @@ typedef struct rt_backend rt_backend;
 typedef struct {
     int node;                   /* plan node index */
     int device, stream;         /* local device, STREAM_COMPUTE or STREAM_COMM */
+    int64_t step;               /* the train step it belongs to (rt_backend.trace_step when queued) */
     int64_t start_ns, end_ns;   /* CLOCK_MONOTONIC of this process */
 } rt_trace_span;
 
@@ -98,13 +99,16 @@ typedef struct {
      * makes the work queued from then on while b->trace_node >= 0 timed
      * where it runs (a CPU stream's thread reads the clock around the item; a
      * CUDA stream records an event pair), as spans of that node, in buffers
-     * of cap spans per stream allocated here (no lock or allocation on the
-     * hot path; spans past cap are dropped). trace_arm(b, 0) stops and frees.
-     * trace_take(b, out, cap), after sync, moves the spans into out and
-     * empties the buffers; returns their count (at most cap) or -1. When
-     * not armed a backend does nothing more than test one flag per item. */
+     * of cap spans per stream allocated here (no allocation on the hot path;
+     * spans past cap are dropped), each with the step b->trace_step named
+     * when it was queued. trace_arm(b, 0) stops and frees. trace_take(b, out,
+     * cap, step), once every work of train steps up to `step` has run (after
+     * sync, or sync_to with a step in flight), moves the spans of those steps
+     * into out and keeps the later ones; returns their count (at most cap) or
+     * -1. When not armed a backend does nothing more than test one flag per
+     * item. */
     int (*trace_arm)(rt_backend *b, int cap);
-    int (*trace_take)(rt_backend *b, rt_trace_span *out, int cap);
+    int (*trace_take)(rt_backend *b, rt_trace_span *out, int cap, int64_t step);
     /* Graphs of train steps (issue 15; NULL: this backend runs every step as
      * issued, the CPU's case). The executor calls graph_begin(b) before it
      * issues a train step after the session's first: 0 means what is issued
@@ -144,6 +148,7 @@ struct rt_backend {
     double collective_timeout;  /* seconds */
     const rt_interprocess *ip;  /* NULL in one process */
     int trace_node;             /* while tracing: the node whose work the executor queues now, -1 none */
+    int64_t trace_step;         /* while tracing: the train step that work belongs to */
     char err[512];
     void *impl;                 /* backend state */
 };

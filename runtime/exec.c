@@ -42,6 +42,7 @@ struct rt_session {
     char *report[2];           /* by step parity: that step's `read` tensor */
     size_t report_cap, report_bytes;
     int unfinished;            /* steps issued by rt_session_train_issue and not finished (0..2) */
+    bool traced[2];            /* by step parity: whether the trace wants that step's spans */
     char err[640];
 };
 
@@ -331,7 +332,7 @@ int rt_session_set_trace(rt_session *s, rt_trace *t) {
         return -1;
     }
     int per_stream = 2 * s->m->g.n + 2; /* every node at most twice (an all_reduce: pack, collective) */
-    if (b->i->trace_arm(b, t ? per_stream : 0)) return fail(s, b->err);
+    if (b->i->trace_arm(b, t ? 2 * per_stream : 0)) return fail(s, b->err); /* two steps in flight */
     if (!t) return 0;
     s->span_cap = per_stream * s->local * STREAM_COUNT;
     s->spans = malloc((size_t)s->span_cap * sizeof *s->spans);
@@ -343,11 +344,11 @@ int rt_session_set_trace(rt_session *s, rt_trace *t) {
     return 0;
 }
 
-/* The spans of a traced step, to the trace (after sync). */
-static int take_spans(rt_session *s) {
-    int n = s->b->i->trace_take(s->b, s->spans, s->span_cap);
+/* The spans of traced step `step`, to the trace (once it has ended). */
+static int take_spans(rt_session *s, int64_t step) {
+    int n = s->b->i->trace_take(s->b, s->spans, s->span_cap, step);
     if (n < 0) return fail(s, s->b->err);
-    rt_trace_add(s->trace, s->step, s->spans, n);
+    rt_trace_add(s->trace, step, s->spans, n);
     return 0;
 }
 
@@ -358,6 +359,7 @@ static int take_spans(rt_session *s) {
 static int issue_step(rt_session *s, int p, ir_program program, bool traced) {
     rt_backend *b = s->b;
     bool graph = program == PROG_TRAIN && s->train_runs++ > 0 && s->graphs && !traced && b->i->graph_begin;
+    b->trace_step = s->step;
     if (graph) {
         int g = b->i->graph_begin(b);
         if (g < 0) return -1;
@@ -384,7 +386,7 @@ int rt_session_run_read(rt_session *s, ir_program program, int read, void *dst) 
         return -1;
     }
     if (s->b->i->sync(s->b) || issued) return fail(s, s->b->err);
-    return traced ? take_spans(s) : 0;
+    return traced ? take_spans(s, s->step) : 0;
 }
 
 int rt_session_run(rt_session *s, ir_program program) { return rt_session_run_read(s, program, -1, NULL); }
@@ -419,7 +421,7 @@ static bool steps_join(const rt_session *s) {
 bool rt_session_can_run_ahead(const rt_session *s) {
     const char *env = getenv("MGC_PIPELINE");
     const rt_interprocess *ip = s->b->ip;
-    return s->ahead_ok && !s->trace && !(ip && ip->size > 1) && !(env && !strcmp(env, "0")) && steps_join(s);
+    return s->ahead_ok && !(ip && ip->size > 1) && !(env && !strcmp(env, "0")) && steps_join(s);
 }
 
 /* Where every kernel reads the step number (rt_kernel_args.step) */
@@ -442,7 +444,8 @@ int rt_session_train_issue(rt_session *s, int read) {
     int slot = (int)(s->step & 1), issued;
     s->step_of[slot] = s->step; /* the queued kernels keep this pointer; step + 2 reuses it after step ends */
     point_steps(s, &s->step_of[slot]);
-    issued = issue_step(s, 0, PROG_TRAIN, false); /* program_bits[0]: PROG_TRAIN */
+    s->traced[slot] = s->trace && rt_trace_wants(s->trace, s->step);
+    issued = issue_step(s, 0, PROG_TRAIN, s->traced[slot]); /* program_bits[0]: PROG_TRAIN */
     point_steps(s, &s->step);
     /* the report on the compute stream: its end waits for all of the step (steps_join), and the next
      * step's compute work, which writes the report's inputs again, comes after it */
@@ -474,6 +477,7 @@ int64_t rt_session_train_finish(rt_session *s, void *dst) {
     }
     s->unfinished--;
     if (dst && s->report_bytes) memcpy(dst, s->report[slot], s->report_bytes);
+    if (s->traced[slot] && take_spans(s, k)) return -1;
     return k;
 }
 

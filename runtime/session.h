@@ -66,8 +66,9 @@ int rt_session_run_read(rt_session *s, ir_program program, int read, void *dst);
 /* Issue 14: train steps in flight (docs/runtime.md, "Steps in flight"): step
  * k + 1 is queued before step k is waited for, so the devices go from one
  * step to the next without waiting for this thread. can_run_ahead: whether
- * this session may (the backend can, one process, no trace, MGC_PIPELINE is
- * not 0, and only shard nodes read host inputs). train_issue queues the next
+ * this session may (the backend can, one process, MGC_PIPELINE is
+ * not 0, and only shard nodes read host inputs; a trace takes each step's
+ * spans when it is finished). train_issue queues the next
  * train step (the model inputs as set; set them again for the step after,
  * into a staging of its own) and the copy of node `read` after it (-1: none);
  * at most two steps are in flight, and until they are finished nothing but

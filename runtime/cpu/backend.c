@@ -123,15 +123,6 @@ static int64_t now_ns(void) {
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-/* run_item, timed into the stream's span buffer when the item is traced. */
-static int run_traced(cpu_stream *s, const cpu_work *w, char *msg, size_t cap) {
-    if (w->trace < 0) return run_item(s, w, msg, cap);
-    int64_t start = now_ns();
-    int rc = run_item(s, w, msg, cap);
-    if (s->n_spans < s->st->trace_cap)
-        s->spans[s->n_spans++] = (rt_trace_span){w->trace, s->device, s->stream, start, now_ns()};
-    return rc;
-}
 
 /* A stream's thread: runs its queue in order, skipping work after a failure. */
 static void *stream_main(void *arg) {
@@ -149,8 +140,12 @@ static void *stream_main(void *arg) {
         }
         cpu_work w = s->items[s->head];
         pthread_mutex_unlock(&s->mu);
-        if (!atomic_load(&s->st->failed) && run_traced(s, &w, msg, sizeof msg)) set_failure(s->st, msg);
+        int64_t start = w.trace >= 0 ? now_ns() : 0; /* a traced item: timed into the stream's spans */
+        if (!atomic_load(&s->st->failed) && run_item(s, &w, msg, sizeof msg)) set_failure(s->st, msg);
+        int64_t end = w.trace >= 0 ? now_ns() : 0;
         pthread_mutex_lock(&s->mu);
+        if (w.trace >= 0 && s->n_spans < s->st->trace_cap)
+            s->spans[s->n_spans++] = (rt_trace_span){w.trace, s->device, s->stream, w.trace_step, start, end};
         s->head = (s->head + 1) % s->cap, s->count--;
         s->ran++;
         pthread_cond_broadcast(&s->idle); /* sync waits for count 0, sync_to for ran */
@@ -170,6 +165,7 @@ static int enqueue(rt_backend *b, int device, int stream, const cpu_work *in) {
     cpu_work w[1] = {*in};
     w->trace = state(b)->trace_cap && (w->kind == WORK_KERNEL || w->kind == WORK_COPY || w->kind == WORK_COLLECTIVE)
                    ? b->trace_node : -1;
+    w->trace_step = b->trace_step;
     cpu_stream *s = &state(b)->streams[device * STREAM_COUNT + stream];
     pthread_mutex_lock(&s->mu);
     if (s->count == s->cap) {
@@ -328,13 +324,18 @@ static int cpu_trace_arm(rt_backend *b, int cap) {
     return 0;
 }
 
-static int cpu_trace_take(rt_backend *b, rt_trace_span *out, int cap) {
+static int cpu_trace_take(rt_backend *b, rt_trace_span *out, int cap, int64_t step) {
     cpu_state *st = state(b);
     int n = 0;
     for (int k = 0; k < b->n_devices * STREAM_COUNT; k++) {
         cpu_stream *s = &st->streams[k];
-        for (int j = 0; j < s->n_spans && n < cap; j++) out[n++] = s->spans[j];
-        s->n_spans = 0;
+        pthread_mutex_lock(&s->mu); /* a step in flight may be adding its spans */
+        int kept = 0;
+        for (int j = 0; j < s->n_spans; j++)
+            if (s->spans[j].step > step) s->spans[kept++] = s->spans[j];
+            else if (n < cap) out[n++] = s->spans[j];
+        s->n_spans = kept;
+        pthread_mutex_unlock(&s->mu);
     }
     return n;
 }

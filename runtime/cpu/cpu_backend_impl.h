@@ -22,6 +22,7 @@ typedef enum {
 typedef struct {
     cpu_work_kind kind;
     int trace;                /* node whose span this item is (tracing armed), -1: untimed */
+    int64_t trace_step;       /* the train step of that span */
     union {
         rt_kernel_args kernel;
         struct { void *dst; const void *src; size_t bytes; } copy;
@@ -46,7 +47,7 @@ typedef struct {
     size_t head, cap;
     _Atomic size_t count;     /* items queued, with the one running now (changed under mu) */
     uint64_t queued, ran;     /* items ever queued and run (under mu; mark, sync_to) */
-    rt_trace_span *spans;     /* (trace_cap) timed items, written by this stream's thread only */
+    rt_trace_span *spans;     /* (trace_cap) timed items, appended by this stream's thread, taken by trace_take (under mu) */
     int n_spans;
 } cpu_stream;
 

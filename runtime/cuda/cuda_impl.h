@@ -65,6 +65,7 @@ typedef CUresult (*cuda_write_value_fn)(CUstream, CUdeviceptr, cuuint32_t, unsig
 /* A traced piece of work: an event pair around it on its stream (cuda_trace.c). */
 typedef struct {
     int node, stream;
+    int64_t step;                       /* rt_backend.trace_step when queued */
     cudaEvent_t start, end;
 } cuda_trace_rec;
 
@@ -182,7 +183,7 @@ int cuda_traced_upload(rt_backend *b, int device, int stream, void *dst, const v
 int cuda_traced_download(rt_backend *b, int device, int stream, void *dst, const void *src, size_t bytes);
 int cuda_traced_collective(rt_backend *b, int device, int stream, const rt_coll_args *c);
 int cuda_trace_arm(rt_backend *b, int cap);
-int cuda_trace_take(rt_backend *b, rt_trace_span *out, int cap);
+int cuda_trace_take(rt_backend *b, rt_trace_span *out, int cap, int64_t step);
 /* copies without tracing (cuda_backend.c) */
 int cuda_upload(rt_backend *b, int device, int stream, void *dst, const void *src, size_t bytes);
 int cuda_download(rt_backend *b, int device, int stream, void *dst, const void *src, size_t bytes);

@@ -57,7 +57,7 @@ static int trace_begin(rt_backend *b, int device, int stream, cuda_trace_rec **r
     *rec = NULL;
     if (!st->trace_cap || b->trace_node < 0 || d->trace_n >= st->trace_cap * STREAM_COUNT) return 0;
     cuda_trace_rec *r = &d->trace[d->trace_n++];
-    r->node = b->trace_node, r->stream = stream;
+    r->node = b->trace_node, r->stream = stream, r->step = b->trace_step;
     TRY(cuda_use(b, device));
     CUDA_CHECK(b, cudaEventRecord(r->start, d->stream[stream]));
     *rec = r;
@@ -105,7 +105,8 @@ static int host_ns(rt_backend *b, cudaEvent_t ref, int64_t ref_ns, cudaEvent_t e
     return 0;
 }
 
-int cuda_trace_take(rt_backend *b, rt_trace_span *out, int cap) {
+int cuda_trace_take(rt_backend *b, rt_trace_span *out, int cap, int64_t step) {
+    (void)step; /* train steps run one at a time here (no mark/sync_to): every record is of a step that ended */
     cuda_state *st = cuda_st(b);
     int n = 0;
     for (int dv = 0; dv < st->n; dv++) {
@@ -117,7 +118,7 @@ int cuda_trace_take(rt_backend *b, rt_trace_span *out, int cap) {
         int64_t ref_ns = now_ns();
         for (int k = 0; k < d->trace_n && n < cap; k++, n++) {
             const cuda_trace_rec *r = &d->trace[k];
-            out[n] = (rt_trace_span){.node = r->node, .device = dv, .stream = r->stream};
+            out[n] = (rt_trace_span){.node = r->node, .device = dv, .stream = r->stream, .step = r->step};
             TRY(host_ns(b, d->trace_ref, ref_ns, r->start, &out[n].start_ns));
             TRY(host_ns(b, d->trace_ref, ref_ns, r->end, &out[n].end_ns));
         }

@@ -20,6 +20,23 @@ assert (0, 0, "process_name", "cpu:0") in names and (1, 1, "thread_name", "comm"
 ar = [e for e in x if e["args"]["op"] == "all_reduce"]
 assert ar and all("bucket" in e["args"] and e["args"]["bytes"] > 0 for e in ar), ar[:2]
 PY
+# with train steps in flight (mgc run's default; docs/runtime.md) each span is
+# its own step's: every traced step holds each (replica, node) once, the same
+# set in every step, where spans taken by the wrong step would double some
+# nodes in one step and miss them in the next
+"$MGC" run "$tmp/m.mgx" --steps 14 --trace "$tmp/f.json" --trace-steps 3:12 > /dev/null
+"$PY" - "$tmp/f.json" <<'PY'
+import collections, json, sys
+x = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e["ph"] == "X"]
+per = collections.defaultdict(collections.Counter)
+for e in x:
+    per[e["args"]["step"]][(e["pid"], e["args"]["node"])] += 1
+assert sorted(per) == list(range(3, 13)), sorted(per)
+first = per[3]
+assert first and set(first.values()) == {1}, first
+for k, c in per.items():
+    assert c == first, (k, c - first, first - c)
+PY
 # the default steps 2:4; a run shorter than them writes a trace without events, and says so
 "$MGC" run "$tmp/m.mgx" --steps 4 --trace "$tmp/d.json" > /dev/null
 "$PY" -c "import json,sys; s={e['args']['step'] for e in json.load(open(sys.argv[1]))['traceEvents'] if e['ph']=='X'}; assert s=={2,3,4}, s" "$tmp/d.json"

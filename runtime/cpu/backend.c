@@ -123,7 +123,6 @@ static int64_t now_ns(void) {
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-
 /* A stream's thread: runs its queue in order, skipping work after a failure. */
 static void *stream_main(void *arg) {
     cpu_stream *s = arg;

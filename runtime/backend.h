@@ -76,6 +76,8 @@ typedef struct {
      * are in dst once the next sync returns 0 */
     int (*upload)(rt_backend *b, int device, int stream, void *dst, const void *src, size_t bytes);
     int (*download)(rt_backend *b, int device, int stream, void *dst, const void *src, size_t bytes);
+    /* the kernel sees *k->step as it is at launch, whenever it runs (a train
+     * step may be queued while the one before still runs: "Steps in flight") */
     int (*launch)(rt_backend *b, int device, int stream, const rt_kernel_args *k);
     /* whether launch has a kernel for node n (its op and dtype); asked for
      * every node of a plan before a session starts, so a missing kernel is

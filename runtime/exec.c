@@ -37,7 +37,6 @@ struct rt_session {
     /* issue 14: train steps in flight (rt_session_train_issue; docs/runtime.md) */
     bool ahead_ok;             /* the backend can, and every reader of a host input is a shard */
     void **host_next;          /* per host input node: the staging of the step after the one issued */
-    int64_t step_of[2];        /* by step parity: the step number a step in flight's kernels read */
     uint64_t *marks[2];        /* by step parity: each stream's queue position at that step's end */
     char *report[2];           /* by step parity: that step's `read` tensor */
     size_t report_cap, report_bytes;
@@ -424,11 +423,6 @@ bool rt_session_can_run_ahead(const rt_session *s) {
     return s->ahead_ok && !(ip && ip->size > 1) && !(env && !strcmp(env, "0")) && steps_join(s);
 }
 
-/* Where every kernel reads the step number (rt_kernel_args.step) */
-static void point_steps(rt_session *s, int64_t *at) {
-    for (int i = 0; i < s->m->g.n; i++) s->args[i].step = at;
-}
-
 int rt_session_train_issue(rt_session *s, int read) {
     if (s->unfinished == 2) return fail(s, "internal error: two train steps in flight already");
     size_t bytes = read >= 0 ? (size_t)ir_node_bytes(&s->m->g.nodes[read]) : 0;
@@ -442,11 +436,8 @@ int rt_session_train_issue(rt_session *s, int read) {
     }
     s->step++, s->training = 1, s->generation++;
     int slot = (int)(s->step & 1), issued;
-    s->step_of[slot] = s->step; /* the queued kernels keep this pointer; step + 2 reuses it after step ends */
-    point_steps(s, &s->step_of[slot]);
     s->traced[slot] = s->trace && rt_trace_wants(s->trace, s->step);
     issued = issue_step(s, 0, PROG_TRAIN, s->traced[slot]); /* program_bits[0]: PROG_TRAIN */
-    point_steps(s, &s->step);
     /* the report on the compute stream: its end waits for all of the step (steps_join), and the next
      * step's compute work, which writes the report's inputs again, comes after it */
     const ir_node *r = read >= 0 ? &s->m->g.nodes[read] : NULL;
@@ -455,7 +446,7 @@ int rt_session_train_issue(rt_session *s, int read) {
     if (issued) {
         s->b->i->sync(s->b);
         s->unfinished = 0;
-        return fail(s, s->b->err[0] ? s->b->err : s->err);
+        return fail(s, s->b->err);
     }
     for (int i = 0; i < s->m->g.n; i++) /* the queued uploads read this staging; the next step's inputs go to the other */
         if (s->host_next[i]) {

@@ -139,6 +139,7 @@ static void *stream_main(void *arg) {
         }
         cpu_work w = s->items[s->head];
         pthread_mutex_unlock(&s->mu);
+        if (w.kind == WORK_KERNEL && w.kernel.step) w.kernel.step = &w.step; /* the step it was launched in */
         int64_t start = w.trace >= 0 ? now_ns() : 0; /* a traced item: timed into the stream's spans */
         if (!atomic_load(&s->st->failed) && run_item(s, &w, msg, sizeof msg)) set_failure(s->st, msg);
         int64_t end = w.trace >= 0 ? now_ns() : 0;
@@ -241,7 +242,7 @@ static int cpu_copy(rt_backend *b, int device, int stream, void *dst, const void
 
 static int cpu_launch(rt_backend *b, int device, int stream, const rt_kernel_args *k) {
     if (check_place(b, device, stream)) return -1;
-    cpu_work w = {.kind = WORK_KERNEL, .kernel = *k};
+    cpu_work w = {.kind = WORK_KERNEL, .kernel = *k, .step = k->step ? *k->step : 0};
     return enqueue(b, device, stream, &w);
 }
 

@@ -371,10 +371,10 @@ POOL_CLONES static void grad_image(const cgeom *G, int64_t b, const float *dy, c
  * double across images */
 int cpu_k_conv2d_relu_pool2_grad_filter(const rt_kernel_args *k, char *err, size_t cap) {
     cgeom G = cgeom_of(k);
-    const int64_t nb = k->node->iattr[9] ? G.C : 0, taps = nb + G.KH * G.KW * G.CG * G.C;
+    const int64_t nb = k->node->iattr[9] ? G.C : 0, outs = nb + G.KH * G.KW * G.CG * G.C; /* [db,] dw */
     const int64_t img = (G.OH / 2) * (G.OW / 2) * G.C;
-    float *acc = malloc((size_t)taps * sizeof *acc); /* [db,] dw as the output */
-    double *sum = calloc((size_t)taps, sizeof *sum);
+    float *acc = malloc((size_t)outs * sizeof *acc);
+    double *sum = calloc((size_t)outs, sizeof *sum);
     if (!acc || !sum) {
         free(acc), free(sum);
         return cpu_kerr(k, err, cap, "out of memory");
@@ -388,10 +388,10 @@ int cpu_k_conv2d_relu_pool2_grad_filter(const rt_kernel_args *k, char *err, size
         if (b + 1 < G.N) next[0] = dy + (b + 1) * img, next[1] = px + (b + 1) * img, next[2] = G.x + (b + 1) * x_img;
         cpu_prefetch pf = cpu_prefetch_plan(3, next, bytes, 0, (G.ph1 - G.ph0) * ((G.C + 7) / 8));
         grad_image(&G, b, dy + b * img, px + b * img, acc + nb, nb ? acc : NULL, &pf);
-        for (int64_t i = 0; i < taps; i++) sum[i] += (double)acc[i];
+        for (int64_t i = 0; i < outs; i++) sum[i] += (double)acc[i];
     }
     float *out = k->out;
-    for (int64_t i = 0; i < taps; i++) out[i] = (float)sum[i];
+    for (int64_t i = 0; i < outs; i++) out[i] = (float)sum[i];
     free(acc), free(sum);
     return 0;
 }

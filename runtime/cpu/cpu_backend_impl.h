@@ -23,6 +23,7 @@ typedef struct {
     cpu_work_kind kind;
     int trace;                /* node whose span this item is (tracing armed), -1: untimed */
     int64_t trace_step;       /* the train step of that span */
+    int64_t step;             /* WORK_KERNEL: *kernel.step at launch, which the kernel reads (backend.h) */
     union {
         rt_kernel_args kernel;
         struct { void *dst; const void *src; size_t bytes; } copy;

@@ -48,7 +48,7 @@ static ir_sparse_grads sparse_mode = SPARSE_AUTO; /* --sparse-grads */
 static double limit = 1e-5;               /* relative difference allowed per variable */
 static const char *zero_gradient;         /* --zero-gradient SUFFIX: params whose gradient is exactly 0 */
 static bool no_fuse;                      /* compile with --no-fuse (issue 14) */
-static int64_t check_every = 1;           /* rt_train's check_replicas; 0: steps in flight (issue 14) */
+static int check_every = 1;               /* rt_train's check_replicas; 0: none, and steps in flight (issue 14) */
 
 static bool zero_gradient_param(const char *name) {
     size_t n = strlen(name), k = zero_gradient ? strlen(zero_gradient) : 0;
@@ -99,7 +99,8 @@ static float *train(ir_module *m, const rt_dataset *ds, int64_t *count) {
         fprintf(stderr, "FAIL: session: %s\n", s ? rt_session_error(s) : err);
         exit(1);
     }
-    rt_train_options to = {.steps = steps, .seed = 7, .quiet = true, .check_replicas = check_every};
+    rt_train_options to = {.steps = steps, .seed = 7, .quiet = true, .check_replicas = check_every,
+                           .run_ahead = !check_every};
     if (!check_every && !rt_session_can_run_ahead(s)) {
         fprintf(stderr, "FAIL: a 2-device CPU session cannot have train steps in flight\n");
         exit(1);

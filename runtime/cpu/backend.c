@@ -148,7 +148,13 @@ static void *stream_main(void *arg) {
             s->spans[s->n_spans++] = (rt_trace_span){w.trace, s->device, s->stream, w.trace_step, start, end};
         s->head = (s->head + 1) % s->cap, s->count--;
         s->ran++;
-        pthread_cond_broadcast(&s->idle); /* sync waits for count 0, sync_to for ran */
+        /* sync waits for count 0, sync_to for ran >= wake_at; waking a
+         * waiter after every item cost its device's core a context switch
+         * per kernel while a step was in flight */
+        if (!s->count || s->ran >= s->wake_at) {
+            s->wake_at = UINT64_MAX;
+            pthread_cond_broadcast(&s->idle);
+        }
         pthread_mutex_unlock(&s->mu);
     }
 }
@@ -300,7 +306,10 @@ static int cpu_sync_to(rt_backend *b, const uint64_t *marks) {
     for (int k = 0; k < b->n_devices * STREAM_COUNT && !atomic_load(&st->failed); k++) {
         cpu_stream *s = &st->streams[k];
         pthread_mutex_lock(&s->mu);
-        while (s->ran < marks[k] && !atomic_load(&st->failed)) pthread_cond_wait(&s->idle, &s->mu);
+        while (s->ran < marks[k] && !atomic_load(&st->failed)) {
+            if (marks[k] < s->wake_at) s->wake_at = marks[k]; /* each waiter lowers it again after a wake */
+            pthread_cond_wait(&s->idle, &s->mu);
+        }
         pthread_mutex_unlock(&s->mu);
     }
     return atomic_load(&st->failed) ? cpu_sync(b) : 0; /* a failure: drained, reported once */
@@ -382,7 +391,7 @@ static int start_streams(rt_backend *b, cpu_state *st) {
         s->st = st, s->device = k / STREAM_COUNT, s->stream = k % STREAM_COUNT;
         pthread_mutex_init(&s->mu, NULL);
         pthread_cond_init(&s->more, NULL), pthread_cond_init(&s->idle, NULL), pthread_cond_init(&s->woken, NULL);
-        s->sleeping_on = -1;
+        s->sleeping_on = -1, s->wake_at = UINT64_MAX;
     }
     st->n_ready = n;
     for (int k = 0; k < n; k++) {

@@ -48,6 +48,7 @@ typedef struct {
     size_t head, cap;
     _Atomic size_t count;     /* items queued, with the one running now (changed under mu) */
     uint64_t queued, ran;     /* items ever queued and run (under mu; mark, sync_to) */
+    uint64_t wake_at;         /* the least ran a sync_to waits for, UINT64_MAX: none (under mu) */
     rt_trace_span *spans;     /* (trace_cap) timed items, appended by this stream's thread, taken by trace_take (under mu) */
     int n_spans;
 } cpu_stream;

@@ -309,6 +309,9 @@ static int barrier(part *p) {
 #pragma GCC push_options
 #pragma GCC optimize("O3")
 #endif
+/* finish: a chunk's last add, its mean and its copy into the last member's
+ * buffer in one pass, dst[i] = last[i] = (dst[i] + last[i]) / by (or * by,
+ * a power of two's reciprocal): the bits of the three one after the other */
 #define DEFINE_LOOPS(T, NAME)                                                                 \
     __attribute__((target_clones("avx2", "default"))) static void add_##NAME(                 \
         T *restrict dst, const T *restrict src, int64_t n) {                                  \
@@ -316,10 +319,18 @@ static int barrier(part *p) {
     }                                                                                         \
     static void div_##NAME(T *restrict dst, int64_t n, T by) {                                \
         for (int64_t i = 0; i < n; i++) dst[i] /= by;                                         \
+    }                                                                                         \
+    __attribute__((target_clones("avx2", "default"))) static void finish_div_##NAME(          \
+        T *restrict dst, T *restrict last, int64_t n, T by) {                                 \
+        for (int64_t i = 0; i < n; i++) dst[i] = last[i] = (dst[i] + last[i]) / by;           \
     }
 #define DEFINE_SCALE(T, NAME)                                                                 \
     static void scale_##NAME(T *restrict dst, int64_t n, T by) {                              \
         for (int64_t i = 0; i < n; i++) dst[i] *= by;                                         \
+    }                                                                                         \
+    __attribute__((target_clones("avx2", "default"))) static void finish_scale_##NAME(        \
+        T *restrict dst, T *restrict last, int64_t n, T by) {                                 \
+        for (int64_t i = 0; i < n; i++) dst[i] = last[i] = (dst[i] + last[i]) * by;           \
     }
 DEFINE_LOOPS(float, f32)
 DEFINE_LOOPS(double, f64)
@@ -350,6 +361,17 @@ static void divide(ir_dtype t, void *dst, int64_t n, int by) {
     case IR_F32: pow2 ? scale_f32(dst, n, 1.0f / (float)by) : div_f32(dst, n, (float)by); break;
     case IR_F64: pow2 ? scale_f64(dst, n, 1.0 / (double)by) : div_f64(dst, n, (double)by); break;
     case IR_I32: div_i32(dst, n, by); break;
+    default: break;
+    }
+}
+
+/* dst and last as finish_* above; by: the mean's divisor, 1 for a sum */
+static void finish(ir_dtype t, void *dst, void *last, int64_t n, int by) {
+    int pow2 = (by & (by - 1)) == 0;
+    switch (t) {
+    case IR_F32: pow2 ? finish_scale_f32(dst, last, n, 1.0f / (float)by) : finish_div_f32(dst, last, n, (float)by); break;
+    case IR_F64: pow2 ? finish_scale_f64(dst, last, n, 1.0 / (double)by) : finish_div_f64(dst, last, n, (double)by); break;
+    case IR_I32: finish_div_i32(dst, last, n, by); break;
     default: break;
     }
 }
@@ -387,10 +409,10 @@ static int sum_members(part *p, const int *members, int m, int to_all) {
         int to = members[0];
         for (int64_t b = chunk_start(n, r, m); b < hi; b += BLOCK_ELEMS) {
             int64_t len = hi - b < BLOCK_ELEMS ? hi - b : BLOCK_ELEMS;
-            for (int k = 1; k < m; k++) add_into(p->a->dtype, at(p, to, b), at(p, members[k], b), len);
+            for (int k = 1; k < m - !!to_all; k++) add_into(p->a->dtype, at(p, to, b), at(p, members[k], b), len);
             if (!to_all) continue;
-            mean_range(p, to, b, b + len);
-            for (int k = 1; k < m; k++) memcpy(at(p, members[k], b), at(p, to, b), (size_t)len * p->esize);
+            finish(p->a->dtype, at(p, to, b), at(p, members[m - 1], b), len, p->a->mean ? p->c->total : 1);
+            for (int k = 1; k < m - 1; k++) memcpy(at(p, members[k], b), at(p, to, b), (size_t)len * p->esize);
         }
     }
     return barrier(p); /* nobody reads a chunk before its owner has finished it */

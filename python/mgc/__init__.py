@@ -190,7 +190,8 @@ class Plan:
         """Trains as `mgc run` does (global batches of the plan, shuffled per epoch by the
         seed). Returns the Keras-like history: {"loss": [...], "<metric>": [...],
         "val_loss": [...], ...}, one entry per epoch. on_step(step, logs) is called after
-        every step. Ctrl-C stops after the current step and raises KeyboardInterrupt."""
+        every step (then each step ends before the next starts; without it the next may
+        already run). Ctrl-C stops after the current step and raises KeyboardInterrupt."""
         if batch_size is not None and batch_size != self.global_batch:
             raise Error("batch_size %d: the plan's global batch is %d (compile with global_batch=%d)"
                         % (batch_size, self.global_batch, batch_size))
@@ -231,6 +232,9 @@ class Plan:
         if valid is not None:
             fo.validation, fo.n_validation = valid.feeds, valid.n
         fo.progress, fo.tty = _capi.PROGRESS_FN(progress), int(tty)
+        # without on_step the callback only prints and asks to stop: the next step
+        # may run while it does (docs/runtime.md, "Steps in flight")
+        fo.run_ahead = int(on_step is None)
         err = _capi.Error()
 
         def on_sigint(_sig, _frame):

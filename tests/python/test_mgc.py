@@ -109,6 +109,18 @@ def test_two_devices_equal_one():
         np.testing.assert_allclose(one.variables[name], two.variables[name], atol=1e-5, rtol=0, err_msg=name)
 
 
+def test_steps_in_flight_keep_the_bits():
+    # without on_step the next step is queued before the last is reported
+    x, y = data(512)
+    ahead, one_at_a_time = (mgc.compile(TINY, devices=["cpu:0", "cpu:1"], seed=2) for _ in range(2))
+    seen = []
+    h1 = ahead.fit({"x": x, "label": y}, epochs=2, verbose=0)
+    h2 = one_at_a_time.fit({"x": x, "label": y}, epochs=2, verbose=0, on_step=lambda step, logs: seen.append(step))
+    assert h1 == h2 and seen == list(range(1, 17)) and ahead.step == one_at_a_time.step == 16
+    for name in ahead.variables:
+        assert np.array_equal(ahead.variables[name], one_at_a_time.variables[name]), name
+
+
 def test_variables_round_trip(tmp_path):
     plan = mgc.compile(TINY)
     assert plan.variables["dense/kernel"].shape == (12, 16)

@@ -29,6 +29,8 @@ typedef struct {
     int replica, replicas;      /* global replica index and count (dropout masks by global row) */
     const int *training;        /* nonzero in the train program; OPF_TRAIN_ONLY ops are identity otherwise */
     const int *check_numerics;  /* nonzero: a kernel whose f32 output holds NaN or Inf fails, naming its op */
+    int64_t *memo;              /* the backend's note on this node across steps, 0 at first (the CPU
+                                   kernel tuner's choice, cpu/tune.c); NULL: none */
 } rt_kernel_args;
 
 /* The learning rate of an optimizer update: the node's initial rate through

@@ -20,6 +20,7 @@ struct rt_session {
     void **host;               /* per node: staging of host INPUT nodes, else NULL */
     void **ptr;                /* per node: device address on its replica, NULL if not local */
     rt_kernel_args *args;      /* per node */
+    int64_t *memos;            /* per node, behind args[i].memo */
     const ir_node **in_nodes;  /* flat storage behind args[i].in_nodes */
     const void **in_ptrs;      /* flat storage behind args[i].in */
     rt_coll_args *coll;        /* per node, for collectives */
@@ -119,7 +120,7 @@ static void bind_nodes(rt_session *s) {
         const ir_node *n = &m->g.nodes[i];
         rt_kernel_args *a = &s->args[i];
         a->m = m, a->node = n, a->out = s->ptr[i], a->step = &s->step, a->training = &s->training;
-        a->check_numerics = &s->check_numerics;
+        a->check_numerics = &s->check_numerics, a->memo = &s->memos[i];
         a->replica = n->device, a->replicas = m->n_devices;
         a->in_nodes = &s->in_nodes[at], a->in = &s->in_ptrs[at];
         for (int k = 0; k < n->n_in; k++, at++) {
@@ -203,6 +204,7 @@ rt_session *rt_session_new(const ir_module *m, const rt_session_options *o, char
     s->marks[1] = calloc((size_t)s->local * STREAM_COUNT, sizeof *s->marks[1]);
     s->ahead_ok = b->i->mark && b->i->sync_to;
     s->args = calloc((size_t)n, sizeof *s->args), s->coll = calloc((size_t)n, sizeof *s->coll);
+    s->memos = calloc((size_t)n, sizeof *s->memos);
     s->labels = calloc((size_t)n, sizeof *s->labels);
     for (int d = 0; d < s->local; d++) {
         s->arena[d] = b->i->alloc(b, d, (size_t)m->arena_bytes[s->first + d] + 64);
@@ -230,7 +232,7 @@ void rt_session_free(rt_session *s) {
     s->b->i->shutdown(s->b);
     free(s->b);
     for (int i = 0; i < s->m->g.n; i++) free(s->host[i]), free(s->host_next[i]), free(s->labels[i]);
-    free(s->arena), free(s->host), free(s->ptr), free(s->args), free(s->coll), free(s->labels), free(s->device_index);
+    free(s->arena), free(s->host), free(s->ptr), free(s->args), free(s->memos), free(s->coll), free(s->labels), free(s->device_index);
     free(s->host_next), free(s->marks[0]), free(s->marks[1]), free(s->report[0]), free(s->report[1]);
     free(s->in_nodes), free(s->in_ptrs), free(s->spans);
     free(s);

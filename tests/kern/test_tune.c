@@ -201,6 +201,42 @@ static void test_override(void) {
     kh_free(&mm), kh_free(&cv);
 }
 
+/* a candidate that writes its index (memo test) */
+static int write_index(const rt_kernel_args *k, int c, char *err, size_t cap) {
+    (void)err, (void)cap;
+    *(float *)k->out = (float)c;
+    return 0;
+}
+
+/* A session's node keeps its choice in its memo, taken without the key from
+ * then on; a reset voids it, and so does another thread count. */
+static void test_memo(void) {
+    one_op mm, cv;
+    build_ops(&mm, &cv, 4);
+    static const char *const names[] = {"openblas", "onednn"};
+    cpu_tune_op op = {names, 2, write_index, NULL};
+    char err[256];
+    int64_t memo = 0;
+    mm.args.memo = &memo;
+    float *out = mm.out;
+    setenv("MGC_KERNELS", "onednn", 1);
+    cpu_tune_reset();
+    EXPECT(!cpu_tune_run(&mm.args, &op, err, sizeof err) && *out == 1 && memo != 0, "onednn forced: %g", *out);
+    unsetenv("MGC_KERNELS"); /* the memo, not the override read at the next reset, decides */
+    EXPECT(!cpu_tune_run(&mm.args, &op, err, sizeof err) && *out == 1, "the memo's onednn: %g", *out);
+    setenv("MGC_KERNELS", "openblas", 1);
+    cpu_tune_reset();
+    EXPECT(!cpu_tune_run(&mm.args, &op, err, sizeof err) && *out == 0, "after a reset, openblas forced: %g", *out);
+    int threads = cpu_kernels_threads();
+    int64_t before = memo;
+    cpu_kernels_set_threads(threads + 1); /* another key: looked up, and the memo names it */
+    EXPECT(!cpu_tune_run(&mm.args, &op, err, sizeof err) && *out == 0 && memo != before, "other threads: %g", *out);
+    cpu_kernels_set_threads(threads);
+    unsetenv("MGC_KERNELS");
+    cpu_tune_reset();
+    kh_free(&mm), kh_free(&cv);
+}
+
 /* two nodes of one shape (two replicas) get the one choice of the process,
  * and the chosen kernel gives the same bits every run */
 static void test_deterministic(void) {
@@ -273,6 +309,7 @@ int main(void) {
         test_corrupt("{\"mgc_kernels\": 1, \"choices\": 3}", "no \"choices\" object");
         test_corrupt("{\"mgc_kernels\": 1, \"choices\": {\"k\": 3}}", "a choice that is not a short string");
         test_override();
+        test_memo();
         test_deterministic();
         test_merge();
     }

@@ -29,9 +29,15 @@ typedef struct {
     int replica, replicas;      /* global replica index and count (dropout masks by global row) */
     const int *training;        /* nonzero in the train program; OPF_TRAIN_ONLY ops are identity otherwise */
     const int *check_numerics;  /* nonzero: a kernel whose f32 output holds NaN or Inf fails, naming its op */
-    int64_t *memo;              /* the backend's note on this node across steps, 0 at first (the CPU
-                                   kernel tuner's choice, cpu/tune.c); NULL: none */
+    struct rt_kernel_memo *memo; /* the backend's note on this node across steps; NULL: none */
 } rt_kernel_args;
+
+/* What a backend keeps of a node from one run to the next, zeroed at first:
+ * the CPU kernel tuner's choice (cpu/tune.c) as a tag and its name. */
+typedef struct rt_kernel_memo {
+    int64_t tag;
+    const char *kernel;
+} rt_kernel_memo;
 
 /* The learning rate of an optimizer update: the node's initial rate through
  * the plan's schedule, after *k->step - 1 earlier updates. */
@@ -113,6 +119,10 @@ typedef struct {
      * item. */
     int (*trace_arm)(rt_backend *b, int cap);
     int (*trace_take)(rt_backend *b, rt_trace_span *out, int cap, int64_t step);
+    /* The name of the implementation chosen for node k once it has run (the
+     * CPU kernel tuner's candidate), for traces and profiles; NULL: none
+     * (an op with one implementation), or this backend does not say. */
+    const char *(*kernel_choice)(rt_backend *b, const rt_kernel_args *k);
     /* Graphs of train steps (issue 15; NULL: this backend runs every step as
      * issued, the CPU's case). The executor calls graph_begin(b) before it
      * issues a train step after the session's first: 0 means what is issued

@@ -20,7 +20,7 @@ struct rt_session {
     void **host;               /* per node: staging of host INPUT nodes, else NULL */
     void **ptr;                /* per node: device address on its replica, NULL if not local */
     rt_kernel_args *args;      /* per node */
-    int64_t *memos;            /* per node, behind args[i].memo */
+    rt_kernel_memo *memos;     /* per node, behind args[i].memo */
     const ir_node **in_nodes;  /* flat storage behind args[i].in_nodes */
     const void **in_ptrs;      /* flat storage behind args[i].in */
     rt_coll_args *coll;        /* per node, for collectives */
@@ -349,6 +349,10 @@ int rt_session_set_trace(rt_session *s, rt_trace *t) {
 static int take_spans(rt_session *s, int64_t step) {
     int n = s->b->i->trace_take(s->b, s->spans, s->span_cap, step);
     if (n < 0) return fail(s, s->b->err);
+    for (int k = 0; k < n; k++) /* each node's kernel named once, after its first run */
+        if (!rt_trace_kernel_named(s->trace, s->spans[k].node))
+            rt_trace_name_kernel(s->trace, s->spans[k].node,
+                                 s->b->i->kernel_choice ? s->b->i->kernel_choice(s->b, &s->args[s->spans[k].node]) : NULL);
     rt_trace_add(s->trace, step, s->spans, n);
     return 0;
 }

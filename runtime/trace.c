@@ -1,6 +1,7 @@
 /* trace.c - steps timed by the backend, as a Chrome/Perfetto trace and as a
  * profile of the ops (runtime/trace.h; docs/runtime.md, "Tracing"). */
 #define _GNU_SOURCE /* qsort_r */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,8 @@ struct rt_trace {
     int64_t n, cap, kept_steps;
     int64_t *op_ns, *op_count;       /* (OP_COUNT * STREAM_COUNT) profiled time and events of (op, stream) */
     int64_t steps, wall_ns, comm_ns, overlap_ns; /* profiled steps; overlap: comm time with compute running */
+    char (*kernel)[KERNEL_NAME_CAP]; /* (nodes) the implementation chosen for each, "" none or not yet named */
+    bool *named;                     /* (nodes) rt_trace_name_kernel was called */
 };
 
 rt_trace *rt_trace_new(const ir_module *m, int first, int local, int64_t keep_from, int64_t keep_to,
@@ -32,13 +35,14 @@ rt_trace *rt_trace_new(const ir_module *m, int first, int local, int64_t keep_fr
                     .profile_from = profile_from};
     t->op_ns = calloc(OP_COUNT * STREAM_COUNT, sizeof *t->op_ns);
     t->op_count = calloc(OP_COUNT * STREAM_COUNT, sizeof *t->op_count);
-    if (!t->op_ns || !t->op_count) return rt_trace_free(t), NULL;
+    t->kernel = calloc((size_t)m->g.n + 1, sizeof *t->kernel), t->named = calloc((size_t)m->g.n + 1, sizeof *t->named);
+    if (!t->op_ns || !t->op_count || !t->kernel || !t->named) return rt_trace_free(t), NULL;
     return t;
 }
 
 void rt_trace_free(rt_trace *t) {
     if (!t) return;
-    free(t->ev), free(t->op_ns), free(t->op_count);
+    free(t->ev), free(t->op_ns), free(t->op_count), free(t->kernel), free(t->named);
     free(t);
 }
 
@@ -46,6 +50,12 @@ static bool keeps(const rt_trace *t, int64_t step) { return step >= t->keep_from
 static bool profiles(const rt_trace *t, int64_t step) { return t->profile_from > 0 && step >= t->profile_from; }
 bool rt_trace_wants(const rt_trace *t, int64_t step) { return keeps(t, step) || profiles(t, step); }
 int64_t rt_trace_kept_steps(const rt_trace *t) { return t->kept_steps; }
+bool rt_trace_kernel_named(const rt_trace *t, int node) { return t->named[node]; }
+
+void rt_trace_name_kernel(rt_trace *t, int node, const char *name) {
+    snprintf(t->kernel[node], sizeof t->kernel[node], "%s", name ? name : "");
+    t->named[node] = true;
+}
 
 /* by track (device, stream), then start */
 static int span_order(const void *pa, const void *pb) {
@@ -155,6 +165,7 @@ static cJSON *span_event(const rt_trace *t, const trace_event *v) {
     cJSON_AddNumberToObject(args, "bytes", (double)ir_node_bytes(n));
     cJSON_AddStringToObject(args, "shape", ir_type_str(n->dtype, &n->shape, shape, sizeof shape));
     if (n->op == OP_ALL_REDUCE) cJSON_AddNumberToObject(args, "bucket", (double)n->iattr[0]);
+    if (t->kernel[v->node][0]) cJSON_AddStringToObject(args, "kernel", t->kernel[v->node]);
     cJSON_AddItemToObject(e, "args", args);
     return e;
 }
@@ -191,6 +202,21 @@ static int row_order(const void *pa, const void *pb, void *ctx) {
     return (a < b) - (a > b);
 }
 
+/* the distinct implementations chosen for the nodes of (op, stream), in node
+ * order, comma-separated ("onednn,thin"); "" when none was named */
+static void kernel_list(const rt_trace *t, int op, int stream, char *out, size_t cap) {
+    size_t len = 0;
+    out[0] = 0;
+    for (int i = 0; i < t->m->g.n; i++) {
+        const ir_node *n = &t->m->g.nodes[i];
+        if ((int)n->op != op || n->stream != stream || !t->kernel[i][0]) continue;
+        bool seen = false;
+        for (int j = 0; j < i && !seen; j++)
+            seen = t->m->g.nodes[j].op == n->op && t->m->g.nodes[j].stream == stream && !strcmp(t->kernel[j], t->kernel[i]);
+        if (!seen && len < cap) len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? "," : "", t->kernel[i]);
+    }
+}
+
 void rt_trace_profile(const rt_trace *t, int top, FILE *f) {
     if (!t->steps) {
         fprintf(f, "profile: no step was profiled (--profile counts the steps after the run's first)\n");
@@ -206,12 +232,14 @@ void rt_trace_profile(const rt_trace *t, int top, FILE *f) {
     for (int k = 0; k < OP_COUNT * STREAM_COUNT; k++)
         if (t->op_count[k]) rows[n++] = k;
     qsort_r(rows, (size_t)n, sizeof *rows, row_order, t->op_ns);
-    fprintf(f, "%-28s %-8s %8s %11s %8s %10s\n", "op", "stream", "count", "total ms", "% step", "mean us");
+    fprintf(f, "%-28s %-8s %8s %11s %8s %10s  %s\n", "op", "stream", "count", "total ms", "% step", "mean us", "kernel");
     for (int r = 0; r < n && r < top; r++) {
         int k = rows[r];
         double ms = (double)t->op_ns[k] / 1e6;
-        fprintf(f, "%-28s %-8s %8lld %11.3f %7.1f%% %10.1f\n", ir_ops[k / STREAM_COUNT].name,
+        char kernels[128];
+        kernel_list(t, k / STREAM_COUNT, k % STREAM_COUNT, kernels, sizeof kernels);
+        fprintf(f, "%-28s %-8s %8lld %11.3f %7.1f%% %10.1f  %s\n", ir_ops[k / STREAM_COUNT].name,
                 stream_names[k % STREAM_COUNT], (long long)t->op_count[k], ms, 100.0 * ms / device_ms,
-                1e3 * ms / (double)t->op_count[k]);
+                1e3 * ms / (double)t->op_count[k], kernels);
     }
 }

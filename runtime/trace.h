@@ -26,17 +26,25 @@ bool rt_trace_wants(const rt_trace *t, int64_t step);
 void rt_trace_add(rt_trace *t, int64_t step, rt_trace_span *spans, int n);
 /* Steps kept so far. */
 int64_t rt_trace_kept_steps(const rt_trace *t);
+/* The implementation the backend chose for a node (the CPU kernel tuner's
+ * candidate: "onednn", "thin", "winograd", ...; NULL: none), named once, as
+ * the session takes the node's first spans: the events' "kernel" arg and the
+ * profile's kernel column. */
+enum { KERNEL_NAME_CAP = 24 };
+void rt_trace_name_kernel(rt_trace *t, int node, const char *name);
+bool rt_trace_kernel_named(const rt_trace *t, int node);
 
 /* Writes the kept steps as Chrome trace event JSON ({"traceEvents": [...]}),
  * atomically: "X" events with pid = global replica, tid = stream (0 compute,
  * 1 comm), ts/dur in microseconds of CLOCK_MONOTONIC, and args (node, step,
- * op, bytes, shape, bucket for an all_reduce); "M" events naming each pid
+ * op, bytes, shape, bucket for an all_reduce, kernel when one was named); "M" events naming each pid
  * ("cpu:1", with " rank N" under mpirun) and tid. Returns 0 or -1 with err. */
 int rt_trace_write(const rt_trace *t, const char *path, int rank, int ranks, char *err, size_t cap);
 
 /* Prints the profile of the summed steps: the mean step wall time, comm time
  * and the part of it overlapped by compute on the same device, then the top
- * `top` (op, stream) rows by total time over every local device. */
+ * `top` (op, stream) rows by total time over every local device, each with
+ * the kernels chosen for its nodes. */
 void rt_trace_profile(const rt_trace *t, int top, FILE *f);
 
 #endif

@@ -14,6 +14,7 @@
 #include "../session.h"
 #include "cpu_backend_impl.h"
 #include "cpu_kernels.h"
+#include "tune.h"
 
 #define SPIN_SECONDS 50e-6
 
@@ -317,6 +318,11 @@ static int cpu_sync_to(rt_backend *b, const uint64_t *marks) {
 
 /* ---- tracing (backend.h): each stream's thread fills its own buffer ---- */
 
+static const char *cpu_kernel_choice(rt_backend *b, const rt_kernel_args *k) {
+    (void)b;
+    return cpu_tune_named(k);
+}
+
 static int cpu_trace_arm(rt_backend *b, int cap) {
     cpu_state *st = state(b);
     st->trace_cap = 0;
@@ -458,6 +464,7 @@ static const rt_backend_i cpu_backend_i = {
     .sync_to = cpu_sync_to,
     .trace_arm = cpu_trace_arm,
     .trace_take = cpu_trace_take,
+    .kernel_choice = cpu_kernel_choice,
 };
 
 rt_backend *rt_backend_cpu(void) {

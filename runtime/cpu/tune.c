@@ -408,14 +408,15 @@ static int index_of(const cpu_tune_op *op, const char *name) {
     return -1;
 }
 
-/* A node's memo: the choice for its key as (generation, threads, candidate + 1),
- * so that each later run skips the key, the lock and the table (a key is
- * about 30 snprintf calls: 0.5% of the seed CNN's one-core step, issue 14) */
+/* A node's memo: the choice for its key tagged (generation, threads,
+ * candidate + 1), so that each later run skips the key, the lock and the
+ * table (a key is about 30 snprintf calls: 0.5% of the seed CNN's one-core
+ * step, issue 14); and the candidate's name, for traces (cpu_tune_named) */
 static int64_t memo_tag(void) { return atomic_load(&generation) << 20 | cpu_kernels_threads(); }
 
 int cpu_tune_run(const rt_kernel_args *k, const cpu_tune_op *op, char *err, size_t cap) {
     int64_t tag = memo_tag();
-    if (k->memo && *k->memo >> 8 == tag) return op->run(k, (int)(*k->memo & 0xff) - 1, err, cap);
+    if (k->memo && k->memo->tag >> 8 == tag) return op->run(k, (int)(k->memo->tag & 0xff) - 1, err, cap);
     char key[KEY_CAP];
     key_of(k, key, sizeof key);
     pthread_mutex_lock(&lock);
@@ -428,7 +429,7 @@ int cpu_tune_run(const rt_kernel_args *k, const cpu_tune_op *op, char *err, size
     if (c < 0 && in_job) c = first_applicable(k, op); /* ranks agree: the cache's choice or the default, no measuring */
     if (c >= 0) {
         pthread_mutex_unlock(&lock);
-        if (k->memo) *k->memo = tag << 8 | (c + 1);
+        if (k->memo) *k->memo = (rt_kernel_memo){tag << 8 | (c + 1), op->names[c]};
         return op->run(k, c, err, cap);
     }
     /* measured under the lock: other devices wait for the one choice of the process */
@@ -467,3 +468,5 @@ const char *cpu_tune_choice(const rt_kernel_args *k) {
 }
 
 int cpu_tune_measured(void) { return measured; }
+
+const char *cpu_tune_named(const rt_kernel_args *k) { return k->memo ? k->memo->kernel : NULL; }

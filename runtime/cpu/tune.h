@@ -31,6 +31,10 @@ typedef struct {
  * cache. One choice per key for the whole process. */
 int cpu_tune_run(const rt_kernel_args *k, const cpu_tune_op *op, char *err, size_t cap);
 
+/* The candidate that node k last ran by its memo (a session's node; NULL
+ * before its first run and for an untuned op): the backend's kernel_choice. */
+const char *cpu_tune_named(const rt_kernel_args *k);
+
 /* ---- for tests and tools ---- */
 
 /* Forgets every choice; the next use reads MGC_KERNELS and the cache again. */

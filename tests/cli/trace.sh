@@ -3,16 +3,21 @@
 # the exact errors of bad options.
 . "$(dirname "$0")/lib.sh"
 "$MGC" compile "$SRC/examples/mlp.mg" --devices cpu:0,cpu:1 -o "$tmp/m.mgx"
-"$MGC" run "$tmp/m.mgx" --steps 6 --trace "$tmp/t.json" --trace-steps 3:4 --profile > "$tmp/log"
+# the kernel the tuner chose, here forced (MGC_KERNELS), names each GEMM's
+# events and fills the profile's kernel column; untuned ops have none
+MGC_KERNELS=openblas "$MGC" run "$tmp/m.mgx" --steps 6 --trace "$tmp/t.json" --trace-steps 3:4 --profile > "$tmp/log"
 expect_line "$tmp/log" '^profile: 5 steps, 2 devices, step [0-9.]+ ms \(mean wall time, first op start to last op end\)$'
 expect_line "$tmp/log" '^comm: [0-9.]+ ms per step per device, [0-9.]+% of it overlapped by compute on the same device$'
-expect_line "$tmp/log" '^op +stream +count +total ms +% step +mean us$'
-expect_line "$tmp/log" '^matmul +compute +[0-9]+ +[0-9.]+ +[0-9.]+% +[0-9.]+$'
-expect_line "$tmp/log" '^all_reduce +comm +20 +[0-9.]+ +[0-9.]+% +[0-9.]+$'
+expect_line "$tmp/log" '^op +stream +count +total ms +% step +mean us +kernel$'
+expect_line "$tmp/log" '^matmul +compute +[0-9]+ +[0-9.]+ +[0-9.]+% +[0-9.]+ +openblas$'
+expect_line "$tmp/log" '^all_reduce +comm +20 +[0-9.]+ +[0-9.]+% +[0-9.]+ *$'
 "$PY" - "$tmp/t.json" <<'PY'
 import json, sys
 ev = json.load(open(sys.argv[1]))["traceEvents"]
 x = [e for e in ev if e["ph"] == "X"]
+gemm = [e for e in x if e["args"]["op"] in ("matmul", "matmul_epilogue")]
+assert gemm and all(e["args"].get("kernel") == "openblas" for e in gemm), gemm[:2]
+assert all("kernel" not in e["args"] for e in x if e["args"]["op"] in ("all_reduce", "relu_grad", "adam_update"))
 assert {e["args"]["step"] for e in x} == {3, 4}, {e["args"]["step"] for e in x}
 assert {(e["pid"], e["tid"]) for e in x} == {(0, 0), (0, 1), (1, 0), (1, 1)}
 names = {(e["pid"], e["tid"], e["name"], e["args"]["name"]) for e in ev if e["ph"] == "M"}

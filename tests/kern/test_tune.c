@@ -216,21 +216,22 @@ static void test_memo(void) {
     static const char *const names[] = {"openblas", "onednn"};
     cpu_tune_op op = {names, 2, write_index, NULL};
     char err[256];
-    int64_t memo = 0;
+    rt_kernel_memo memo = {0};
     mm.args.memo = &memo;
     float *out = mm.out;
     setenv("MGC_KERNELS", "onednn", 1);
     cpu_tune_reset();
-    EXPECT(!cpu_tune_run(&mm.args, &op, err, sizeof err) && *out == 1 && memo != 0, "onednn forced: %g", *out);
+    EXPECT(!cpu_tune_run(&mm.args, &op, err, sizeof err) && *out == 1 && memo.tag != 0, "onednn forced: %g", *out);
+    EXPECT(cpu_tune_named(&mm.args) && !strcmp(cpu_tune_named(&mm.args), "onednn"), "named %s", cpu_tune_named(&mm.args));
     unsetenv("MGC_KERNELS"); /* the memo, not the override read at the next reset, decides */
     EXPECT(!cpu_tune_run(&mm.args, &op, err, sizeof err) && *out == 1, "the memo's onednn: %g", *out);
     setenv("MGC_KERNELS", "openblas", 1);
     cpu_tune_reset();
     EXPECT(!cpu_tune_run(&mm.args, &op, err, sizeof err) && *out == 0, "after a reset, openblas forced: %g", *out);
     int threads = cpu_kernels_threads();
-    int64_t before = memo;
+    int64_t before = memo.tag;
     cpu_kernels_set_threads(threads + 1); /* another key: looked up, and the memo names it */
-    EXPECT(!cpu_tune_run(&mm.args, &op, err, sizeof err) && *out == 0 && memo != before, "other threads: %g", *out);
+    EXPECT(!cpu_tune_run(&mm.args, &op, err, sizeof err) && *out == 0 && memo.tag != before, "other threads: %g", *out);
     cpu_kernels_set_threads(threads);
     unsetenv("MGC_KERNELS");
     cpu_tune_reset();

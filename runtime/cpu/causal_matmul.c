@@ -153,6 +153,23 @@ CM_INLINE void put_row(float *out, const float *row, int64_t cols) {
         for (int64_t j = 0; j < cols; j++) out[j] = row ? row[j] : 0.0f;
 }
 
+/* out [NR] = row's entries the triangle keeps, the others 0: lane j is kept
+ * when j <= d (lower) or j >= d (upper), d the row's index less the tile's
+ * first column */
+CM_INLINE void put_kept(float *out, const float *row, int64_t d, int up) {
+    const v8i lane = {0, 1, 2, 3, 4, 5, 6, 7};
+    v8i at = {(int32_t)d, (int32_t)d, (int32_t)d, (int32_t)d, (int32_t)d, (int32_t)d, (int32_t)d, (int32_t)d};
+    for (int h = 0; h < NR; h += 8) {
+        v8i j = lane + h, kept = up ? j >= at : j <= at;
+        v8i bits;
+        v8 v = LD8(row + h);
+        memcpy(&bits, &v, sizeof bits);
+        bits &= kept;
+        memcpy(&v, &bits, sizeof v);
+        ST8(out + h, v);
+    }
+}
+
 /* c [m, n] of one output matrix: a its op(a), bp its op(b) [k][np]; all of
  * the above inlined here, compiled for AVX2 + FMA too */
 CM_CLONES static void tiles(float *c, const float *a, const float *bp, const cm_geom *g, cpu_prefetch *f) {
@@ -172,6 +189,8 @@ CM_CLONES static void tiles(float *c, const float *a, const float *bp, const cm_
                 float *out = c + (r0 + r) * g->n + c0;
                 if (!any || g->tri != 0 || (g->up ? c0 >= r0 + r : c0 + cols - 1 <= r0 + r)) /* kept whole or not at all */
                     put_row(out, any ? acc + r * NR : NULL, cols);
+                else if (cols == NR) /* the diagonal: the kept lanes by a compare (a branch per entry mispredicted) */
+                    put_kept(out, acc + r * NR, r0 + r - c0, g->up);
                 else
                     for (int64_t j = 0; j < cols; j++) out[j] = keep(r0 + r, c0 + j, g->up) ? acc[r * NR + j] : 0;
             }

@@ -17,8 +17,10 @@ static inline float apply_act(int64_t act, float v) {
 }
 
 /* out[r, j] = act(out[r, j] + bias[j] [+ res[r, j]]) over rows of n, in the
- * order the unfused add, add, activation run, so the results are the same bits */
-void cpu_epilogue_rows(float *out, const float *bias, const float *res, int64_t rows, int64_t n, int64_t act) {
+ * order the unfused add, add, activation run, so the results are the same bits;
+ * AVX2 and AVX-512 clones (char_gpt's bias-only epilogues took 2.8% of its
+ * step in 4-float SSE) */
+CPU_CLONES void cpu_epilogue_rows(float *out, const float *bias, const float *res, int64_t rows, int64_t n, int64_t act) {
     for (int64_t r = 0; r < rows; r++) {
         float *o = out + r * n;
         const float *q = res ? res + r * n : NULL;

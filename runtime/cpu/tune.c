@@ -437,6 +437,7 @@ int cpu_tune_run(const rt_kernel_args *k, const cpu_tune_op *op, char *err, size
     if (best >= 0) {
         put(key, op->names[best]);
         save_cache();
+        if (k->memo) *k->memo = (rt_kernel_memo){tag << 8 | (best + 1), op->names[best]}; /* named from this run on */
         if (best != last) rc = op->run(k, best, err, cap);
     }
     pthread_mutex_unlock(&lock);

@@ -42,6 +42,13 @@ assert first and set(first.values()) == {1}, first
 for k, c in per.items():
     assert c == first, (k, c - first, first - c)
 PY
+# a kernel measured in the first traced step is named there too
+MGC_CACHE_DIR="$tmp/fresh" "$MGC" run "$tmp/m.mgx" --steps 2 --trace "$tmp/k.json" --trace-steps 1:2 > /dev/null
+"$PY" - "$tmp/k.json" <<'PY'
+import json, sys
+x = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e["ph"] == "X" and e["args"]["op"] == "matmul"]
+assert x and all(e["args"].get("kernel") for e in x), x[:2]
+PY
 # the default steps 2:4; a run shorter than them writes a trace without events, and says so
 "$MGC" run "$tmp/m.mgx" --steps 4 --trace "$tmp/d.json" > /dev/null
 "$PY" -c "import json,sys; s={e['args']['step'] for e in json.load(open(sys.argv[1]))['traceEvents'] if e['ph']=='X'}; assert s=={2,3,4}, s" "$tmp/d.json"

@@ -205,15 +205,18 @@ static int row_order(const void *pa, const void *pb, void *ctx) {
 /* the distinct implementations chosen for the nodes of (op, stream), in node
  * order, comma-separated ("onednn,thin"); "" when none was named */
 static void kernel_list(const rt_trace *t, int op, int stream, char *out, size_t cap) {
+    const char *seen[8]; /* an op has at most a few candidates */
+    int n_seen = 0;
     size_t len = 0;
     out[0] = 0;
-    for (int i = 0; i < t->m->g.n; i++) {
+    for (int i = 0; i < t->m->g.n && n_seen < 8; i++) {
         const ir_node *n = &t->m->g.nodes[i];
         if ((int)n->op != op || n->stream != stream || !t->kernel[i][0]) continue;
-        bool seen = false;
-        for (int j = 0; j < i && !seen; j++)
-            seen = t->m->g.nodes[j].op == n->op && t->m->g.nodes[j].stream == stream && !strcmp(t->kernel[j], t->kernel[i]);
-        if (!seen && len < cap) len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? "," : "", t->kernel[i]);
+        int j = 0;
+        while (j < n_seen && strcmp(seen[j], t->kernel[i])) j++;
+        if (j < n_seen) continue;
+        seen[n_seen++] = t->kernel[i];
+        if (len < cap) len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? "," : "", t->kernel[i]);
     }
 }
 

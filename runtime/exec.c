@@ -312,14 +312,14 @@ static int issue_program(rt_session *s, int p, bool traced) {
 }
 
 /* Queues a copy of node i's tensor to dst, or from src, on the node's stream. */
-static int queue_copy(rt_session *s, int i, void *dst, const void *src) {
+static int queue_copy(rt_session *s, int i, void *dst, const void *src, int stream) {
     const ir_node *n = &s->m->g.nodes[i];
     if (!s->ptr[i]) return fail(s, "internal error: node is not on a local device");
     rt_backend *b = s->b;
     int dev = n->device - s->first;
     size_t bytes = (size_t)ir_node_bytes(n);
-    int rc = dst ? b->i->download(b, dev, n->stream, dst, s->ptr[i], bytes)
-                 : b->i->upload(b, dev, n->stream, s->ptr[i], src, bytes);
+    int rc = dst ? b->i->download(b, dev, stream, dst, s->ptr[i], bytes)
+                 : b->i->upload(b, dev, stream, s->ptr[i], src, bytes);
     if (rc) return fail(s, b->err);
     return 0;
 }
@@ -378,15 +378,27 @@ static int issue_step(rt_session *s, int p, ir_program program, bool traced) {
     return g < 0 ? -1 : issued;
 }
 
-int rt_session_run_read(rt_session *s, ir_program program, int read, void *dst) {
+/* The index of program in program_bits (and in m->sched's blocks) */
+static int program_index(ir_program program) {
     int p = 0;
     while (p < IR_PROGRAM_COUNT && program_bits[p] != (unsigned)program) p++;
+    return p;
+}
+
+/* Issues a run of program after moving the step counter (train) and the
+ * generation on; *traced: whether the trace wants its spans */
+static int issue_run(rt_session *s, ir_program program, bool *traced) {
     if (program == PROG_TRAIN) s->step++;
     s->training = program == PROG_TRAIN;
     s->generation++;
-    bool traced = s->trace && program == PROG_TRAIN && rt_trace_wants(s->trace, s->step);
-    int issued = issue_step(s, p, program, traced);
-    if (!issued && read >= 0 && queue_copy(s, read, dst, NULL)) {
+    *traced = s->trace && program == PROG_TRAIN && rt_trace_wants(s->trace, s->step);
+    return issue_step(s, program_index(program), program, *traced);
+}
+
+int rt_session_run_read(rt_session *s, ir_program program, int read, void *dst) {
+    bool traced;
+    int issued = issue_run(s, program, &traced);
+    if (!issued && read >= 0 && queue_copy(s, read, dst, NULL, s->m->g.nodes[read].stream)) {
         s->b->i->sync(s->b);
         return -1;
     }
@@ -408,7 +420,7 @@ int rt_session_run(rt_session *s, ir_program program) { return rt_session_run_re
 static bool steps_join(const rt_session *s) {
     const ir_module *m = s->m;
     int per = m->n_devices * STREAM_COUNT;
-    const ir_sched_list *lists = &m->sched[0 * per]; /* program_bits[0]: PROG_TRAIN */
+    const ir_sched_list *lists = &m->sched[program_index(PROG_TRAIN) * per];
     for (int l = 0; l < per; l++) {
         const ir_sched_list *comm = &lists[l], *compute = NULL;
         if (comm->stream != STREAM_COMM || !rt_session_is_local(s, comm->device) || !comm->n) continue;
@@ -440,15 +452,12 @@ int rt_session_train_issue(rt_session *s, int read) {
         }
         s->report_cap = bytes;
     }
-    s->step++, s->training = 1, s->generation++;
-    int slot = (int)(s->step & 1), issued;
-    s->traced[slot] = s->trace && rt_trace_wants(s->trace, s->step);
-    issued = issue_step(s, 0, PROG_TRAIN, s->traced[slot]); /* program_bits[0]: PROG_TRAIN */
+    bool traced;
+    int issued = issue_run(s, PROG_TRAIN, &traced), slot = (int)(s->step & 1);
+    s->traced[slot] = traced;
     /* the report on the compute stream: its end waits for all of the step (steps_join), and the next
      * step's compute work, which writes the report's inputs again, comes after it */
-    const ir_node *r = read >= 0 ? &s->m->g.nodes[read] : NULL;
-    if (!issued && r && s->b->i->download(s->b, r->device - s->first, STREAM_COMPUTE, s->report[slot], s->ptr[read], bytes))
-        issued = -1;
+    if (!issued && read >= 0 && queue_copy(s, read, s->report[slot], NULL, STREAM_COMPUTE)) issued = -1;
     if (issued) {
         s->b->i->sync(s->b);
         s->unfinished = 0;
@@ -498,7 +507,7 @@ int rt_session_init_variables(rt_session *s, uint64_t seed) {
 }
 
 static int copy_node(rt_session *s, int i, void *dst, const void *src) {
-    int queued = queue_copy(s, i, dst, src);
+    int queued = queue_copy(s, i, dst, src, s->m->g.nodes[i].stream);
     if (s->b->i->sync(s->b)) return fail(s, s->b->err);
     return queued;
 }

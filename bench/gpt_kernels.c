@@ -6,7 +6,7 @@
  *   build/bench/gpt_kernels [NAME-PART]  (or build/tests/bench_gpt_kernels)
  * times the cases whose name contains NAME-PART (all without it).
  * Issue 14 (char_gpt's GEMMs): `bench_gpt_kernels gemm` times each GEMM of
- * the step (forward, dX = dy W^T, dW = X^T dy) with each matmul candidate
+ * the step (forward with its bias, dX = dy W^T, dW = X^T dy) with each matmul candidate
  * forced (MGC_KERNELS), in ms and GFLOP/s, beside OpenBLAS's one-thread
  * 1024^3 sgemm measured in the same run; the last column is the step's ms
  * with the fastest candidate of each shape. `bench_gpt_kernels gemm cnn`: the
@@ -159,12 +159,14 @@ static double time_case(const bcase *c, char *err, size_t cap) {
 
 /* 2048 rows (batch 16 x 128 tokens), width 128, MLP 512, vocabulary 256 */
 #define GEMM(name, a, b, ta, tb, calls) {name, OP_MATMUL, 2, {a, b}, .iattr = {ta, tb}, .per_step = calls}
+/* the forward's dense layers: matmul_epilogue with a bias of n */
+#define BIAS(name, a, b, n, calls) {name, OP_MATMUL_EPILOGUE, 3, {a, b, n}, .iattr = {0, 0, EPI_NONE}, .per_step = calls}
 static const bcase gemms[] = {
-    GEMM("fwd qkv/out 2048x128x128", "2048,128", "128,128", 0, 0, 16),
-    GEMM("fwd mlp up 2048x128x512", "2048,128", "128,512", 0, 0, 4),
-    GEMM("fwd mlp down 2048x512x128", "2048,512", "512,128", 0, 0, 4),
-    GEMM("fwd logits 2048x128x256", "2048,128", "128,256", 0, 0, 1),
-    GEMM("(q,k,v as one) 2048x128x384", "2048,128", "128,384", 0, 0, 0), /* not run: for comparison */
+    BIAS("fwd qkv/out 2048x128x128", "2048,128", "128,128", "128", 16),
+    BIAS("fwd mlp up 2048x128x512", "2048,128", "128,512", "512", 4),
+    BIAS("fwd mlp down 2048x512x128", "2048,512", "512,128", "128", 4),
+    BIAS("fwd logits 2048x128x256", "2048,128", "128,256", "256", 1),
+    BIAS("(q,k,v as one) 2048x128x384", "2048,128", "128,384", "384", 0), /* not run: for comparison */
     GEMM("dX qkv/out dy W^T", "2048,128", "128,128", 0, 1, 16),
     GEMM("dX mlp up (K 512)", "2048,512", "128,512", 0, 1, 4),
     GEMM("dX mlp down (N 512)", "2048,128", "512,128", 0, 1, 4),

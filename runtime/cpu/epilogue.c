@@ -16,14 +16,15 @@ static inline float apply_act(int64_t act, float v) {
     return act == EPI_RELU ? mg_relu(v) : act == EPI_TANH ? mg_tanh(v) : act == EPI_SIGMOID ? mg_sigmoid(v) : v;
 }
 
-/* out[r, j] = act(out[r, j] + bias[j] [+ res[r, j]]) over rows of n, in the
- * order the unfused add, add, activation run, so the results are the same bits;
- * AVX2 and AVX-512 clones (char_gpt's bias-only epilogues took 2.8% of its
- * step in 4-float SSE) */
-CPU_CLONES void cpu_epilogue_rows(float *out, const float *bias, const float *res, int64_t rows, int64_t n, int64_t act) {
+/* out[r, j] = act(out[r, j] + bias[j] [+ res[r, j]]) over rows of n, out's
+ * and res's rows ld apart, in the order the unfused add, add, activation run,
+ * so the results are the same bits; AVX2 and AVX-512 clones (char_gpt's
+ * bias-only epilogues took 2.8% of its step in 4-float SSE) */
+CPU_CLONES static void rows_strided(float *out, int64_t ld, const float *bias, const float *res, int64_t rows, int64_t n,
+                                    int64_t act) {
     for (int64_t r = 0; r < rows; r++) {
-        float *o = out + r * n;
-        const float *q = res ? res + r * n : NULL;
+        float *o = out + r * ld;
+        const float *q = res ? res + r * ld : NULL;
         if (q)
             for (int64_t j = 0; j < n; j++) o[j] = apply_act(act, (o[j] + bias[j]) + q[j]);
         else if (act == EPI_RELU)
@@ -33,14 +34,17 @@ CPU_CLONES void cpu_epilogue_rows(float *out, const float *bias, const float *re
     }
 }
 
-/* matmul_epilogue: (a, b, bias [n][, residual]) -> act(matmul(a, b) + bias [+ residual]) */
-int cpu_k_matmul_epilogue(const rt_kernel_args *k, char *err, size_t cap) {
-    if (cpu_k_matmul(k, err, cap)) return -1; /* reads trans_a, trans_b as matmul does */
-    const ir_shape *s = &k->node->shape;
-    int64_t n = s->dim[s->rank - 1];
-    cpu_epilogue_rows(k->out, IN_F32(k, 2), k->node->n_in == 4 ? IN_F32(k, 3) : NULL, OUT_NUMEL(k) / n, n,
-                  k->node->iattr[2]);
-    return 0;
+void cpu_epilogue_rows(float *out, const float *bias, const float *res, int64_t rows, int64_t n, int64_t act) {
+    rows_strided(out, n, bias, res, rows, n, act);
+}
+
+cpu_epilogue cpu_epilogue_of(const rt_kernel_args *k) {
+    if (k->node->op != OP_MATMUL_EPILOGUE) return (cpu_epilogue){0};
+    return (cpu_epilogue){k->out, IN_F32(k, 2), k->node->n_in == 4 ? IN_F32(k, 3) : NULL, k->node->iattr[2]};
+}
+
+void cpu_epilogue_tile(const cpu_epilogue *e, float *c, int64_t ldc, int64_t rows, int64_t col0, int64_t cols) {
+    rows_strided(c, ldc, e->bias + col0, e->res ? e->res + (c - e->out) : NULL, rows, cols, e->act);
 }
 
 /* ---- max-pool gradient ---- */

@@ -102,13 +102,14 @@ GT_INLINE void pack_a_t(float *ap, const float *a, const geom *g, int64_t i0, in
 
 /* ---- the tile: mr (6 or 4) x 16 ---- */
 
-/* c [rows][cols] (ldc apart) = op(a)[rows, 0..k] x bp [k][NR], rows <= mr.
+/* c [rows][cols] (ldc apart) = op(a)[rows, 0..k] x bp [k][NR], rows <= mr,
+ * then e's epilogue (a matmul_epilogue's) on it, its first column col0.
  * Element (r, p) of op(a) is a[r ar + p s] (packed: ar 1, s MR; in place
  * without trans_a: ar lda, s 1); rows past `rows` repeat the last (read, not
  * stored). Called with rows == mr and cols == NR as constants: stored in
  * place, else through a buffer. */
 GT_INLINE void tile(int mr, float *c, int64_t ldc, const float *a, int64_t ar, int64_t s, int64_t k, int64_t rows,
-                    int64_t cols, const float *bp) {
+                    int64_t cols, const float *bp, const cpu_epilogue *e, int64_t col0) {
     int64_t off[MR];
     for (int r = 0; r < mr; r++) off[r] = (r < rows ? r : rows - 1) * ar;
     v8 acc[MR][2];
@@ -123,13 +124,21 @@ GT_INLINE void tile(int mr, float *c, int64_t ldc, const float *a, int64_t ar, i
             acc[r][0] += av * b0, acc[r][1] += av * b1;
         }
     }
-    if (rows == mr && cols == NR) {
-        for (int r = 0; r < mr; r++) ST8(c + r * ldc, acc[r][0]), ST8(c + r * ldc + 8, acc[r][1]);
+    if (rows == mr && cols == NR && cpu_epilogue_in_registers(e)) {
+        for (int r = 0; r < mr; r++) {
+            BIAS_RELU16(acc[r][0], acc[r][1], e->bias + col0, e->act == EPI_RELU);
+            ST8(c + r * ldc, acc[r][0]), ST8(c + r * ldc + 8, acc[r][1]);
+        }
         return;
     }
-    float t[MR * NR];
-    for (int r = 0; r < mr; r++) ST8(t + r * NR, acc[r][0]), ST8(t + r * NR + 8, acc[r][1]);
-    for (int64_t r = 0; r < rows; r++) memcpy(c + r * ldc, t + r * NR, (size_t)cols * sizeof *t);
+    if (rows == mr && cols == NR) {
+        for (int r = 0; r < mr; r++) ST8(c + r * ldc, acc[r][0]), ST8(c + r * ldc + 8, acc[r][1]);
+    } else {
+        float t[MR * NR];
+        for (int r = 0; r < mr; r++) ST8(t + r * NR, acc[r][0]), ST8(t + r * NR + 8, acc[r][1]);
+        for (int64_t r = 0; r < rows; r++) memcpy(c + r * ldc, t + r * NR, (size_t)cols * sizeof *t);
+    }
+    if (e->bias) cpu_epilogue_tile(e, c, ldc, rows, col0, cols);
 }
 
 /* lines to prefetch: `rows` rows of `lpr` lines from `at`, `ld` floats
@@ -156,18 +165,19 @@ GT_INLINE void prefetch_some(ahead *h, int write) {
 
 /* c [mc, nc] (ldc apart) = the row block against a column block: for each
  * micro-panel of MR rows (micro-panel r0 at a + r0 pr), each panel of bp
- * [nc / NR][k][NR] in turn; nb, na, nw: the next blocks' lines */
+ * [nc / NR][k][NR] in turn; nb, na, nw: the next blocks' lines; the block's
+ * first column j0 (for e) */
 GT_INLINE void block(float *c, int64_t ldc, const float *a, int64_t pr, int64_t ar, int64_t s, int64_t k, int64_t mc,
-                     int64_t nc, const float *bp, ahead *nb, ahead *na, ahead *nw) {
+                     int64_t nc, const float *bp, ahead *nb, ahead *na, ahead *nw, const cpu_epilogue *e, int64_t j0) {
     for (int64_t r0 = 0; r0 < mc; r0 += MR) {
         int64_t rows = mc - r0 < MR ? mc - r0 : MR;
         for (int64_t jj = 0; jj < nc; jj += NR) {
             int64_t cols = nc - jj < NR ? nc - jj : NR;
             float *ct = c + r0 * ldc + jj;
             prefetch_some(nb, 0), prefetch_some(na, 0), prefetch_some(nw, 1);
-            if (rows == MR && cols == NR) tile(MR, ct, ldc, a + r0 * pr, ar, s, k, MR, NR, bp + jj * k);
-            else if (rows <= 4) tile(4, ct, ldc, a + r0 * pr, ar, s, k, rows, cols, bp + jj * k);
-            else tile(MR, ct, ldc, a + r0 * pr, ar, s, k, rows, cols, bp + jj * k);
+            if (rows == MR && cols == NR) tile(MR, ct, ldc, a + r0 * pr, ar, s, k, MR, NR, bp + jj * k, e, j0 + jj);
+            else if (rows <= 4) tile(4, ct, ldc, a + r0 * pr, ar, s, k, rows, cols, bp + jj * k, e, j0 + jj);
+            else tile(MR, ct, ldc, a + r0 * pr, ar, s, k, rows, cols, bp + jj * k, e, j0 + jj);
         }
     }
 }
@@ -179,9 +189,10 @@ static int64_t cols_of(const geom *g) {
 }
 static int64_t rows_of(const geom *g) { return g->m <= 2 * MC ? g->m : MC; }
 
-/* c [m, n] = op(a) op(b) of one output matrix, trans_a = ta; bp: a block of
- * packed op(b), ap: a row block of packed op(a) (trans_a) */
-GT_INLINE void gemm_body(float *c, const float *a, const float *b, const geom *g, float *bp, float *ap, int ta) {
+/* c [m, n] = op(a) op(b) of one output matrix, then e; trans_a = ta; bp: a
+ * block of packed op(b), ap: a row block of packed op(a) (trans_a) */
+GT_INLINE void gemm_body(float *c, const float *a, const float *b, const geom *g, float *bp, float *ap, int ta,
+                         const cpu_epilogue *e) {
     int64_t nb = cols_of(g), mb = rows_of(g);
     for (int64_t j0 = 0; j0 < g->n; j0 += nb) {
         int64_t nc = g->n - j0 < nb ? g->n - j0 : nb, next_nc = g->n - j0 - nc < nb ? g->n - j0 - nc : nb;
@@ -202,15 +213,18 @@ GT_INLINE void gemm_body(float *c, const float *a, const float *b, const geom *g
                   na = ahead_of(next_a ? a + i0 + mc : a, g->lda, ta && next_a ? g->k : 0, next_mc, tiles),
                   nw = ahead_of(next_a ? c + (i0 + mc) * g->n + j0 : c, g->n, next_mc, nc, tiles);
             if (ta) pack_a_t(ap, a, g, i0, mc);
-            if (ta) block(c + i0 * g->n + j0, g->n, ap, g->k, 1, MR, g->k, mc, nc, bp, &nb_, &na, &nw);
-            else block(c + i0 * g->n + j0, g->n, a + i0 * g->lda, g->lda, g->lda, 1, g->k, mc, nc, bp, &nb_, &na, &nw);
+            if (ta) block(c + i0 * g->n + j0, g->n, ap, g->k, 1, MR, g->k, mc, nc, bp, &nb_, &na, &nw, e, j0);
+            else
+                block(c + i0 * g->n + j0, g->n, a + i0 * g->lda, g->lda, g->lda, 1, g->k, mc, nc, bp, &nb_, &na, &nw, e,
+                      j0);
         }
     }
 }
 
-GT_CLONES static void gemm(float *c, const float *a, const float *b, const geom *g, float *bp, float *ap) {
-    if (g->ta) gemm_body(c, a, b, g, bp, ap, 1);
-    else gemm_body(c, a, b, g, bp, ap, 0);
+GT_CLONES static void gemm(float *c, const float *a, const float *b, const geom *g, float *bp, float *ap,
+                           const cpu_epilogue *e) {
+    if (g->ta) gemm_body(c, a, b, g, bp, ap, 1, e);
+    else gemm_body(c, a, b, g, bp, ap, 0, e);
 }
 
 int cpu_thin_matmul(const rt_kernel_args *k, char *err, size_t cap) {
@@ -222,8 +236,9 @@ int cpu_thin_matmul(const rt_kernel_args *k, char *err, size_t cap) {
     size_t b_floats = (size_t)(cols_of(&g) * g.k), floats = b_floats + (size_t)((rows_of(&g) + MR - 1) / MR * MR * g.k);
     float *bp = cpu_thread_scratch(CPU_SCRATCH_THIN, floats); /* kept: a fresh 128 KiB malloc is an mmap */
     if (!bp) return cpu_kerr(k, err, cap, "out of memory packing %zu floats", floats);
+    cpu_epilogue e = cpu_epilogue_of(k);
     for (int64_t i = 0; i < mm.batch; i++)
         gemm((float *)k->out + i * g.m * g.n, IN_F32(k, 0) + ir_matmul_offset(&mm, 0, i),
-             IN_F32(k, 1) + ir_matmul_offset(&mm, 1, i), &g, bp, bp + b_floats);
+             IN_F32(k, 1) + ir_matmul_offset(&mm, 1, i), &g, bp, bp + b_floats, &e);
     return 0;
 }

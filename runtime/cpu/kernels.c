@@ -128,7 +128,7 @@ static const cpu_kernel_fn kernels[OP_COUNT] = {
     /* issue 14: elementwise fusion (fused.c) */
     [OP_FUSED] = cpu_k_fused,
     /* issue 14: epilogues and fused backward (dnnl.c, epilogue.c) */
-    [OP_CONV2D_EPILOGUE] = cpu_k_conv2d_epilogue, [OP_MATMUL_EPILOGUE] = cpu_k_matmul_epilogue,
+    [OP_CONV2D_EPILOGUE] = cpu_k_conv2d_epilogue, [OP_MATMUL_EPILOGUE] = cpu_k_matmul,
     [OP_MAX_POOL2D_RELU_GRAD] = cpu_k_max_pool_grad_2x2, /* issue 14: pool.c */
     /* issue 14: batch norm's scale/shift in the conv epilogue (bn_epilogue.c) */
     [OP_CONV2D_BN_EPILOGUE] = cpu_k_conv2d_bn_epilogue,

@@ -129,7 +129,9 @@ int cpu_kernels_threads(void);
 #define IN_NUMEL(k, i) ir_shape_numel(IN_SHAPE(k, i))
 #define OUT_NUMEL(k) ir_shape_numel(&(k)->node->shape)
 
-/* matmul.c (issue 13: batched) */
+/* matmul.c (issue 13: batched); also matmul_epilogue's kernel (issue 14:
+ * (a, b, bias [n][, residual]) -> act(matmul(a, b) + bias [+ residual]),
+ * its candidates applying the epilogue, cpu_epilogue_of) */
 int cpu_k_matmul(const rt_kernel_args *k, char *err, size_t cap);
 
 /* embed.c (issue 13): embedding lookup and its gradient */
@@ -210,10 +212,26 @@ int cpu_k_conv2d_relu_pool2_grad_filter(const rt_kernel_args *k, char *err, size
 
 /* issue 14: epilogues and fused backward (epilogue.c; the conv2d epilogue in dnnl.c) */
 int cpu_k_conv2d_epilogue(const rt_kernel_args *k, char *err, size_t cap);
-int cpu_k_matmul_epilogue(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_max_pool_grad(const rt_kernel_args *k, char *err, size_t cap); /* max_pool2d_grad, max_pool2d_relu_grad */
 /* out[r, j] = act(out[r, j] + bias[j] [+ res[r, j]]) in the unfused order and math */
 void cpu_epilogue_rows(float *out, const float *bias, const float *res, int64_t rows, int64_t n, int64_t act);
+/* issue 14 (char_gpt speed): a matmul_epilogue's bias [+ residual] and
+ * activation, which the blocked and thin GEMMs apply to each tile of C once
+ * its sums are final, while the tile is in L1 (the other candidates: one
+ * pass after the GEMM). bias NULL: a plain matmul, nothing to apply. */
+typedef struct {
+    const float *out, *bias, *res; /* res [..., m, n] as out; bias [n] */
+    int64_t act;
+} cpu_epilogue;
+cpu_epilogue cpu_epilogue_of(const rt_kernel_args *k);
+/* whether e is a bias [+ ReLU] without residual, which a whole tile applies
+ * in registers (BIAS_RELU16 in vec8.h) */
+static inline int cpu_epilogue_in_registers(const cpu_epilogue *e) {
+    return e->bias && !e->res && (e->act == EPI_NONE || e->act == EPI_RELU);
+}
+/* applies e to the rows x cols tile of out at c (rows ldc apart, the first
+ * in column col0): the same bits as cpu_epilogue_rows over all of out */
+void cpu_epilogue_tile(const cpu_epilogue *e, float *c, int64_t ldc, int64_t rows, int64_t col0, int64_t cols);
 /* issue 14: batch norm's scale/shift in the conv epilogue (bn_epilogue.c; its post-ops in dnnl.c) */
 int cpu_k_conv2d_bn_epilogue(const rt_kernel_args *k, char *err, size_t cap);
 /* out[r, j] = act((c[r, j] - mean[j]) * scale[j] + beta[j] [+ res[r, j]]), the unfused order; out may be c */

@@ -15,6 +15,16 @@ typedef int32_t v8i __attribute__((vector_size(32)));
 #define LD8(p) ({ v8 v_; memcpy(&v_, (p), sizeof v_); v_; })
 #define ST8(p, v) ({ v8 t_ = (v); memcpy((p), &t_, sizeof t_); })
 #define SEL8(m, a, b) ((v8)(((v8i)(a) & (m)) | ((v8i)(b) & ~(m)))) /* m ? a : b per lane */
+/* issue 14 (char_gpt speed): a matmul_epilogue's bias, and ReLU if relu,
+ * on a C tile's row of 16 sums (lo, hi) in registers: the rounded sum plus
+ * the bias, then max with 0 as mg_relu (NaN to 0), the same bits as
+ * cpu_epilogue_rows on the stored sums */
+#define BIAS_RELU16(lo, hi, bias, relu)                                           \
+    do {                                                                          \
+        (lo) += LD8(bias), (hi) += LD8((bias) + 8);                               \
+        if (relu) (lo) = SEL8((lo) > 0.0f, (lo), (v8){0}), (hi) = SEL8((hi) > 0.0f, (hi), (v8){0}); \
+    } while (0)
+
 /* lane l of the result: v's lane i[l] (0..7) */
 #if defined(__GNUC__) && !defined(__clang__)
 #define PERM8(v, i) __builtin_shuffle((v), (i)) /* vpermps on AVX2 */

@@ -700,6 +700,7 @@ static int test_all_gather_block(void) {
 #include "direct_cases.h" /* issue 14 (speed): the direct convolution candidate */
 #include "winograd_cases.h" /* issue 14 (ResNet-20 speed): the Winograd convolution candidate */
 #include "thin_cases.h" /* issue 14 (the seed CNN's dense layer): the thin GEMM candidate */
+#include "gemm_epilogue_cases.h" /* issue 14 (char_gpt speed): matmul_epilogue's bits under each candidate */
 
 /* issue 14 (char_gpt speed): ATTENTION_DROPOUT_CASES on their own draws, the
  * table's stream left as it was */
@@ -736,6 +737,7 @@ int main(void) {
     failed += test_attention_dropout_bits(); /* issue 14: attention's dropout gradient in causal_softmax_grad */
     failed += test_attention_dropout_cases(&n);
     failed += test_thin(&n); /* issue 14 (the seed CNN's dense layer) */
+    failed += test_gemm_epilogue(&n); /* issue 14 (char_gpt speed): the epilogue in the GEMM's tiles */
     printf("%d kernel cases, %d failed\n", n + 9, failed);
     return failed != 0;
 }

@@ -35,10 +35,12 @@ static int openblas_matmul(const rt_kernel_args *k) {
  * gemm_blocked.c's one-thread register-blocked GEMM third; the seed CNN's
  * dense layer: gemm_thin.c's one-thread GEMM of K <= 512 fourth. A
  * matmul_epilogue's bias, residual and activation: applied to C's tiles by
- * the last two, in a pass after the GEMM for the first two. */
+ * the last two, by oneDNN when it is a bias alone, else in a pass after the
+ * GEMM. */
 static int run_candidate(const rt_kernel_args *k, int c, char *err, size_t cap) {
     if (c >= 2) return c == 2 ? cpu_blocked_matmul(k, err, cap) : cpu_thin_matmul(k, err, cap); /* with the epilogue */
-    if (c == 0 ? openblas_matmul(k) : cpu_dnnl_matmul(k, err, cap)) return -1;
+    int done = c == 0 ? openblas_matmul(k) : cpu_dnnl_matmul(k, err, cap); /* 1: oneDNN added the bias */
+    if (done) return done < 0 ? -1 : 0;
     cpu_epilogue e = cpu_epilogue_of(k); /* a matmul_epilogue's: one pass over C */
     int64_t n = k->node->shape.dim[k->node->shape.rank - 1];
     if (e.bias) cpu_epilogue_rows(k->out, e.bias, e.res, OUT_NUMEL(k) / n, n, e.act);

@@ -61,7 +61,9 @@ int cpu_tune_measured(void);
  * OpenMP; the count is per thread) to cpu_kernels_threads(); call before
  * creating a primitive, which fixes its thread count when created */
 void cpu_dnnl_apply_threads(void);
-/* gemm_dnnl.c: matmul through oneDNN's matmul primitive (the "onednn" candidate) */
+/* gemm_dnnl.c: matmul through oneDNN's matmul primitive (the "onednn" candidate);
+ * 1 when it added a matmul_epilogue's bias (a bias alone), 0 when the caller
+ * applies the epilogue, -1 on failure */
 int cpu_dnnl_matmul(const rt_kernel_args *k, char *err, size_t cap);
 /* dnnl.c: conv2d and its gradients with the filter in oneDNN's preferred
  * layout (variant 0, reordered) or in Keras' HWIO layout (variant 1) */

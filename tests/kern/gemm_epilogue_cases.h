@@ -5,7 +5,9 @@
  * the candidate's own matmul followed by cpu_epilogue_rows (the unfused add,
  * add, activation), or a fused plan would stop training to the unfused plan's
  * bits. Shapes cut tiles at m and n, cross the blocked GEMM's k blocks
- * (K 1100), transpose, batch with a residual, and take K = 0 (the bias alone).
+ * (K 1100), transpose, batch with a residual, take K = 0 (the bias alone) and
+ * char_gpt's sizes, where oneDNN adds a lone bias itself; on one thread and on
+ * two (where oneDNN runs every candidate's GEMMs).
  * Included by test_kernels.c after fill; the shared generator's state is
  * restored after. */
 #ifndef MGC_KERN_GEMM_EPILOGUE_CASES_H
@@ -21,6 +23,10 @@ static const tcase gemm_epilogue_cases[] = {
     {"epilogue bits residual sigmoid, trans_ab, k blocks", OP_MATMUL_EPILOGUE, 4, {"600,53", "21,600", "21", "53,21"},
      .iattr = {1, 1, EPI_SIGMOID}},
     {"epilogue bits K 0", OP_MATMUL_EPILOGUE, 4, {"5,0", "0,7", "7", "5,7"}, .iattr = {0, 0, EPI_RELU}},
+    {"epilogue bits bias only, char_gpt's (2048 x 128, K 128)", OP_MATMUL_EPILOGUE, 3, {"2048,128", "128,128", "128"},
+     .iattr = {0, 0, EPI_NONE}},
+    {"epilogue bits bias only, char_gpt's MLP (2048 x 512, K 128)", OP_MATMUL_EPILOGUE, 3, {"2048,128", "128,512", "512"},
+     .iattr = {0, 0, EPI_NONE}},
 };
 
 /* c under the current MGC_KERNELS: matmul_epilogue against matmul then
@@ -62,15 +68,18 @@ static int test_gemm_epilogue(int *count) {
     const size_t n = sizeof gemm_epilogue_cases / sizeof *gemm_epilogue_cases;
     uint64_t saved = rng;
     int failed = 0;
-    for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
-        setenv("MGC_KERNELS", modes[m], 1);
-        cpu_tune_reset();
-        for (size_t i = 0; i < n; i++) {
-            int bad = epilogue_bits(&gemm_epilogue_cases[i]);
-            if (bad) fprintf(stderr, "  (MGC_KERNELS=%s)\n", modes[m]);
-            failed += bad, ++*count;
+    for (int t = 1; t <= 2; t++)
+        for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+            setenv("MGC_KERNELS", modes[m], 1);
+            cpu_tune_reset();
+            cpu_kernels_set_threads(t);
+            for (size_t i = 0; i < n; i++) {
+                int bad = epilogue_bits(&gemm_epilogue_cases[i]);
+                if (bad) fprintf(stderr, "  (MGC_KERNELS=%s, threads %d)\n", modes[m], t);
+                failed += bad, ++*count;
+            }
         }
-    }
+    cpu_kernels_set_threads(1);
     unsetenv("MGC_KERNELS");
     cpu_tune_reset();
     rng = saved;

@@ -27,6 +27,10 @@ static const tcase gemm_epilogue_cases[] = {
      .iattr = {0, 0, EPI_NONE}},
     {"epilogue bits bias only, char_gpt's MLP (2048 x 512, K 128)", OP_MATMUL_EPILOGUE, 3, {"2048,128", "128,512", "512"},
      .iattr = {0, 0, EPI_NONE}},
+    {"epilogue bits bias only, char_gpt's MLP down (2048 x 128, K 512)", OP_MATMUL_EPILOGUE, 3,
+     {"2048,512", "512,128", "128"}, .iattr = {0, 0, EPI_NONE}},
+    {"epilogue bits bias only, long K (64 x 128, K 5408)", OP_MATMUL_EPILOGUE, 3, {"64,5408", "5408,128", "128"},
+     .iattr = {0, 0, EPI_NONE}},
 };
 
 /* c under the current MGC_KERNELS: matmul_epilogue against matmul then

@@ -1,6 +1,7 @@
 /* epilogue.c - the fused kernels of issue 14 that are not oneDNN's (the conv2d
- * epilogue is, in dnnl.c): matmul + bias [+ residual] + activation as one GEMM
- * and one pass over its output, and the max-pool gradient written window by
+ * epilogue is, in dnnl.c): the epilogue of matmul + bias [+ residual] +
+ * activation (the kernel is matmul.c's, whose candidates apply it to C, a tile
+ * at a time or in one pass), and the max-pool gradient written window by
  * window, optionally masked by the ReLU that fed the pool. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3")

@@ -124,21 +124,18 @@ GT_INLINE void tile(int mr, float *c, int64_t ldc, const float *a, int64_t ar, i
             acc[r][0] += av * b0, acc[r][1] += av * b1;
         }
     }
-    if (rows == mr && cols == NR && cpu_epilogue_in_registers(e)) {
+    int whole = rows == mr && cols == NR, in_registers = whole && cpu_epilogue_in_registers(e);
+    if (whole)
         for (int r = 0; r < mr; r++) {
-            BIAS_RELU16(acc[r][0], acc[r][1], e->bias + col0, e->act == EPI_RELU);
+            if (in_registers) BIAS_RELU16(acc[r][0], acc[r][1], e->bias + col0, e->act == EPI_RELU);
             ST8(c + r * ldc, acc[r][0]), ST8(c + r * ldc + 8, acc[r][1]);
         }
-        return;
-    }
-    if (rows == mr && cols == NR) {
-        for (int r = 0; r < mr; r++) ST8(c + r * ldc, acc[r][0]), ST8(c + r * ldc + 8, acc[r][1]);
-    } else {
+    else {
         float t[MR * NR];
         for (int r = 0; r < mr; r++) ST8(t + r * NR, acc[r][0]), ST8(t + r * NR + 8, acc[r][1]);
         for (int64_t r = 0; r < rows; r++) memcpy(c + r * ldc, t + r * NR, (size_t)cols * sizeof *t);
     }
-    if (e->bias) cpu_epilogue_tile(e, c, ldc, rows, col0, cols);
+    if (e->bias && !in_registers) cpu_epilogue_tile(e, c, ldc, rows, col0, cols);
 }
 
 /* lines to prefetch: `rows` rows of `lpr` lines from `at`, `ld` floats

@@ -217,8 +217,9 @@ int cpu_k_max_pool_grad(const rt_kernel_args *k, char *err, size_t cap); /* max_
 void cpu_epilogue_rows(float *out, const float *bias, const float *res, int64_t rows, int64_t n, int64_t act);
 /* issue 14 (char_gpt speed): a matmul_epilogue's bias [+ residual] and
  * activation, which the blocked and thin GEMMs apply to each tile of C once
- * its sums are final, while the tile is in L1 (the other candidates: one
- * pass after the GEMM). bias NULL: a plain matmul, nothing to apply. */
+ * its sums are final, while the tile is in L1 (oneDNN a lone bias as the
+ * primitive's; otherwise one pass after the GEMM, matmul.c). bias NULL: a
+ * plain matmul, nothing to apply. */
 typedef struct {
     const float *out, *bias, *res; /* res [..., m, n] as out; bias [n] */
     int64_t act;

@@ -19,10 +19,11 @@ typedef int32_t v8i __attribute__((vector_size(32)));
  * on a C tile's row of 16 sums (lo, hi) in registers: the rounded sum plus
  * the bias, then max with 0 as mg_relu (NaN to 0), the same bits as
  * cpu_epilogue_rows on the stored sums */
-#define BIAS_RELU16(lo, hi, bias, relu)                                           \
-    do {                                                                          \
-        (lo) += LD8(bias), (hi) += LD8((bias) + 8);                               \
-        if (relu) (lo) = SEL8((lo) > 0.0f, (lo), (v8){0}), (hi) = SEL8((hi) > 0.0f, (hi), (v8){0}); \
+#define BIAS_RELU16(lo, hi, bias, relu)                                 \
+    do {                                                                \
+        (lo) += LD8(bias), (hi) += LD8((bias) + 8);                     \
+        if (relu) (lo) = SEL8((lo) > 0.0f, (lo), (v8){0}),              \
+                  (hi) = SEL8((hi) > 0.0f, (hi), (v8){0});              \
     } while (0)
 
 /* lane l of the result: v's lane i[l] (0..7) */

@@ -23,7 +23,6 @@ add_test(NAME irplan_races COMMAND test_irplan_races ${MGC_SRC}/stdlib ${RACE_MO
 add_test(NAME irplan_text COMMAND test_irplan_text)
 # compile time linear in the graph (issue 14): an unrolled lstm at two sizes
 add_test(NAME irplan_scale COMMAND test_irplan_scale ${MGC_SRC}/stdlib ${CMAKE_CURRENT_BINARY_DIR}/scale.mgx)
-# alone: a neighbour test on the other core (ctest -j2; on this VM possibly a
-# hyperthread sharing the L2) slows the larger graph more than the smaller one;
-# CI once measured 3.03 beside a neighbour where the ratio alone is 1.9-2.4
+# alone: a neighbour test on the other core slows the larger graph more than
+# the smaller one (CI once measured 3.03 beside one)
 set_tests_properties(irplan_scale PROPERTIES RUN_SERIAL TRUE)

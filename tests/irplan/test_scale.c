@@ -1,13 +1,18 @@
 /* test_scale.c - the compiler scales linearly (issue 14): an lstm unrolled
- * over T and over 2T steps (about 5,000 and 10,000 nodes on one device; the
+ * over T and over 2T steps (about 16,000 and 32,000 nodes on one device; the
  * same graph replicated on two devices at T/2 and T) compiles - elaborate,
  * every pass, the plan check with its race proof, writing the plan - in at
  * most 2.6 times the CPU time (linear: 2, quadratic: 4). The two sizes are
  * compiled by turns, RUNS times each, and each keeps its least CPU time, so a
  * loaded machine does not decide; process CPU time, not wall time, for the
- * same reason. A neighbour on the other core still slows the larger graph more
- * (CI measured 3.03 beside one, alone 1.9-2.4): ctest runs this test alone
- * (RUN_SERIAL in tests/irplan.cmake).
+ * same reason. Still, on this VM the ratio moves (another machine's load
+ * counts as this process's CPU time): ctest runs the test alone (RUN_SERIAL,
+ * tests/irplan.cmake), and a doubling over the bound is measured again, up to
+ * ATTEMPTS times. The sizes are large enough to tell: at 4,000 -> 8,000
+ * nodes the ratio read 1.5-3.0 alone (and 3.03 and 2.74 in CI) where the
+ * quadratic reference planner (pass_options.memplan_rescan) read only
+ * 2.5-3.0; at these sizes this compiler reads 1.9-2.3 and that planner
+ * 4.0-4.2 on one device, 3.2-3.3 on two.
  *   test_irplan_scale STDLIB_DIR OUT.mgx */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,12 +23,13 @@
 
 #if defined(__SANITIZE_ADDRESS__)
 /* under ASan, malloc's quarantine and redzones grow with the heap: the same
- * compiles measured 2.90 in CI's sanitized run, still below quadratic's 4 */
+ * compiles measured 2.90 in CI's sanitized run at 4,000 -> 8,000 nodes,
+ * 2.1-2.5 at these sizes; still below quadratic's 4 */
 static const double MAX_RATIO = 3.5;
 #else
 static const double MAX_RATIO = 2.6;
 #endif
-enum { RUNS = 7 };
+enum { RUNS = 5, ATTEMPTS = 3 };
 
 static double cpu_seconds(void) {
     struct timespec t;
@@ -60,9 +66,8 @@ static double compile_lstm(const char *stdlib, const char *out, int steps, int n
     return t;
 }
 
-static int failures;
-
-static void check_doubling(const char *stdlib, const char *out, int steps, int n_dev) {
+/* Measures one doubling; returns 0 when the time grew by less than MAX_RATIO. */
+static int check_doubling(const char *stdlib, const char *out, int steps, int n_dev) {
     int n1, n2;
     double t1 = 1e30, t2 = 1e30;
     for (int run = 0; run < RUNS; run++) {
@@ -76,12 +81,9 @@ static void check_doubling(const char *stdlib, const char *out, int steps, int n
            n_dev, n_dev > 1 ? "s" : "", steps, n1, 1e3 * t1, 2 * steps, n2, 1e3 * t2, ratio, (double)n2 / n1);
     if ((double)n2 / n1 < 1.9 || (double)n2 / n1 > 2.1) {
         fprintf(stderr, "FAIL: the graph does not double (%d -> %d nodes)\n", n1, n2);
-        failures++;
+        exit(1);
     }
-    if (!(ratio < MAX_RATIO)) {
-        fprintf(stderr, "FAIL: doubling the graph takes %.2f times the compile time (at most %.1f)\n", ratio, MAX_RATIO);
-        failures++;
-    }
+    return !(ratio < MAX_RATIO);
 }
 
 int main(int argc, char **argv) {
@@ -89,9 +91,16 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: test_irplan_scale STDLIB_DIR OUT.mgx\n");
         return 2;
     }
-    check_doubling(argv[1], argv[2], 128, 1);
-    check_doubling(argv[1], argv[2], 64, 2);
-    if (failures) return 1;
-    printf("scale: compile time linear in the graph on 1 and 2 devices\n");
-    return 0;
+    /* a noisy host pushes one attempt past the bound; a quadratic compiler, every one */
+    for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
+        int over = check_doubling(argv[1], argv[2], 512, 1) + check_doubling(argv[1], argv[2], 256, 2);
+        if (!over) {
+            printf("scale: compile time linear in the graph on 1 and 2 devices\n");
+            return 0;
+        }
+        printf("attempt %d of %d: a doubling took %.1f times the compile time or more\n", attempt, ATTEMPTS, MAX_RATIO);
+    }
+    fprintf(stderr, "FAIL: doubling the graph took %.1f times the compile time or more in each of %d attempts\n",
+            MAX_RATIO, ATTEMPTS);
+    return 1;
 }

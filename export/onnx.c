@@ -310,14 +310,15 @@ static const char *one_hot(ox_ctx *c, const ir_node *n) {
 
 /* issue 14 (char_gpt speed): causal_softmax as Keras' masked softmax:
  * Softmax(x * scale + mask) over the last axis, mask [r, c] an initializer of
- * 0 where j <= i and -1e9 above (whose exp is 0, as mgc's masked weights) */
-static const char *causal_softmax(ox_ctx *c, const ir_node *n) {
+ * 0 where j <= i and -1e9 above (whose exp is 0, as mgc's masked weights); x
+ * its input or causal_matmul_softmax's product */
+static const char *causal_softmax(ox_ctx *c, const ir_node *n, const char *in_x) {
     int64_t dims[2] = {n->shape.dim[n->shape.rank - 2], n->shape.dim[n->shape.rank - 1]};
     float *mask = ox_alloc(&c->b, (size_t)(dims[0] * dims[1]) * sizeof *mask);
     for (int64_t i = 0; i < dims[0]; i++)
         for (int64_t j = 0; j < dims[1]; j++) mask[i * dims[1] + j] = j <= i ? 0.0f : -1e9f;
     const char *m = ox_init(&c->b, NULL, ox_dtype(IR_F32), 2, dims, mask, (size_t)(dims[0] * dims[1]) * sizeof *mask);
-    const char *x = ox_op2(&c->b, "Mul", in(c, n, 0), ox_scalar(&c->b, IR_F32, n->fattr[0]));
+    const char *x = ox_op2(&c->b, "Mul", in_x, ox_scalar(&c->b, IR_F32, n->fattr[0]));
     Onnx__NodeProto *o = ox_node(&c->b, "Softmax", 1, (const char *[]){ox_op2(&c->b, "Add", x, m)}, NULL);
     ox_attr_int(&c->b, o, "axis", -1);
     return o->output[0];
@@ -398,7 +399,8 @@ static const char *emit(ox_ctx *c, int i) {
     case OP_TRANSPOSE: return permute(c, n);
     case OP_GATHER: return ox_op2(&c->b, "Gather", in(c, n, 0), in(c, n, 1));
     case OP_ONE_HOT: return one_hot(c, n);
-    case OP_CAUSAL_SOFTMAX: return causal_softmax(c, n); /* issue 14: char_gpt speed */
+    case OP_CAUSAL_SOFTMAX: return causal_softmax(c, n, in(c, n, 0)); /* issue 14: char_gpt speed */
+    case OP_CAUSAL_MATMUL_SOFTMAX: return causal_softmax(c, n, matmul(c, n)); /* issue 14: the mask drops the upper half */
     case OP_CAUSAL_MATMUL: return causal_matmul(c, n); /* issue 14: attention's causal GEMMs */
     case OP_NORMALIZE: return normalize(c, n);
     case OP_SCALE_SHIFT: /* issue 14, batch norm: (x - mean) * scale + beta (the statistics are training-only) */

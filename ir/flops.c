@@ -32,9 +32,11 @@ int64_t ir_node_flops(const ir_module *m, const ir_node *n) {
         ir_matmul g = ir_matmul_of(n, &m->g.nodes[n->in[0]].shape, &m->g.nodes[n->in[1]].shape);
         return 2 * g.batch * g.m * g.n * g.k;
     }
-    case OP_CAUSAL_MATMUL: { /* issue 14: the triangle's products only, t (t + 1) / 2 of the square t x t */
+    case OP_CAUSAL_MATMUL: /* issue 14: the triangle's products only, t (t + 1) / 2 of the square t x t */
+    case OP_CAUSAL_MATMUL_SOFTMAX: case OP_CAUSAL_MATMUL_SOFTMAX_GRAD: { /* the output's triangle (tri 0) */
         ir_matmul g = ir_matmul_of(n, &m->g.nodes[n->in[0]].shape, &m->g.nodes[n->in[1]].shape);
-        int64_t tri = n->iattr[2], t = tri == 2 ? g.n : g.m, other = tri == 0 ? g.k : tri == 1 ? g.n : g.m;
+        int64_t tri = n->op == OP_CAUSAL_MATMUL ? n->iattr[2] : 0, t = tri == 2 ? g.n : g.m,
+                other = tri == 0 ? g.k : tri == 1 ? g.n : g.m;
         return g.batch * other * t * (t + 1);
     }
     case OP_CONV2D:

@@ -122,6 +122,8 @@ bool rule_causal_softmax(rule *r);
 bool rule_causal_softmax_grad(rule *r);
 bool rule_causal_softmax_dropout_grad(rule *r);
 bool rule_causal_matmul(rule *r);
+bool rule_causal_matmul_softmax(rule *r);
+bool rule_causal_matmul_softmax_grad(rule *r);
 bool rule_normalize(rule *r);
 bool rule_normalize_grad(rule *r);
 bool rule_channel_mean(rule *r);

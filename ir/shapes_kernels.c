@@ -154,6 +154,31 @@ bool rule_causal_matmul(rule *r) {
     return true;
 }
 
+/* ---- issue 14 (char_gpt speed): causal_matmul_softmax and its gradient ---- */
+
+/* causal_matmul_softmax: matmul's rule, a square output (the scores) */
+bool rule_causal_matmul_softmax(rule *r) {
+    char b1[96], b2[96];
+    if (!rule_matmul(r)) return false;
+    const ir_shape *o = &r->n->shape;
+    if (o->dim[o->rank - 2] != o->dim[o->rank - 1])
+        return fail(r, "'%s' makes square scores, but %s x %s gives %lld x %lld", op_name(r), tstr(r->x, b1),
+                    tstr(r->y, b2), (long long)o->dim[o->rank - 2], (long long)o->dim[o->rank - 1]);
+    return true;
+}
+
+/* causal_matmul_softmax_grad: (a, b, y), y of the scores' type and shape, rate in [0, 1) */
+bool rule_causal_matmul_softmax_grad(rule *r) {
+    char b1[96], b2[96];
+    if (!(r->n->fattr[1] >= 0 && r->n->fattr[1] < 1))
+        return fail(r, "'%s' needs a dropout rate in [0, 1), got %g", op_name(r), r->n->fattr[1]);
+    if (!rule_causal_matmul_softmax(r)) return false;
+    const ir_node *y = &r->m->g.nodes[r->n->in[2]];
+    if (y->dtype != r->n->dtype || !ir_shape_eq(&y->shape, &r->n->shape))
+        return fail(r, "the weights %s of '%s' must have the scores' type %s", tstr(y, b1), op_name(r), tstr(r->n, b2));
+    return true;
+}
+
 /* normalize: float x of rank >= 1, epsilon >= 0 -> x (rows of the last axis) */
 bool rule_normalize(rule *r) {
     char b[96];

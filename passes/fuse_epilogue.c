@@ -10,6 +10,8 @@
  *       scale, beta[, residual]; act), batch norm's: the conv outside training only
  *   causal_softmax_grad(y, dropout_grad(dp)) -> causal_softmax_dropout_grad(y, dp)
  *       (issue 14, char_gpt speed: attention's dropout gradient masks dp on the fly)
+ *   causal_softmax(causal_matmul(a, b)) -> causal_matmul_softmax(a, b), and the
+ *       gradients likewise (issue 14, char_gpt speed: the scores stay in cache)
  *
  * The first rule leaves the pre-activation to the activation alone (relu_grad
  * now reads the output; tanh_grad and sigmoid_grad always did), which lets the
@@ -392,6 +394,29 @@ static void fuse_causal_dropout_grad(fuser *f, int i) {
     }
 }
 
+/* ---- issue 14 (char_gpt speed): attention's scores and their softmax in one pass ----
+ *   causal_softmax(causal_matmul(a, b; tri 0, lower)) -> causal_matmul_softmax(a, b)
+ *   causal_softmax_dropout_grad(y, causal_matmul(a, b; tri 0, lower)) and
+ *   causal_softmax_grad(y, causal_matmul(...)) -> causal_matmul_softmax_grad(a, b, y)
+ *       when nothing else reads the causal_matmul: each [t, t] matrix of
+ *       scores (or of the weights' gradient) is made and consumed in cache,
+ *       the [.., t, t] tensor never written nor read back */
+static void fuse_causal_scores(fuser *f, int i) {
+    const ir_node *n = at(f, i);
+    bool grad = n->op != OP_CAUSAL_SOFTMAX;
+    int x = n->in[grad ? 1 : 0];
+    const ir_node *s = at(f, x);
+    if (s->op != OP_CAUSAL_MATMUL || s->iattr[2] != 0 || s->iattr[3] != 0 || only_user(f, x) != i) return;
+    bool dropout = n->op == OP_CAUSAL_SOFTMAX_DROPOUT_GRAD;
+    double scale = n->fattr[0], rate = dropout ? n->fattr[1] : 0;
+    int64_t iattr[IR_MAX_IATTR] = {s->iattr[0], s->iattr[1], dropout ? n->iattr[0] : 0};
+    int in[3] = {s->in[0], s->in[1], n->in[0]};
+    if (rewrite(f, i, grad ? OP_CAUSAL_MATMUL_SOFTMAX_GRAD : OP_CAUSAL_MATMUL_SOFTMAX, in, grad ? 3 : 2, iattr, n->loc)) {
+        ir_node *r = at(f, i);
+        r->fattr[0] = scale, r->fattr[1] = rate;
+    }
+}
+
 bool pass_epilogue(ir_module *m, ir_diag *d, const pass_options *o) {
     (void)d;
     if (o->no_fuse) return true;
@@ -417,6 +442,11 @@ bool pass_epilogue(ir_module *m, ir_diag *d, const pass_options *o) {
         if (f.live[i] && at(&f, i)->op == OP_CONV2D_RELU_POOL2_GRAD_FILTER) fuse_relu_pool2_bias_grad(&f, i);
     for (int i = 0; i < m->g.n; i++) /* issue 14 (char_gpt speed) */
         if (f.live[i] && at(&f, i)->op == OP_CAUSAL_SOFTMAX_GRAD) fuse_causal_dropout_grad(&f, i);
+    for (int i = 0; i < m->g.n; i++) { /* issue 14 (char_gpt speed): after causal_softmax_dropout_grad exists */
+        ir_op op = at(&f, i)->op;
+        if (f.live[i] && (op == OP_CAUSAL_SOFTMAX || op == OP_CAUSAL_SOFTMAX_GRAD || op == OP_CAUSAL_SOFTMAX_DROPOUT_GRAD))
+            fuse_causal_scores(&f, i);
+    }
     free(f.live), free(f.uses), free(f.user), free(f.relu_of);
     return true;
 }

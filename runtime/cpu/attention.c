@@ -156,3 +156,29 @@ int cpu_k_causal_softmax(const rt_kernel_args *k, char *err, size_t cap) {
     causal_rows(&jb, 0, rows);
     return 0;
 }
+
+/* the rows of output matrix i, in place, as soon as causal_matmul.c has made it */
+static void matrix_rows(void *job, int64_t i) {
+    const rows_job *jb = job;
+    causal_rows(jb, i * jb->r, (i + 1) * jb->r);
+}
+
+/* causal_matmul_softmax (a, b): each [r, r] matrix of scores a b (tri 0)
+ * turned into its causal softmax in place; causal_matmul_softmax_grad (a, b,
+ * y): each matrix of a b, the weights' gradient dp, turned into
+ * causal_softmax_dropout_grad(y, dp) in place (no mask when rate is 0). The
+ * rows run the unfused kernels' code on the same scores: the same bits. */
+int cpu_k_causal_matmul_softmax(const rt_kernel_args *k, char *err, size_t cap) {
+    const ir_node *n = k->node;
+    const ir_shape *s = &n->shape;
+    int64_t c = s->dim[s->rank - 1];
+    rows_job jb = {.x = k->out, .out = k->out, .r = s->dim[s->rank - 2], .c = c, .scale = (float)n->fattr[0]};
+    if (n->op == OP_CAUSAL_MATMUL_SOFTMAX_GRAD) {
+        jb.x = IN_F32(k, 2), jb.dy = k->out;
+        jb.rate = (float)n->fattr[1];
+        jb.dropout = k->training && *k->training && n->fattr[1] > 0;
+        jb.key = mg_dropout_key((uint64_t)n->iattr[2], k->step ? *k->step : 0);
+        jb.base = (uint64_t)k->replica * (uint64_t)ir_shape_numel(s);
+    }
+    return cpu_causal_matmul_run(k, 0, 0, matrix_rows, &jb, err, cap);
+}

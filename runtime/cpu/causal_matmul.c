@@ -197,13 +197,14 @@ CM_CLONES static void tiles(float *c, const float *a, const float *bp, const cm_
         }
 }
 
-int cpu_k_causal_matmul(const rt_kernel_args *k, char *err, size_t cap) {
+int cpu_causal_matmul_run(const rt_kernel_args *k, int tri, int upper, cpu_matrix_done *after, void *ctx, char *err,
+                          size_t cap) {
     const ir_node *n = k->node;
     const ir_shape *as = IN_SHAPE(k, 0), *bs = IN_SHAPE(k, 1);
     ir_matmul mm = ir_matmul_of(n, as, bs);
     int64_t lda = as->dim[as->rank - 1], ldb = bs->dim[bs->rank - 1];
     cm_geom g = {.m = mm.m, .n = mm.n, .k = mm.k, .ta = n->iattr[0] != 0, .tb = n->iattr[1] != 0,
-                 .tri = (int)n->iattr[2], .up = n->iattr[3] != 0};
+                 .tri = tri, .up = upper != 0};
     g.si = g.ta ? 1 : lda, g.sp = g.ta ? lda : 1;
     /* op(b) read in place when it is b itself in whole tiles, else packed */
     int packed = g.tb || g.tri == 2 || g.n % NR != 0;
@@ -226,7 +227,12 @@ int cpu_k_causal_matmul(const rt_kernel_args *k, char *err, size_t cap) {
         cpu_prefetch f = cpu_prefetch_plan(3, next, bytes, 1, tiles_per);
         if (packed) pack_b(bp, b, &g, ldb);
         tiles(pc + i * g.m * g.n, pa + ir_matmul_offset(&mm, 0, i), packed ? bp : b, &g, &f);
+        if (after) after(ctx, i);
     }
     free(bp);
     return 0;
+}
+
+int cpu_k_causal_matmul(const rt_kernel_args *k, char *err, size_t cap) {
+    return cpu_causal_matmul_run(k, (int)k->node->iattr[2], k->node->iattr[3] != 0, NULL, NULL, err, cap);
 }

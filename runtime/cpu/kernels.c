@@ -136,6 +136,8 @@ static const cpu_kernel_fn kernels[OP_COUNT] = {
     [OP_CAUSAL_SOFTMAX] = cpu_k_causal_softmax, [OP_CAUSAL_SOFTMAX_GRAD] = cpu_k_causal_softmax,
     /* issue 14: attention's dropout in causal_softmax */
     [OP_CAUSAL_SOFTMAX_DROPOUT_GRAD] = cpu_k_causal_softmax,
+    /* issue 14: the scores and their softmax (or its gradient) in one pass */
+    [OP_CAUSAL_MATMUL_SOFTMAX] = cpu_k_causal_matmul_softmax, [OP_CAUSAL_MATMUL_SOFTMAX_GRAD] = cpu_k_causal_matmul_softmax,
     /* issue 14: attention's causal GEMMs (causal_matmul.c) */
     [OP_CAUSAL_MATMUL] = cpu_k_causal_matmul,
     [OP_NORMALIZE] = cpu_k_normalize, [OP_NORMALIZE_GRAD] = cpu_k_normalize, /* normalize.c */

@@ -140,10 +140,18 @@ int cpu_k_scatter_add(const rt_kernel_args *k, char *err, size_t cap);
 int cpu_k_all_gather(const rt_kernel_args *k, char *err, size_t cap); /* f32 or i32 */
 
 /* attention.c (issue 14, char_gpt speed): causal_softmax, causal_softmax_grad and
- * causal_softmax_dropout_grad */
+ * causal_softmax_dropout_grad; causal_matmul_softmax and its gradient */
 int cpu_k_causal_softmax(const rt_kernel_args *k, char *err, size_t cap);
+int cpu_k_causal_matmul_softmax(const rt_kernel_args *k, char *err, size_t cap);
 /* causal_matmul.c (issue 14, char_gpt speed): matmul with a triangular matrix */
 int cpu_k_causal_matmul(const rt_kernel_args *k, char *err, size_t cap);
+/* the causal matmul of node k's inputs 0 and 1 (trans_a, trans_b its iattr[0],
+ * iattr[1]) into k->out with the triangle tri, upper; after(ctx, i), when
+ * given, runs on each output matrix i as soon as it is made, while it is in
+ * cache (causal_matmul_softmax turns the scores into weights there) */
+typedef void cpu_matrix_done(void *ctx, int64_t i);
+int cpu_causal_matmul_run(const rt_kernel_args *k, int tri, int upper, cpu_matrix_done *after, void *ctx, char *err,
+                          size_t cap);
 /* normalize.c (issue 14, char_gpt speed): normalize and normalize_grad (layer norm's core) */
 int cpu_k_normalize(const rt_kernel_args *k, char *err, size_t cap);
 /* batch_norm.c (issue 14, batch norm in training): channel_mean, channel_var,

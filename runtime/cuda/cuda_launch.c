@@ -559,6 +559,31 @@ static int op_causal_matmul(const ctx *c) {
     return 0;
 }
 
+/* ---- issue 14, char_gpt speed: causal_matmul_softmax (a, b) and its gradient (a, b, y) ----
+ * matmul's GEMMs (cuBLAS) of the scores into the output, then the causal
+ * softmax or its gradient (with dropout's mask in training when rate > 0)
+ * over it in place: each row's thread reads an element before it writes it */
+static int op_causal_matmul_softmax(const ctx *c) {
+    TRY(op_matmul(c));
+    const ir_shape *s = &c->n->shape;
+    int64_t r = s->dim[s->rank - 2], cols = s->dim[s->rank - 1], rows = cols ? ir_shape_numel(s) / cols : 0;
+    float scale = (float)c->n->fattr[0], rate = (float)c->n->fattr[1];
+    if (c->n->op == OP_CAUSAL_MATMUL_SOFTMAX) {
+        CUDA_CHECK(c->b, cuda_k_causal_softmax(outf(c), NULL, outf(c), rows, r, cols, scale, c->s));
+        return 0;
+    }
+    if (!(c->k->training && *c->k->training) || rate == 0) {
+        CUDA_CHECK(c->b, cuda_k_causal_softmax(inf(c, 2), outf(c), outf(c), rows, r, cols, scale, c->s));
+        return 0;
+    }
+    const int64_t *step = NULL;
+    TRY(cuda_step_word(c->b, c->device, c->stream, c->k, &step));
+    uint64_t base = (uint64_t)c->k->replica * (uint64_t)ir_shape_numel(s);
+    CUDA_CHECK(c->b, cuda_k_causal_softmax_dropout_grad(inf(c, 2), outf(c), outf(c), rows, r, cols, scale,
+                                                        (uint64_t)c->n->iattr[2], step, base, rate, c->s));
+    return 0;
+}
+
 /* issue 14, char_gpt speed: normalize and its gradient (rows of the last axis) */
 static int op_normalize(const ctx *c) {
     TRY(need_f32(c));
@@ -647,6 +672,8 @@ static int (*const kernels[OP_COUNT])(const ctx *c) = {
     [OP_CAUSAL_SOFTMAX] = op_causal_softmax, [OP_CAUSAL_SOFTMAX_GRAD] = op_causal_softmax,
     [OP_CAUSAL_SOFTMAX_DROPOUT_GRAD] = op_causal_softmax_dropout_grad, /* issue 14: with dropout's mask */
     [OP_CAUSAL_MATMUL] = op_causal_matmul, /* issue 14: attention's causal GEMMs */
+    [OP_CAUSAL_MATMUL_SOFTMAX] = op_causal_matmul_softmax, /* issue 14: the scores and their softmax */
+    [OP_CAUSAL_MATMUL_SOFTMAX_GRAD] = op_causal_matmul_softmax,
     [OP_NORMALIZE] = op_normalize, [OP_NORMALIZE_GRAD] = op_normalize,
     /* issue 14: batch norm in training */
     [OP_CHANNEL_MEAN] = op_batch_norm, [OP_CHANNEL_VAR] = op_batch_norm,

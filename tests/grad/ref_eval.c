@@ -351,16 +351,17 @@ static void eval_causal_softmax(args *t) {
 /* issue 14 (char_gpt speed): causal_softmax_dropout_grad(y, dp): dy = dp times
  * dropout's factor (ref_eval_keep of its index) in training, then
  * scale * y * (dy - sum_kept(dy * y)) over row i's j <= i, 0 above */
-static void eval_causal_softmax_dropout_grad(args *t, int64_t step, bool training) {
+static void eval_causal_softmax_dropout_grad(args *t, const double *ys, const double *dps, int64_t seed, int64_t step,
+                                             bool training) {
     const ir_shape *s = &t->n->shape;
     int64_t r = s->dim[s->rank - 2], c = s->dim[s->rank - 1];
     double scale = t->n->fattr[0], rate = t->n->fattr[1];
     for (int64_t row = 0; row < t->len / c; row++) {
         int64_t i = row % r, n = i + 1 < c ? i + 1 : c;
-        const double *y = t->a + row * c, *dp = t->b + row * c;
+        const double *y = ys + row * c, *dp = dps + row * c;
         double *o = t->out + row * c, dot = 0;
         for (int64_t j = 0; j < c; j++) {
-            double f = !training ? 1 : ref_eval_keep(t->n->iattr[0], step, row * c + j, rate) ? 1 / (1 - rate) : 0;
+            double f = !training ? 1 : ref_eval_keep(seed, step, row * c + j, rate) ? 1 / (1 - rate) : 0;
             o[j] = j < n ? dp[j] * f : 0; /* dy for now */
             dot += o[j] * y[j];
         }
@@ -370,6 +371,22 @@ static void eval_causal_softmax_dropout_grad(args *t, int64_t step, bool trainin
 
 /* issue 14 (char_gpt speed): causal_matmul, matmul_tri's triangle from its attributes */
 static void eval_causal_matmul(args *t) { matmul_tri(t, (int)t->n->iattr[2], t->n->iattr[3] != 0); }
+
+/* issue 14 (char_gpt speed): causal_matmul_softmax (a, b) = causal_softmax of
+ * the scores a b (tri 0); causal_matmul_softmax_grad (a, b, y) =
+ * causal_softmax_dropout_grad(y, a b) (rate 0: no mask) */
+static void eval_causal_matmul_softmax(args *t, int64_t step, bool training) {
+    double *scores = malloc((size_t)(t->len + 1) * sizeof *scores), *out = t->out;
+    t->out = scores;
+    matmul_tri(t, 0, 0);
+    t->out = out;
+    if (t->n->op == OP_CAUSAL_MATMUL_SOFTMAX) {
+        args u = {.n = t->n, .out = out, .a = scores, .len = t->len};
+        eval_causal_softmax(&u);
+    } else
+        eval_causal_softmax_dropout_grad(t, t->c, scores, t->n->iattr[2], step, training);
+    free(scores);
+}
 
 /* issue 14: out = act(out + bias [+ residual]), bias along the last axis */
 static void eval_epilogue(ref_eval *e, args *t, int64_t act) {
@@ -766,7 +783,8 @@ static void eval_node(ref_eval *e, int i, int64_t step, bool training) {
     case OP_CONV2D_BN_EPILOGUE: eval_bn_epilogue(e, &t, training); return; /* issue 14 */
     /* issue 14: char_gpt speed */
     case OP_CAUSAL_SOFTMAX: case OP_CAUSAL_SOFTMAX_GRAD: eval_causal_softmax(&t); return;
-    case OP_CAUSAL_SOFTMAX_DROPOUT_GRAD: eval_causal_softmax_dropout_grad(&t, step, training); return;
+    case OP_CAUSAL_SOFTMAX_DROPOUT_GRAD: eval_causal_softmax_dropout_grad(&t, t.a, t.b, n->iattr[0], step, training); return;
+    case OP_CAUSAL_MATMUL_SOFTMAX: case OP_CAUSAL_MATMUL_SOFTMAX_GRAD: eval_causal_matmul_softmax(&t, step, training); return;
     case OP_NORMALIZE: case OP_NORMALIZE_GRAD: eval_normalize(&t); return;
     case OP_CAUSAL_MATMUL: eval_causal_matmul(&t); return; /* issue 14: attention's causal GEMMs */
     /* issue 14: batch norm in training */

@@ -702,10 +702,10 @@ static int test_all_gather_block(void) {
 #include "thin_cases.h" /* issue 14 (the seed CNN's dense layer): the thin GEMM candidate */
 #include "gemm_epilogue_cases.h" /* issue 14 (char_gpt speed): matmul_epilogue's bits under each candidate */
 
-/* issue 14 (char_gpt speed): ATTENTION_DROPOUT_CASES on their own draws, the
- * table's stream left as it was */
+/* issue 14 (char_gpt speed): ATTENTION_DROPOUT_CASES and CAUSAL_SCORES_CASES on
+ * their own draws, the table's stream left as it was */
 static int test_attention_dropout_cases(int *count) {
-    static const tcase dc[] = {ATTENTION_DROPOUT_CASES};
+    static const tcase dc[] = {ATTENTION_DROPOUT_CASES CAUSAL_SCORES_CASES};
     uint64_t saved = rng;
     int failed = 0;
     rng = 0x2545f4914f6cdd1dull;

@@ -43,12 +43,12 @@ static const bcase cases[] = {
     {"softmax 64x128x128", OP_SOFTMAX, 1, {"16,4,128,128"}, .per_step = 0}, /* char_gpt's before causal_softmax */
     {"softmax_grad 64x128x128", OP_SOFTMAX_GRAD, 2, {"16,4,128,128", "16,4,128,128"}, .per_step = 0},
     /* issue 14: what multi_head_attention(causal: true) runs instead of softmax and softmax_grad */
-    {"causal_softmax 64x128x128", OP_CAUSAL_SOFTMAX, 1, {"16,4,128,128"}, .fattr = {0.1767767}, .per_step = 4},
+    {"causal_softmax 64x128x128", OP_CAUSAL_SOFTMAX, 1, {"16,4,128,128"}, .fattr = {0.1767767}, .per_step = 0},
     {"causal_softmax_grad 64x128x128", OP_CAUSAL_SOFTMAX_GRAD, 2, {"16,4,128,128", "16,4,128,128"},
      .fattr = {0.1767767}, .per_step = 0},
     /* issue 14: what the epilogue pass makes of causal_softmax_grad(y, dropout_grad(dp)) (char_gpt's rate 0.1) */
     {"causal_softmax_dropout_grad 64x128x128", OP_CAUSAL_SOFTMAX_DROPOUT_GRAD, 2, {"16,4,128,128", "16,4,128,128"},
-     .iattr = {42}, .fattr = {0.1767767, 0.1}, .per_step = 4},
+     .iattr = {42}, .fattr = {0.1767767, 0.1}, .per_step = 0},
     {"causal_softmax 4x128x128 (in L2)", OP_CAUSAL_SOFTMAX, 1, {"1,4,128,128"}, .fattr = {0.1767767}, .per_step = 0},
     /* issue 14: layer_norm's core (9 layer norms a step) */
     {"normalize 2048x128", OP_NORMALIZE, 1, {"16,128,128"}, .fattr = {1e-5}, .per_step = 9},
@@ -79,14 +79,19 @@ static const bcase cases[] = {
     {"batched dp = do v^T", OP_MATMUL, 2, {"64,128,32", "64,128,32"}, .iattr = {0, 1}, .per_step = 0},
     {"batched dv = p^T do", OP_MATMUL, 2, {"64,128,128", "64,128,32"}, .iattr = {1, 0}, .per_step = 0},
     /* ... and as the causal matmuls it runs (issue 14): the masked half skipped */
-    {"causal q k^T (tri 0)", OP_CAUSAL_MATMUL, 2, {"64,128,32", "64,128,32"}, .iattr = {0, 1, 0, 0}, .per_step = 4},
+    {"causal q k^T (tri 0)", OP_CAUSAL_MATMUL, 2, {"64,128,32", "64,128,32"}, .iattr = {0, 1, 0, 0}, .per_step = 0},
     {"causal p v (tri 1)", OP_CAUSAL_MATMUL, 2, {"64,128,128", "64,128,32"}, .iattr = {0, 0, 1, 0}, .per_step = 4},
     {"causal dq = ds k (tri 1)", OP_CAUSAL_MATMUL, 2, {"64,128,128", "64,128,32"}, .iattr = {0, 0, 1, 0},
      .per_step = 4},
     {"causal dk = ds^T q (tri 1 triu)", OP_CAUSAL_MATMUL, 2, {"64,128,128", "64,128,32"}, .iattr = {1, 0, 1, 1},
      .per_step = 4},
     {"causal dp = do v^T (tri 0)", OP_CAUSAL_MATMUL, 2, {"64,128,32", "64,128,32"}, .iattr = {0, 1, 0, 0},
-     .per_step = 4},
+     .per_step = 0},
+    /* ... and what the epilogue pass makes of the tri 0 ones and the softmax after them (per_step 0 above) */
+    {"causal_matmul_softmax q k^T", OP_CAUSAL_MATMUL_SOFTMAX, 2, {"64,128,32", "64,128,32"}, .iattr = {0, 1},
+     .fattr = {0.1767767}, .per_step = 4},
+    {"causal_matmul_softmax_grad do v^T", OP_CAUSAL_MATMUL_SOFTMAX_GRAD, 3, {"64,128,32", "64,128,32", "64,128,128"},
+     .iattr = {0, 1, 42}, .fattr = {0.1767767, 0.1}, .per_step = 4},
     {"causal dv = p^T do (tri 1 triu)", OP_CAUSAL_MATMUL, 2, {"64,128,128", "64,128,32"}, .iattr = {1, 0, 1, 1},
      .per_step = 4},
 };

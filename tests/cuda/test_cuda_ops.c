@@ -193,6 +193,13 @@ static void elementwise_and_softmax(ir_module *m) {
     check(m, OP_CAUSAL_MATMUL, (int[]){sq, sq}, 2, (int64_t[]){0, 1, 1, 0}, NULL, NULL, 1e-5);
     check(m, OP_CAUSAL_MATMUL, (int[]){sq, sq}, 2, (int64_t[]){1, 0, 2, 0}, NULL, NULL, 1e-5);
     check(m, OP_CAUSAL_MATMUL, (int[]){sq, sq}, 2, (int64_t[]){0, 1, 2, 1}, NULL, NULL, 1e-5);
+    /* issue 14: the scores and their softmax (or its gradient, with and without dropout) in one op */
+    int w = input(m, IR_F32, 3, 3, 9, 9, 0);
+    check(m, OP_CAUSAL_MATMUL_SOFTMAX, (int[]){rect, rect}, 2, (int64_t[]){0, 1}, (double[IR_MAX_FATTR]){0.4}, NULL, 1e-5);
+    check(m, OP_CAUSAL_MATMUL_SOFTMAX_GRAD, (int[]){rect, rect, w}, 3, (int64_t[]){0, 1, 42},
+          (double[IR_MAX_FATTR]){0.4, 0.3}, NULL, 1e-5);
+    check(m, OP_CAUSAL_MATMUL_SOFTMAX_GRAD, (int[]){rect, rect, w}, 3, (int64_t[]){0, 1, 0},
+          (double[IR_MAX_FATTR]){0.4, 0}, NULL, 1e-5);
     /* issue 14: batch norm in training (per channel of [3, 9, 7]) */
     int cm = input(m, IR_F32, 1, 7, 0, 0, 0), cs = input(m, IR_F32, 1, 7, 0, 0, 0);
     int cb = input(m, IR_F32, 1, 7, 0, 0, 0);

@@ -398,6 +398,14 @@ static void causal_softmax_one(int64_t outer, int64_t R, int64_t Cc, float scale
         snprintf(what, sizeof what, "cuda_k_causal_softmax %s [%lld, %lld]", grad ? "grad" : "forward", (long long)R,
                  (long long)Cc);
         same(what, want, out.p, n_el, 1e-5);
+        /* in place, as causal_matmul_softmax runs it: out holds the scores (forward) or dy (gradient) */
+        memcpy(out.p, grad ? dy.p : in, (size_t)n_el * sizeof *out.p);
+        if (!launched_ok(cuda_k_causal_softmax(grad ? in : out.p, grad ? out.p : NULL, out, rows, R, Cc, scale, NULL),
+                         "cuda_k_causal_softmax in place"))
+            continue;
+        snprintf(what, sizeof what, "cuda_k_causal_softmax %s in place [%lld, %lld]", grad ? "grad" : "forward",
+                 (long long)R, (long long)Cc);
+        same(what, want, out.p, n_el, 1e-5);
     }
     delete[] want;
 }
@@ -436,6 +444,14 @@ static void causal_softmax_dropout_grad_one(int64_t outer, int64_t R, int64_t Cc
         snprintf(what, sizeof what, "cuda_k_causal_softmax_dropout_grad [%lld, %lld]%s", (long long)R, (long long)Cc,
                  train ? "" : " eval");
         same(what, want, out.p, n_el, 1e-5);
+        memcpy(out.p, dp.p, (size_t)n_el * sizeof *out.p); /* in place over dp, as causal_matmul_softmax_grad */
+        if (launched_ok(cuda_k_causal_softmax_dropout_grad(y, out, out, rows, R, Cc, scale, 7, train ? word.p : NULL, 500,
+                                                           rate, NULL),
+                        "cuda_k_causal_softmax_dropout_grad in place")) {
+            snprintf(what, sizeof what, "cuda_k_causal_softmax_dropout_grad in place [%lld, %lld]%s", (long long)R,
+                     (long long)Cc, train ? "" : " eval");
+            same(what, want, out.p, n_el, 1e-5);
+        }
     }
     delete[] want;
 }

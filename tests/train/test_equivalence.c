@@ -244,7 +244,8 @@ static int fused_vs_unfused(const char *path, const char *stdlib, ir_cross_devic
             ir_op op = mf->g.nodes[i].op;
             fused_nodes += op == OP_FUSED || op == OP_CONV2D_EPILOGUE || op == OP_MATMUL_EPILOGUE || op == OP_MAX_POOL2D_RELU_GRAD ||
                            op == OP_CONV2D_BN_EPILOGUE || op == OP_CONV2D_GRAD_FILTER_POOL2 || /* issue 14 */
-                           op == OP_CONV2D_RELU_POOL2 || op == OP_CONV2D_RELU_POOL2_GRAD_FILTER;
+                           op == OP_CONV2D_RELU_POOL2 || op == OP_CONV2D_RELU_POOL2_GRAD_FILTER ||
+                           op == OP_CAUSAL_MATMUL_SOFTMAX || op == OP_CAUSAL_MATMUL_SOFTMAX_GRAD;
             reordered += op == OP_CONV2D_GRAD_FILTER_POOL2 || op == OP_CONV2D_RELU_POOL2 ||
                          op == OP_CONV2D_RELU_POOL2_GRAD_FILTER; /* their own convolution and sums */
         }

@@ -14,23 +14,35 @@
 # once (a warm-up run) and copied under B's name in a scratch MGC_CACHE_DIR.
 #   bench/ab.sh PAIRS STEPS BIN_A BIN_B PLAN [CORES]
 # CORES (e.g. 0) runs both under taskset -c CORES. Extra `mgc run` options
-# (e.g. --data text:) in MGC_RUN_FLAGS.
+# (e.g. --data text:) in MGC_RUN_FLAGS. PLAN may be a model (.mg) instead:
+# each build then compiles its own plan (--devices MGC_DEVICES, default
+# cpu:0), for a change to the compiler, whose plans the other build may not read.
 set -euo pipefail
-[ $# -ge 5 ] || { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[ $# -ge 5 ] || { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 pairs=$1 steps=$2 a=$3 b=$4 plan=$5 cores=${6:-}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/a" "$tmp/b"
 pin=(); [ -n "$cores" ] && pin=(taskset -c "$cores")
+planned=("$plan" "$plan") # A's, B's
+if [[ $plan == *.mg ]]; then
+  for side in a b; do
+    bin=$a; [ $side = b ] && bin=$b
+    "$bin" compile "$plan" --devices "${MGC_DEVICES:-cpu:0}" -o "$tmp/$side.mgx" >/dev/null ||
+      { echo "ab: $bin compile $plan failed" >&2; exit 1; }
+  done
+  planned=("$tmp/a.mgx" "$tmp/b.mgx")
+fi
+plan_of() { if [ "$1" = "$a" ]; then echo "${planned[0]}"; else echo "${planned[1]}"; fi; } # binary -> its plan
 # shellcheck disable=SC2086 # MGC_RUN_FLAGS is a list of options
 run() { # cache-dir binary history
-  MGC_CACHE_DIR=$1 "${pin[@]}" "$2" run "$plan" --steps "$steps" ${MGC_RUN_FLAGS:-} --history "$3" >/dev/null 2>&1
+  MGC_CACHE_DIR=$1 "${pin[@]}" "$2" run "$(plan_of "$2")" --steps "$steps" ${MGC_RUN_FLAGS:-} --history "$3" >/dev/null 2>&1
 }
 ips() { /usr/bin/python3 -c "import json,sys; print(round(json.loads(open(sys.argv[1]).readlines()[-1])['images_per_sec']))" "$1"; }
 # shellcheck disable=SC2086
 for side in a b; do # each build's cache file made, then A's choices under both names
   bin=$a; [ $side = b ] && bin=$b
-  MGC_CACHE_DIR=$tmp/$side "${pin[@]}" "$bin" run "$plan" --steps 3 ${MGC_RUN_FLAGS:-} >/dev/null 2>&1 ||
-    { echo "ab: $bin run $plan failed" >&2; exit 1; }
+  MGC_CACHE_DIR=$tmp/$side "${pin[@]}" "$bin" run "$(plan_of "$bin")" --steps 3 ${MGC_RUN_FLAGS:-} >/dev/null 2>&1 ||
+    { echo "ab: $bin run $(plan_of "$bin") failed" >&2; exit 1; }
 done
 cache_a=$(ls "$tmp"/a/kernels-*.json) cache_b=$(ls "$tmp"/b/kernels-*.json)
 cp "$cache_a" "$cache_b"

@@ -1,17 +1,10 @@
 /* ref_eval.c - naive double-precision evaluation of every op of ops.def (but replication). */
-#include "ref_eval.h"
-
-#include "../../ir/order.h"
+#include "ref_eval_impl.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct ref_eval {
-    const ir_module *m;
-    double **val; /* per node: numel doubles */
-};
 
 static void die(const char *fmt, const char *s) {
     fprintf(stderr, "ref_eval: ");
@@ -43,14 +36,6 @@ void ref_eval_free(ref_eval *e) {
 double *ref_eval_data(ref_eval *e, int i) { return e->val[i]; }
 
 /* ---- helpers ---- */
-
-typedef struct {
-    const ir_node *n;          /* the node */
-    const ir_node *x, *y;      /* inputs 0 and 1 (NULL if absent) */
-    double *out;               /* numel(n) */
-    const double *a, *b, *c;   /* input values */
-    int64_t len;               /* numel(n) */
-} args;
 
 /* Offset into a tensor of shape `in` broadcast (numpy) to `out`, at flat index k of `out`. */
 static int64_t bcast_offset(const ir_shape *in, const ir_shape *out, int64_t k) {
@@ -568,94 +553,6 @@ static void eval_dropout(args *t, int64_t step, bool training) {
                     : ref_eval_keep(t->n->iattr[0], step, k, rate) ? t->a[k] / (1 - rate) : 0;
 }
 
-/* ---- optimizer updates (Keras formulas; see passes/optimizer.c) ---- */
-
-static double fattr(const ir_node *n, const char *name) { return n->fattr[ir_op_fattr_index(n->op, name)]; }
-
-/* Nadam's u_i = b1 (1 - 0.5 * 0.96^(0.004 i)) */
-static double nadam_u(double b1, int64_t i) { return b1 * (1 - 0.5 * pow(0.96, 0.004 * (double)i)); }
-
-/* one element of every optimizer but lamb (clipped gradient g); Keras 3 formulas */
-static void update_element(const ir_node *n, double *p, double g, double *s1, double *s2, double lr, int64_t step) {
-    double eps = n->op == OP_SGD_UPDATE ? 0 : fattr(n, "epsilon"), t = (double)step;
-    *p -= lr * fattr(n, "weight_decay") * *p;
-    if (n->op == OP_SGD_UPDATE) {
-        double mom = fattr(n, "momentum");
-        if (!s1) *p -= lr * g;
-        else {
-            *s1 = mom * *s1 - lr * g;
-            *p += n->iattr[0] ? mom * *s1 - lr * g : *s1;
-        }
-    } else if (n->op == OP_ADAM_UPDATE) {
-        double b1 = fattr(n, "beta1"), b2 = fattr(n, "beta2");
-        double lr_t = lr * sqrt(1 - pow(b2, t)) / (1 - pow(b1, t));
-        *s1 += (1 - b1) * (g - *s1);
-        *s2 += (1 - b2) * (g * g - *s2);
-        *p -= lr_t * *s1 / (sqrt(*s2) + eps);
-    } else if (n->op == OP_RMSPROP_UPDATE) {
-        double rho = fattr(n, "rho");
-        *s1 = rho * *s1 + (1 - rho) * g * g;
-        double d = lr * g / sqrt(*s1 + eps);
-        if (s2) *s2 = fattr(n, "momentum") * *s2 + d, *p -= *s2;
-        else *p -= d;
-    } else if (n->op == OP_ADAGRAD_UPDATE) {
-        if (step == 1) *s1 = fattr(n, "initial_accumulator_value");
-        *s1 += g * g;
-        *p -= lr * g / sqrt(*s1 + eps);
-    } else { /* nadam */
-        double b1 = fattr(n, "beta1"), b2 = fattr(n, "beta2"), u_prod = 1;
-        for (int64_t i = 1; i <= step; i++) u_prod *= nadam_u(b1, i);
-        double u_t = nadam_u(b1, step), u_t1 = nadam_u(b1, step + 1);
-        *s1 += (g - *s1) * (1 - b1);
-        *s2 += (g * g - *s2) * (1 - b2);
-        double m_hat = u_t1 * *s1 / (1 - u_prod * u_t1) + (1 - u_t) * g / (1 - u_prod);
-        *p -= m_hat * lr / (sqrt(*s2 / (1 - pow(b2, t))) + eps);
-    }
-}
-
-/* lamb: decay, moments, r = m_hat / (sqrt(v_hat) + eps), p -= lr * ||p|| / ||r|| * r */
-static void update_lamb(const ir_node *n, args *t, double *p, double *m, double *v, double scale, double lr,
-                        int64_t step) {
-    double b1 = fattr(n, "beta1"), b2 = fattr(n, "beta2"), eps = fattr(n, "epsilon"), wd = fattr(n, "weight_decay");
-    double c1 = 1 - pow(b1, (double)step), c2 = 1 - pow(b2, (double)step), w2 = 0, r2 = 0;
-    double *r = malloc((size_t)t->len * sizeof *r);
-    for (int64_t k = 0; k < t->len; k++) {
-        double g = t->b[k] * scale;
-        p[k] -= p[k] * wd * lr;
-        m[k] = m[k] * b1 + g * (1 - b1);
-        v[k] = v[k] * b2 + g * g * (1 - b2);
-        r[k] = (m[k] / c1) / (sqrt(v[k] / c2) + eps);
-        w2 += p[k] * p[k], r2 += r[k] * r[k];
-    }
-    double ratio = w2 > 0 && r2 > 0 ? sqrt(w2) / sqrt(r2) : 1;
-    for (int64_t k = 0; k < t->len; k++) p[k] -= ratio * lr * r[k];
-    free(r);
-}
-
-static void eval_update(ref_eval *e, args *t, int64_t step) {
-    const ir_node *n = t->n;
-    int norm = ir_update_norm_input(n), slots = n->n_in - 2 - (norm >= 0);
-    double *p = e->val[n->in[0]], *s1 = slots > 0 ? e->val[n->in[2]] : NULL, *s2 = slots > 1 ? e->val[n->in[3]] : NULL;
-    ir_optimizer o = e->m->opt;
-    o.lr = fattr(n, "lr");
-    double lr = ir_learning_rate(&o, step - 1), clip = fattr(n, "clipnorm");
-    double scale = norm < 0 ? 1 : clip / fmax(sqrt(e->val[n->in[norm]][0]), clip);
-    if (n->op == OP_LAMB_UPDATE) update_lamb(n, t, p, s1, s2, scale, lr, step);
-    else
-        for (int64_t k = 0; k < t->len; k++) update_element(n, &p[k], t->b[k] * scale, s1 ? &s1[k] : NULL, s2 ? &s2[k] : NULL, lr, step);
-    memcpy(t->out, p, (size_t)t->len * sizeof *p);
-}
-
-/* sq_norm: the sum of squares of every input */
-static void eval_sq_norm(ref_eval *e, args *t) {
-    double s = 0;
-    for (int j = 0; j < t->n->n_in; j++) {
-        const double *x = e->val[t->n->in[j]];
-        for (int64_t k = 0; k < ir_shape_numel(&e->m->g.nodes[t->n->in[j]].shape); k++) s += x[k] * x[k];
-    }
-    t->out[0] = s;
-}
-
 /* ---- issue 12: activations, elementwise math, log_softmax, in_top_k ---- */
 
 static const double SELU_ALPHA = 1.6732632423543772848170429916717, SELU_SCALE = 1.0507009873554804934193349852946;
@@ -751,8 +648,8 @@ static void eval_node(ref_eval *e, int i, int64_t step, bool training) {
     case OP_SPARSE_XENT: case OP_SPARSE_XENT_GRAD: case OP_ARGMAX_MATCH: eval_xent(&t); return;
     case OP_DROPOUT: case OP_DROPOUT_GRAD: eval_dropout(&t, step, training); return;
     case OP_SGD_UPDATE: case OP_ADAM_UPDATE: case OP_RMSPROP_UPDATE:
-    case OP_ADAGRAD_UPDATE: case OP_NADAM_UPDATE: case OP_LAMB_UPDATE: eval_update(e, &t, step); return;
-    case OP_SQ_NORM: eval_sq_norm(e, &t); return;
+    case OP_ADAGRAD_UPDATE: case OP_NADAM_UPDATE: case OP_LAMB_UPDATE: ref_eval_update(e, &t, step); return;
+    case OP_SQ_NORM: ref_eval_sq_norm(e, &t); return;
     case OP_ASSIGN: /* the state takes the value, in training only */
         if (training) memcpy(e->val[n->in[0]], t.b, (size_t)t.len * sizeof *t.out);
         memcpy(t.out, e->val[n->in[0]], (size_t)t.len * sizeof *t.out);

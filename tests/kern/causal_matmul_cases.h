@@ -1,6 +1,7 @@
 /* causal_matmul_cases.h - issue 14 (char_gpt speed): kernel cases of
- * causal_matmul (and causal_matmul_softmax, its gradient) against double loops: every triangle (the output, op(a),
- * op(b)), lower and upper, each transpose, batch broadcast, sizes across
+ * causal_matmul (and of causal_matmul_softmax and its gradient) against
+ * double loops: every triangle (the output, op(a), op(b)), lower and upper,
+ * each transpose, batch broadcast, sizes across
  * the kernel's 6 x 16 tiles and the 8 x 8 blocks of its transposed
  * packing; included by test_kernels.c after its helpers, CAUSAL_MATMUL_CASES
  * ends its table. The masked triangle of a triangular

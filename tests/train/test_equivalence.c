@@ -8,7 +8,7 @@
  * docs/runtime.md "Steps in flight").
  *   test_equivalence MODEL.mg STDLIB_DIR [cross-device-ops] [--bucket-bytes N] [--steps S]
  *                    [--synthetic CLASSES] [--expect-differ] [--sparse-grads MODE] [--sparse-vs-dense]
- *                    [--zero-gradient SUFFIX] [--fused-vs-unfused]
+ *                    [--zero-gradient SUFFIX] [--fused-vs-unfused [--expect-op NAME]...]
  * State (moving statistics) is compared after averaging over replicas, as
  * saved. --expect-differ: a model whose replicas normalize by their own
  * batch (batch_norm without sync) must differ from one device by more than
@@ -29,7 +29,9 @@
  * variable within 1e-5 and, since fused kernels run the same per-element
  * math in the same order, bit for bit, but for plans holding
  * conv2d_grad_filter_pool2 (issue 14, seed CNN speed), which sums the first
- * convolution's gradients in another order (docs/epilogue.md): 1e-5 only. */
+ * convolution's gradients in another order (docs/epilogue.md): 1e-5 only.
+ * --expect-op NAME: the fused plans must hold an op NAME (a rule that stopped
+ * firing would otherwise still give the unfused bits). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +50,8 @@ static ir_sparse_grads sparse_mode = SPARSE_AUTO; /* --sparse-grads */
 static double limit = 1e-5;               /* relative difference allowed per variable */
 static const char *zero_gradient;         /* --zero-gradient SUFFIX: params whose gradient is exactly 0 */
 static bool no_fuse;                      /* compile with --no-fuse (issue 14) */
+static const char *expect_ops[8];         /* --expect-op: ops each fused plan must hold */
+static int n_expect_ops;
 static int check_every = 1;               /* rt_train's check_replicas; 0: none, and steps in flight (issue 14) */
 
 static bool zero_gradient_param(const char *name) {
@@ -252,6 +256,12 @@ static int fused_vs_unfused(const char *path, const char *stdlib, ir_cross_devic
         printf("%d devices: %lld fused nodes, %d nodes fused against %d unfused\n", devices, (long long)fused_nodes,
                mf->g.n, mu->g.n);
         if (!fused_nodes) printf("FAIL: the fused plan on %d devices holds no fused node\n", devices), failures++;
+        for (int k = 0; k < n_expect_ops; k++) {
+            int op = ir_op_from_name(expect_ops[k]), held = 0;
+            for (int i = 0; i < mf->g.n; i++) held += op >= 0 && mf->g.nodes[i].op == (ir_op)op;
+            printf("%d devices: %d %s nodes\n", devices, held, expect_ops[k]);
+            if (!held) printf("FAIL: the fused plan on %d devices holds no %s\n", devices, expect_ops[k]), failures++;
+        }
         float *fused = train(mf, ds, &n);
         failures += compare(mu, unfused, fused, devices);
         if (reordered) printf("%d devices: conv2d_grad_filter_pool2 / conv2d_relu_pool2 sum in another order: within 1e-5, not bit for bit\n", devices);
@@ -280,6 +290,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[a], "--expect-differ")) expect_differ = true;
         else if (!strcmp(argv[a], "--sparse-vs-dense")) vs_dense = true;
         else if (!strcmp(argv[a], "--fused-vs-unfused")) vs_unfused = true;
+        else if (!strcmp(argv[a], "--expect-op") && a + 1 < argc && n_expect_ops < 8) expect_ops[n_expect_ops++] = argv[++a];
         else if (!strcmp(argv[a], "--sparse-grads") && a + 1 < argc) {
             int k = 0;
             while (k < SPARSE_COUNT && strcmp(argv[a + 1], ir_sparse_grads_names[k])) k++;
